@@ -1,0 +1,24 @@
+# Baton scheduler. Build from the repository root:
+#   docker build -f docker/scheduler.Dockerfile -t baton/scheduler .
+FROM node:20-bookworm-slim AS build
+WORKDIR /src
+# better-sqlite3 compiles when no prebuilt binary matches.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY apps ./apps
+COPY libs ./libs
+COPY bin ./bin
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+RUN mkdir -p /app/data /app/.data && chown node:node /app/data /app/.data
+USER node
+EXPOSE 3000
+CMD ["node", "dist/apps/scheduler/src/main.js"]

@@ -1,0 +1,31 @@
+/** Three tiers (CONVENTIONS.md rule 9): unit specs beside the code, integration specs against the
+ * machine's real servers, e2e specs through real app processes. */
+const transform = {
+  // Transpile only: `npm test` type-checks the whole tree once with tsc before Jest runs.
+  '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.spec.json' }],
+};
+const moduleNameMapper = {
+  '^@baton/task-contract$': '<rootDir>/libs/task-contract/src',
+  '^@baton/task-contract/(.*)$': '<rootDir>/libs/task-contract/src/$1',
+  '^@baton/locks$': '<rootDir>/libs/locks/src',
+  '^@baton/locks/(.*)$': '<rootDir>/libs/locks/src/$1',
+};
+const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: __dirname };
+
+module.exports = {
+  // Hooks start real processes and servers; a loaded 2-core machine needs more than Jest's 5 s.
+  testTimeout: 60_000,
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/{apps,libs,test}/**/*.int-spec.ts'],
+    },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+    },
+  ],
+};

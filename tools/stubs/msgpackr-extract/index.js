@@ -1,0 +1,1 @@
+throw new Error('msgpackr-extract is not installed here: msgpackr uses its JavaScript path');
