@@ -1,0 +1,112 @@
+import { TaskStatus } from '../enums/task-status.enum';
+import {
+  CompletionCallbackDto,
+  HeartbeatCallbackDto,
+  ProgressCallbackDto,
+} from '../dto/callback.dto';
+import {
+  StaleFenceError,
+  WorkerCallError,
+  WorkerUnavailableError,
+  WorkerTimeoutError,
+} from '../errors/worker-call.errors';
+import { TaskRecord } from '../worker/task-record';
+import { WorkerCallbacks } from '../worker/worker-callbacks.interface';
+import { JsonHttp, JsonHttpOptions } from './json-http';
+
+export interface CallbackClientOptions extends JsonHttpOptions {
+  /** The scheduler's base URL, e.g. http://127.0.0.1:3000 */
+  schedulerUrl: string;
+  /** Tries for a completion report before giving up to the scheduler's polling. Default 4. */
+  completionTries?: number;
+}
+
+const taskPath = (taskId: string, what: string): string =>
+  `/v1/tasks/${encodeURIComponent(taskId)}/${what}`;
+
+/**
+ * What an async worker uses to tell the scheduler about a run: completion (`PUT
+ * /v1/tasks/{id}/notify`), heartbeat and progress, each with the fence the worker was given.
+ * A stale fence (409) means another attempt owns the task now: the report is dropped.
+ */
+export class CallbackClient implements WorkerCallbacks {
+  private readonly http: JsonHttp;
+
+  constructor(private readonly options: CallbackClientOptions) {
+    this.http = new JsonHttp(options);
+  }
+
+  async completed(record: TaskRecord): Promise<void> {
+    const body: CompletionCallbackDto = {
+      attempt: record.attempt,
+      task_status: record.status === TaskStatus.SUCCESS ? TaskStatus.SUCCESS : TaskStatus.FAIL,
+      ...(record.result ? { result: record.result } : {}),
+      ...(record.error
+        ? {
+            error: {
+              message: record.error.message,
+              ...(record.error.code ? { code: record.error.code } : {}),
+            },
+          }
+        : {}),
+    };
+    const tries = this.options.completionTries ?? 4;
+    for (let i = 1; ; i++) {
+      try {
+        await this.http.call(
+          'PUT',
+          this.options.schedulerUrl,
+          taskPath(record.task_id, 'notify'),
+          {},
+          body,
+          {
+            fence: record.fence,
+          },
+        );
+        return;
+      } catch (err) {
+        const transient =
+          err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError;
+        if (!transient || i >= tries) throw err;
+        await new Promise((r) => setTimeout(r, 200 * 4 ** (i - 1)));
+      }
+    }
+  }
+
+  async heartbeat(taskId: string, attempt: number, fence: number): Promise<void> {
+    const body: HeartbeatCallbackDto = { attempt };
+    await this.quiet(
+      this.http.call('PUT', this.options.schedulerUrl, taskPath(taskId, 'heartbeat'), {}, body, {
+        fence,
+      }),
+    );
+  }
+
+  async progress(
+    taskId: string,
+    attempt: number,
+    fence: number,
+    progress: { percent: number; step?: string; message?: string },
+  ): Promise<void> {
+    const body: ProgressCallbackDto = { attempt, ...progress };
+    await this.quiet(
+      this.http.call('PUT', this.options.schedulerUrl, taskPath(taskId, 'progress'), {}, body, {
+        fence,
+      }),
+    );
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  /** A stale fence on a heartbeat or progress report is expected after a takeover. */
+  private async quiet(call: Promise<unknown>): Promise<void> {
+    try {
+      await call;
+    } catch (err) {
+      if (err instanceof StaleFenceError) return;
+      throw err as WorkerCallError;
+    }
+  }
+}

@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'undici';
+import { AuthConfig, authHeaders } from '../worker/auth/request-auth';
+import { ContractErrorCode } from '../errors/contract.exception';
+import {
+  ERROR_CLASS_BY_CODE,
+  WorkerCallError,
+  WorkerProtocolError,
+  WorkerTimeoutError,
+  WorkerUnavailableError,
+} from '../errors/worker-call.errors';
+import { isEnvelope } from '../dto/envelope.dto';
+import { HEADER, newTraceparent } from '../util/headers';
+
+/** Per-call settings every contract call carries. */
+export interface CallOptions {
+  /** X-Baton-Fence: the fencing token of the lock the caller holds for the task. */
+  fence: number;
+  /** X-Request-Id; a fresh UUID when absent. */
+  requestId?: string;
+  /** W3C traceparent; a fresh one when absent. */
+  traceparent?: string;
+  /** Overrides the client's default timeout for this call. */
+  timeoutMs?: number;
+}
+
+export interface JsonHttpOptions {
+  auth: AuthConfig;
+  /** Default per-call timeout (ms). Default 10 000. */
+  timeoutMs?: number;
+  /** Keep-alive connections per origin. Default 64. */
+  connections?: number;
+  /** Largest answer body read, bytes; a larger one is a WorkerProtocolError. Default 8 MiB. */
+  maxResponseBytes?: number;
+}
+
+/** A pool unused this long is closed, so workers that come and go leave no sockets behind. */
+const POOL_IDLE_MS = 60_000;
+
+const RETRYABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * Signed JSON over undici keep-alive pools, one pool per origin. Answers must be contract
+ * envelopes; anything else is a WorkerProtocolError. Errors come out as WorkerCallError classes.
+ */
+export class JsonHttp {
+  private readonly pools = new Map<string, { pool: Pool; lastUsed: number }>();
+  private lastSweep = Date.now();
+  private readonly timeoutMs: number;
+  private readonly connections: number;
+
+  constructor(private readonly options: JsonHttpOptions) {
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.connections = options.connections ?? 64;
+  }
+
+  async call<T>(
+    method: 'GET' | 'POST' | 'PUT',
+    baseUrl: string,
+    path: string,
+    query: Record<string, string | undefined>,
+    body: unknown,
+    opts: CallOptions,
+  ): Promise<T> {
+    const base = new URL(baseUrl);
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, v);
+    const search = qs.toString();
+    const pathWithQuery = `${base.pathname.replace(/\/+$/, '')}${path}${search ? `?${search}` : ''}`;
+    const payload = body === undefined ? '' : JSON.stringify(body);
+    const headers: Record<string, string> = {
+      [HEADER.FENCE]: String(opts.fence),
+      [HEADER.REQUEST_ID]: opts.requestId ?? randomUUID(),
+      [HEADER.TRACEPARENT]: opts.traceparent ?? newTraceparent(),
+      accept: 'application/json',
+      ...authHeaders(this.options.auth, {
+        method,
+        pathWithQuery,
+        fence: String(opts.fence),
+        body: payload,
+      }),
+    };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const timeout = opts.timeoutMs ?? this.timeoutMs;
+    const where = `${method} ${base.origin}${pathWithQuery}`;
+
+    let statusCode: number;
+    let text: string;
+    try {
+      const res = await this.pool(base.origin).request({
+        method,
+        path: pathWithQuery,
+        headers,
+        body: body === undefined ? undefined : payload,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+      statusCode = res.statusCode;
+      text = await readCapped(res.body, this.options.maxResponseBytes ?? 8 * 1_048_576, where);
+    } catch (err) {
+      if (err instanceof WorkerProtocolError) throw err;
+      throw toTransportError(err, where, timeout);
+    }
+
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new WorkerProtocolError(
+        `${where} answered ${statusCode} with a body that is not JSON`,
+        ContractErrorCode.INTERNAL,
+        statusCode,
+      );
+    }
+    if (!isEnvelope(parsed)) {
+      throw new WorkerProtocolError(
+        `${where} answered ${statusCode} without the {code, message, data} envelope`,
+        ContractErrorCode.INTERNAL,
+        statusCode,
+      );
+    }
+    if (parsed.code === 0 && statusCode >= 200 && statusCode < 300) return parsed.data as T;
+    if (parsed.code === 0) {
+      throw new WorkerProtocolError(
+        `${where} answered HTTP ${statusCode} with code 0`,
+        ContractErrorCode.INTERNAL,
+        statusCode,
+      );
+    }
+    const ErrorClass =
+      ERROR_CLASS_BY_CODE[parsed.code as ContractErrorCode] ??
+      (statusCode >= 500 ? WorkerUnavailableError : WorkerProtocolError);
+    throw new ErrorClass(
+      `${where}: ${parsed.message}`,
+      parsed.code as ContractErrorCode,
+      statusCode,
+      parsed.data,
+    );
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.pool.close()));
+  }
+
+  /** Open pools, for tests and metrics. */
+  get poolCount(): number {
+    return this.pools.size;
+  }
+
+  private pool(origin: string): Pool {
+    const now = Date.now();
+    if (now - this.lastSweep > POOL_IDLE_MS / 2) this.sweep(now);
+    let entry = this.pools.get(origin);
+    if (!entry) {
+      const pool = new Pool(origin, {
+        connections: this.connections,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+      });
+      entry = { pool, lastUsed: now };
+      this.pools.set(origin, entry);
+    }
+    entry.lastUsed = now;
+    return entry.pool;
+  }
+
+  private sweep(now: number): void {
+    this.lastSweep = now;
+    for (const [origin, entry] of this.pools) {
+      if (now - entry.lastUsed > POOL_IDLE_MS) {
+        this.pools.delete(origin);
+        // Requests still in flight on it finish before close() resolves.
+        void entry.pool.close().catch(() => undefined);
+      }
+    }
+  }
+}
+
+async function readCapped(
+  body: AsyncIterable<Buffer>,
+  limit: number,
+  where: string,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      throw new WorkerProtocolError(
+        `${where} answered more than ${limit} bytes`,
+        ContractErrorCode.INTERNAL,
+        0,
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function toTransportError(err: unknown, where: string, timeout: number): WorkerCallError {
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code ?? '';
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || TIMEOUT_CODES.has(code)) {
+    return new WorkerTimeoutError(
+      `${where}: no answer within ${timeout} ms`,
+      ContractErrorCode.WORKER_TIMEOUT,
+      0,
+    );
+  }
+  const reason = RETRYABLE_SOCKET_CODES.has(code) ? code : (e.message ?? String(err));
+  return new WorkerUnavailableError(`${where}: ${reason}`, ContractErrorCode.WORKER_UNAVAILABLE, 0);
+}

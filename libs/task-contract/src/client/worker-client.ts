@@ -1,0 +1,195 @@
+import { CreateTaskRequestDto, NotifyRequestDto, TaskParams } from '../dto/worker-requests.dto';
+import {
+  HeartbeatDto,
+  ProgressViewDto,
+  QueryResultDto,
+  StatusDto,
+  SummaryDto,
+  TaskViewDto,
+} from '../dto/worker-responses.dto';
+import { CallOptions, JsonHttp, JsonHttpOptions } from './json-http';
+
+const taskPath = (taskType: string): string => `/v1/task/${encodeURIComponent(taskType)}`;
+
+/**
+ * The scheduler's side of the contract: one typed method per call of ARCHITECTURE.md §4.
+ * Every call carries X-Baton-Fence, X-Request-Id, traceparent and the auth headers, has a
+ * timeout, and ends either with the envelope's data or with a WorkerCallError subclass.
+ *
+ * @example
+ * const client = new WorkerClient({ auth: { mode: 'hmac', secret } });
+ * await client.create(url, 'demo.echo', body, { fence: lease.fence });
+ */
+export class WorkerClient {
+  private readonly http: JsonHttp;
+
+  constructor(options: JsonHttpOptions) {
+    this.http = new JsonHttp(options);
+  }
+
+  create(
+    baseUrl: string,
+    taskType: string,
+    body: CreateTaskRequestDto,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.http.call('POST', baseUrl, taskPath(taskType), {}, body, opts);
+  }
+
+  async query(
+    baseUrl: string,
+    taskType: string,
+    filter: { task_id?: string; task_name?: string },
+    opts: CallOptions,
+  ): Promise<TaskViewDto[]> {
+    const res = await this.http.call<QueryResultDto>(
+      'GET',
+      baseUrl,
+      taskPath(taskType),
+      filter,
+      undefined,
+      opts,
+    );
+    return res.items;
+  }
+
+  status(baseUrl: string, taskType: string, taskId: string, opts: CallOptions): Promise<StatusDto> {
+    return this.read(baseUrl, taskType, taskId, 'status', opts);
+  }
+
+  heartbeat(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<HeartbeatDto> {
+    return this.read(baseUrl, taskType, taskId, 'heartbeat', opts);
+  }
+
+  progress(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<ProgressViewDto> {
+    return this.read(baseUrl, taskType, taskId, 'progress', opts);
+  }
+
+  summary(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<SummaryDto> {
+    return this.read(baseUrl, taskType, taskId, 'summary', opts);
+  }
+
+  notify(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    body: NotifyRequestDto,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.http.call('PUT', baseUrl, taskPath(taskType), { task_id: taskId }, body, opts);
+  }
+
+  run(baseUrl: string, taskType: string, taskId: string, opts: CallOptions): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'running', {}, opts);
+  }
+
+  pause(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'pause', {}, opts);
+  }
+
+  continue(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'continue', {}, opts);
+  }
+
+  prepare(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'prepare', {}, opts);
+  }
+
+  rollback(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'rollback', {}, opts);
+  }
+
+  change(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    params: TaskParams,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'change', { params }, opts);
+  }
+
+  clean(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.write(baseUrl, taskType, taskId, 'clean', {}, opts);
+  }
+
+  /** Closes the keep-alive pools. */
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  private read<T>(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    action: string,
+    opts: CallOptions,
+  ): Promise<T> {
+    return this.http.call(
+      'GET',
+      baseUrl,
+      taskPath(taskType),
+      { task_id: taskId, action },
+      undefined,
+      opts,
+    );
+  }
+
+  private write(
+    baseUrl: string,
+    taskType: string,
+    taskId: string,
+    action: string,
+    body: object,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.http.call(
+      'PUT',
+      baseUrl,
+      taskPath(taskType),
+      { task_id: taskId, action },
+      body,
+      opts,
+    );
+  }
+}

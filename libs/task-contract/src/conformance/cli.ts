@@ -1,0 +1,82 @@
+/**
+ * `npm run contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S]
+ *  [--params JSON] [--timeout-ms N] [--json]`
+ *
+ * Drives a live worker through the contract and prints a verdict per check. Exit code 0 when no
+ * check failed, 1 when one did, 2 on bad arguments. Credentials may also come from
+ * BATON_AUTH_TOKEN / BATON_AUTH_SECRET.
+ */
+import { parseArgs } from 'node:util';
+import { AuthConfig } from '../worker/auth/request-auth';
+import { ConformanceKit, formatResults } from './conformance-kit';
+
+const USAGE =
+  'usage: contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S] [--params JSON] [--timeout-ms N] [--json]';
+
+function fail(message: string): never {
+  console.error(`${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        url: { type: 'string' },
+        type: { type: 'string' },
+        token: { type: 'string' },
+        secret: { type: 'string' },
+        params: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        json: { type: 'boolean', default: false },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    fail(err instanceof Error ? err.message : String(err));
+  }
+  if (!values.url || !values.type) fail('--url and --type are required');
+  try {
+    new URL(values.url);
+  } catch {
+    fail(`--url ${values.url} is not a URL`);
+  }
+  const token = values.token ?? process.env.BATON_AUTH_TOKEN;
+  const secret = values.secret ?? process.env.BATON_AUTH_SECRET;
+  if (token && secret) fail('give --token or --secret, not both');
+  const auth: AuthConfig = secret
+    ? { mode: 'hmac', secret }
+    : token
+      ? { mode: 'token', token }
+      : { mode: 'none' };
+  let params: Record<string, unknown> = {};
+  if (values.params) {
+    try {
+      params = JSON.parse(values.params) as Record<string, unknown>;
+    } catch {
+      fail('--params must be a JSON object');
+    }
+    if (typeof params !== 'object' || params === null || Array.isArray(params))
+      fail('--params must be a JSON object');
+  }
+  const timeout = values['timeout-ms'] ? Number(values['timeout-ms']) : 30_000;
+  if (!Number.isInteger(timeout) || timeout <= 0) fail('--timeout-ms must be a positive integer');
+
+  const results = await new ConformanceKit({
+    url: values.url,
+    type: values.type,
+    auth,
+    params,
+    outcomeTimeoutMs: timeout,
+  }).run();
+  console.log(values.json ? JSON.stringify(results, null, 2) : formatResults(results));
+  process.exit(results.some((r) => r.verdict === 'fail') ? 1 : 0);
+}
+
+main().catch((err: unknown) => {
+  console.error(
+    `contract check could not run: ${err instanceof Error ? err.message : String(err)}`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+/** How the run call completes (ARCHITECTURE.md §2). */
+export enum BlockingKind {
+  /** The run call returns the outcome. */
+  SYNC = 'sync',
+  /** The run call answers RUNNING at once; the outcome comes by callback or status polling. */
+  ASYNC = 'async',
+}
+
+/** How often a task repeats (ARCHITECTURE.md §2). */
+export enum RepetitionKind {
+  SIMPLE = 'simple',
+  TIMED = 'timed',
+  PERMANENT = 'permanent',
+  TOPOLOGY = 'topology',
+}
+
+/** Events the scheduler tells a task about through the notify call. */
+export enum NotifyEvent {
+  CANCEL = 'cancel',
+  PARENT_DONE = 'parent_done',
+  DEADLINE = 'deadline',
+  CUSTOM = 'custom',
+}

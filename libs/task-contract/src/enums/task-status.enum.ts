@@ -1,0 +1,54 @@
+/**
+ * The life of a task (ARCHITECTURE.md §3). The string values are what travels on the wire.
+ */
+export enum TaskStatus {
+  /** Recorded by the scheduler; no worker has seen it yet. */
+  INIT = 'INIT',
+  /** The worker accepted the task. */
+  CREATE = 'CREATE',
+  /** Preconditions checked and resources reserved. */
+  PREPARE = 'PREPARE',
+  /** Waiting: start time, lock or resource conflict, rate limit, no capacity. */
+  POSTPONE = 'POSTPONE',
+  RUNNING = 'RUNNING',
+  PAUSE = 'PAUSE',
+  SUCCESS = 'SUCCESS',
+  FAIL = 'FAIL',
+  /** What run did has been undone. */
+  ROLLBACK = 'ROLLBACK',
+  /** Cleaned up; final. */
+  FINISH = 'FINISH',
+  /** The worker does not know the task (lost). */
+  NONE = 'NONE',
+}
+
+export const TASK_STATUSES: readonly TaskStatus[] = Object.values(TaskStatus);
+
+/**
+ * Spellings accepted on input besides the canonical ones. The original design wrote `Postpose`;
+ * clients built against it keep working. Keys are lower-case.
+ */
+const STATUS_ALIASES: Readonly<Record<string, TaskStatus>> = {
+  postpose: TaskStatus.POSTPONE,
+};
+
+/**
+ * Reads a status from input: canonical names in any case, plus the `Postpose` alias.
+ * Returns `undefined` for anything else, so callers decide how to refuse it.
+ */
+export function parseTaskStatus(value: unknown): TaskStatus | undefined {
+  if (typeof value !== 'string') return undefined;
+  const upper = value.trim().toUpperCase();
+  if ((TASK_STATUSES as readonly string[]).includes(upper)) return upper as TaskStatus;
+  return STATUS_ALIASES[value.trim().toLowerCase()];
+}
+
+/** Statuses after which nothing more happens to the task unless someone retries it. */
+export const FINAL_STATUSES: ReadonlySet<TaskStatus> = new Set([TaskStatus.FINISH]);
+
+/** Statuses that carry an outcome of a run (the task is done running, cleanup may follow). */
+export const OUTCOME_STATUSES: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.SUCCESS,
+  TaskStatus.FAIL,
+  TaskStatus.ROLLBACK,
+]);

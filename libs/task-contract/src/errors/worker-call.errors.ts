@@ -1,0 +1,80 @@
+import { ContractErrorCode } from './contract.exception';
+
+/**
+ * Errors a `WorkerClient` call ends with. One class per signal, so the scheduler can decide by
+ * `instanceof` (retry on unavailable/timeout, stop on stale fence, re-create on not found ...).
+ */
+export class WorkerCallError extends Error {
+  constructor(
+    message: string,
+    /** The envelope code the worker answered, or the client-side code. */
+    readonly code: ContractErrorCode,
+    /** HTTP status of the answer; 0 when there was none. */
+    readonly httpStatus: number,
+    /** The envelope's data, if any. */
+    readonly data: unknown = null,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** 400: the request broke the schema. A bug in the caller; retrying will not help. */
+export class WorkerValidationError extends WorkerCallError {}
+/** 401: the worker refused our credentials. */
+export class WorkerAuthError extends WorkerCallError {}
+/** 404 TASK_TYPE_NOT_FOUND: the worker has no handler for the type. */
+export class TaskTypeNotFoundError extends WorkerCallError {}
+/** 404 TASK_NOT_FOUND: the worker does not know the task (treat as NONE). */
+export class TaskNotFoundError extends WorkerCallError {}
+/** 409 ILLEGAL_TRANSITION: the worker's state does not allow the call. */
+export class IllegalTransitionError extends WorkerCallError {}
+/** 409 STALE_FENCE: someone with a newer lock already spoke to the worker; stop acting. */
+export class StaleFenceError extends WorkerCallError {}
+/** 409 CREATE_CONFLICT: the task_id exists with another type. */
+export class CreateConflictError extends WorkerCallError {}
+/** 501: the worker does not implement this optional call. */
+export class NotImplementedError extends WorkerCallError {}
+/** 429: back off. */
+export class WorkerRateLimitedError extends WorkerCallError {}
+/** Connection refused/reset, or a 5xx answer: the call may be retried elsewhere. */
+export class WorkerUnavailableError extends WorkerCallError {}
+/** No answer within the call's timeout. The call may or may not have taken effect. */
+export class WorkerTimeoutError extends WorkerCallError {}
+/** The answer was not a valid envelope: a worker that does not speak the contract. */
+export class WorkerProtocolError extends WorkerCallError {}
+
+type WorkerCallErrorClass = new (
+  message: string,
+  code: ContractErrorCode,
+  httpStatus: number,
+  data?: unknown,
+) => WorkerCallError;
+
+/** Which error class a worker's envelope code becomes. */
+export const ERROR_CLASS_BY_CODE = {
+  [ContractErrorCode.OK]: WorkerProtocolError,
+  [ContractErrorCode.VALIDATION_FAILED]: WorkerValidationError,
+  [ContractErrorCode.MALFORMED_BODY]: WorkerValidationError,
+  [ContractErrorCode.MISSING_FENCE]: WorkerValidationError,
+  [ContractErrorCode.UNAUTHENTICATED]: WorkerAuthError,
+  [ContractErrorCode.BAD_SIGNATURE]: WorkerAuthError,
+  [ContractErrorCode.SIGNATURE_EXPIRED]: WorkerAuthError,
+  [ContractErrorCode.SIGNATURE_REPLAYED]: WorkerAuthError,
+  [ContractErrorCode.TASK_TYPE_NOT_FOUND]: TaskTypeNotFoundError,
+  [ContractErrorCode.TASK_NOT_FOUND]: TaskNotFoundError,
+  [ContractErrorCode.NOT_FOUND]: WorkerProtocolError,
+  [ContractErrorCode.ILLEGAL_TRANSITION]: IllegalTransitionError,
+  [ContractErrorCode.STALE_FENCE]: StaleFenceError,
+  [ContractErrorCode.CREATE_CONFLICT]: CreateConflictError,
+  [ContractErrorCode.IDEMPOTENCY_IN_FLIGHT]: WorkerProtocolError,
+  [ContractErrorCode.VERSION_CONFLICT]: WorkerProtocolError,
+  [ContractErrorCode.PAYLOAD_TOO_LARGE]: WorkerValidationError,
+  [ContractErrorCode.UNSUPPORTED_MEDIA_TYPE]: WorkerValidationError,
+  [ContractErrorCode.IDEMPOTENCY_MISMATCH]: WorkerProtocolError,
+  [ContractErrorCode.RATE_LIMITED]: WorkerRateLimitedError,
+  [ContractErrorCode.INTERNAL]: WorkerUnavailableError,
+  [ContractErrorCode.NOT_IMPLEMENTED]: NotImplementedError,
+  [ContractErrorCode.WORKER_UNAVAILABLE]: WorkerUnavailableError,
+  [ContractErrorCode.WORKER_TIMEOUT]: WorkerTimeoutError,
+} as const satisfies Record<ContractErrorCode, WorkerCallErrorClass>;

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+
+/** Header names of the contract, lower-case as Node reads them. */
+export const HEADER = {
+  FENCE: 'x-baton-fence',
+  REQUEST_ID: 'x-request-id',
+  TRACEPARENT: 'traceparent',
+  AUTHORIZATION: 'authorization',
+  TIMESTAMP: 'x-baton-timestamp',
+  NONCE: 'x-baton-nonce',
+  SIGNATURE: 'x-baton-signature',
+} as const;
+
+/** A fresh W3C traceparent (version 00, sampled). */
+export function newTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
+
+const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** True for a syntactically valid traceparent with non-zero ids. */
+export function isTraceparent(value: string): boolean {
+  if (!TRACEPARENT_PATTERN.test(value)) return false;
+  const [, traceId, spanId] = value.split('-');
+  return !/^0+$/.test(traceId) && !/^0+$/.test(spanId);
+}
+
+/**
+ * Reads X-Baton-Fence: a non-negative safe integer, or `undefined` when absent or malformed.
+ */
+export function parseFence(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined || !/^\d{1,16}$/.test(raw)) return undefined;
+  const n = Number(raw);
+  return Number.isSafeInteger(n) ? n : undefined;
+}

@@ -1,0 +1,43 @@
+import { plainToInstance } from 'class-transformer';
+import { ValidationError, validateSync } from 'class-validator';
+import { ContractErrorCode, ContractException } from '../errors/contract.exception';
+
+type Ctor<T> = new () => T;
+
+/** Flattens nested class-validator errors to `path: message` lines. */
+export function describeValidationErrors(errors: ValidationError[], prefix = ''): string[] {
+  const lines: string[] = [];
+  for (const error of errors) {
+    const path = prefix ? `${prefix}.${error.property}` : error.property;
+    for (const message of Object.values(error.constraints ?? {})) {
+      lines.push(
+        message.startsWith(error.property)
+          ? `${path}${message.slice(error.property.length)}`
+          : `${path}: ${message}`,
+      );
+    }
+    lines.push(...describeValidationErrors(error.children ?? [], path));
+  }
+  return lines;
+}
+
+/**
+ * Turns untrusted JSON into a DTO instance, with the same rules as the apps' global pipe: unknown
+ * fields are refused, types are converted only where declared. Throws VALIDATION_FAILED (400)
+ * with every problem listed in `data.errors`.
+ */
+export function validateDto<T extends object>(cls: Ctor<T>, body: unknown): T {
+  if (body === undefined || body === null) body = {};
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new ContractException(ContractErrorCode.MALFORMED_BODY, 'body must be a JSON object');
+  }
+  const instance = plainToInstance(cls, body);
+  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true });
+  if (errors.length > 0) {
+    const lines = describeValidationErrors(errors);
+    throw new ContractException(ContractErrorCode.VALIDATION_FAILED, lines.join('; '), {
+      errors: lines,
+    });
+  }
+  return instance;
+}

@@ -1,0 +1,80 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import {
+  CONTRACT_ERROR_TABLE,
+  ContractErrorCode,
+  ContractException,
+  httpStatusOf,
+} from '../errors/contract.exception';
+import { WorkerCallError } from '../errors/worker-call.errors';
+
+interface ReplyLike {
+  status(code: number): ReplyLike;
+  header(name: string, value: string): ReplyLike;
+  send(body: unknown): void;
+}
+
+/** The envelope for any error: `{code, message, data}` with the HTTP status the code implies. */
+export function errorEnvelope(
+  exception: unknown,
+  logger: Logger,
+): { status: number; body: { code: number; message: string; data: unknown } } {
+  if (exception instanceof ContractException) {
+    return {
+      status: exception.httpStatus,
+      body: { code: exception.code, message: exception.message, data: exception.data },
+    };
+  }
+  if (exception instanceof WorkerCallError) {
+    // A call this app made to a worker failed: pass its meaning on (the worker's 409 stays a 409,
+    // an unreachable worker is 503, a timeout 504) instead of hiding it in a 500.
+    const known = exception.code !== ContractErrorCode.OK && exception.code in CONTRACT_ERROR_TABLE;
+    const code = known ? exception.code : ContractErrorCode.WORKER_UNAVAILABLE;
+    return {
+      status: httpStatusOf(code),
+      body: { code, message: `worker: ${exception.message}`, data: null },
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse();
+    const raw =
+      typeof response === 'object' && response !== null && 'message' in response
+        ? (response as { message: unknown }).message
+        : exception.message;
+    const message = ([] as unknown[]).concat(raw).join('; ');
+    // Nest hands Fastify's body-parser failures over as a 400 with a string message; the
+    // validation pipe's 400 carries a list of messages.
+    const code =
+      status === 400 && !Array.isArray(raw) ? ContractErrorCode.MALFORMED_BODY : status * 100;
+    return { status, body: { code, message, data: Array.isArray(raw) ? { errors: raw } : null } };
+  }
+  // Anything else is our bug: log it with an id the caller can quote, leak nothing.
+  const errorId = randomUUID();
+  logger.error(
+    `error ${errorId}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
+  );
+  return {
+    status: 500,
+    body: {
+      code: ContractErrorCode.INTERNAL,
+      message: `internal error (error id ${errorId})`,
+      data: { error_id: errorId },
+    },
+  };
+}
+
+/**
+ * Maps every error to the contract envelope. Mount it globally in an app that serves the
+ * contract (the template worker does), so routing and body-parser errors get the envelope too.
+ */
+@Catch()
+export class ContractExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ContractExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<ReplyLike>();
+    const { status, body } = errorEnvelope(exception, this.logger);
+    reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+}

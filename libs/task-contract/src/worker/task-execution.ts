@@ -1,0 +1,56 @@
+import { TaskCancelledError } from './task-handler.interface';
+
+/**
+ * One in-flight run of one attempt in this process: the abort switch for cancel, and the gate
+ * that `checkpoint()` waits on while the task is paused.
+ */
+export class TaskExecution {
+  readonly abort = new AbortController();
+  private gate: { promise: Promise<void>; open: () => void } | null = null;
+  /** Settles when the run's outcome has been written. */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly taskId: string,
+    readonly attempt: number,
+    readonly fence: number,
+  ) {}
+
+  get paused(): boolean {
+    return this.gate !== null;
+  }
+
+  pause(): void {
+    if (this.gate) return;
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    this.gate = { promise, open };
+  }
+
+  resume(): void {
+    const gate = this.gate;
+    this.gate = null;
+    gate?.open();
+  }
+
+  cancel(reason: string): void {
+    if (!this.abort.signal.aborted) this.abort.abort(new TaskCancelledError(reason));
+    this.resume();
+  }
+
+  /** Returns when the run may go on; throws when it was cancelled. */
+  async checkpoint(): Promise<void> {
+    this.throwIfCancelled();
+    while (this.gate) {
+      await this.gate.promise;
+      this.throwIfCancelled();
+    }
+  }
+
+  private throwIfCancelled(): void {
+    if (this.abort.signal.aborted) {
+      const reason: unknown = this.abort.signal.reason;
+      throw reason instanceof Error ? reason : new TaskCancelledError();
+    }
+  }
+}

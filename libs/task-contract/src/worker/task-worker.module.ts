@@ -1,0 +1,81 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '../errors/contract.exception';
+import { AuthConfig, RequestVerifier } from './auth/request-auth';
+import { RunLogListener, TaskHandler } from './task-handler.interface';
+import { TaskWorkerController } from './task-worker.controller';
+import { TaskWorkerService } from './task-worker.service';
+import { TaskStore, TaskStoreConfig } from './stores/task-store.interface';
+import { createTaskStore } from './stores/task-store.factory';
+import { WorkerAuthGuard } from './worker-auth.guard';
+import { WorkerCallbacks } from './worker-callbacks.interface';
+
+/** Everything a team gives to serve the contract. */
+export interface TaskWorkerOptions {
+  /** One handler per task type. */
+  handlers: readonly TaskHandler[];
+  /** How callers authenticate; `{ mode: 'none' }` only on purpose. */
+  auth: AuthConfig;
+  /** Where task state lives. Default: in memory. */
+  store?: TaskStoreConfig | TaskStore;
+  /** Hears every run start and end. */
+  runLog?: RunLogListener;
+  /** Reports async outcomes, heartbeats and progress to the scheduler (see CallbackClient). */
+  callbacks?: WorkerCallbacks;
+  /** For tests: the time source. */
+  clock?: () => number;
+}
+
+const MIN_SECRET_LENGTH = 16;
+
+function checkAuth(auth: AuthConfig): void {
+  if (auth.mode === 'token' && auth.token.length < MIN_SECRET_LENGTH) {
+    throw new ContractException(
+      ContractErrorCode.INTERNAL,
+      `auth token must be at least ${MIN_SECRET_LENGTH} characters`,
+    );
+  }
+  if (auth.mode === 'hmac' && auth.secret.length < MIN_SECRET_LENGTH) {
+    throw new ContractException(
+      ContractErrorCode.INTERNAL,
+      `HMAC secret must be at least ${MIN_SECRET_LENGTH} characters`,
+    );
+  }
+}
+
+/**
+ * Mounts the whole worker contract (ARCHITECTURE.md §4) for the given handlers:
+ * `POST|GET|PUT /v1/task/{task_type}`. The app must be created with `{ rawBody: true }` and
+ * should use `ContractExceptionFilter` globally so every error carries the envelope.
+ *
+ * @example
+ * TaskWorkerModule.register({ handlers: [new BackupHandler()], auth: { mode: 'hmac', secret } })
+ */
+@Module({})
+export class TaskWorkerModule {
+  static register(options: TaskWorkerOptions): DynamicModule {
+    checkAuth(options.auth);
+    return {
+      module: TaskWorkerModule,
+      controllers: [TaskWorkerController],
+      providers: [
+        {
+          provide: TaskWorkerService,
+          useFactory: () =>
+            new TaskWorkerService(
+              options.handlers,
+              createTaskStore(options.store),
+              options.runLog,
+              options.callbacks,
+              options.clock,
+            ),
+        },
+        {
+          provide: RequestVerifier,
+          useFactory: () => new RequestVerifier(options.auth, options.clock),
+        },
+        WorkerAuthGuard,
+      ],
+      exports: [TaskWorkerService],
+    };
+  }
+}

@@ -1,0 +1,16 @@
+import { TaskRecord } from './task-record';
+
+/**
+ * How an async run's news reaches the scheduler. The worker module calls it; `CallbackClient`
+ * implements it over HTTP. Failures are logged, never fatal: the scheduler also polls.
+ */
+export interface WorkerCallbacks {
+  completed(record: TaskRecord): Promise<void>;
+  heartbeat(taskId: string, attempt: number, fence: number): Promise<void>;
+  progress(
+    taskId: string,
+    attempt: number,
+    fence: number,
+    progress: { percent: number; step?: string; message?: string },
+  ): Promise<void>;
+}
