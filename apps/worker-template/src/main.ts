@@ -1,0 +1,38 @@
+import { Logger } from '@nestjs/common';
+import { TaskWorkerService, WorkerRegistration } from '@baton/task-contract';
+import { createWorkerApp } from './bootstrap';
+import { loadWorkerConfig } from './config/worker.config';
+
+async function main(): Promise<void> {
+  const config = loadWorkerConfig();
+  const app = await createWorkerApp(config);
+  await app.listen(config.port, config.host);
+  const url = await app.getUrl();
+  // Tests and the launcher wait for this line.
+  Logger.log(`worker ${config.workerId} listening on ${url}`, 'WorkerTemplate');
+  if (config.schedulerUrl) {
+    const registration = new WorkerRegistration({
+      schedulerUrl: config.schedulerUrl,
+      auth: config.auth,
+      workerId: config.workerId,
+      publicUrl: config.publicUrl || url,
+      version: config.version,
+      capacity: config.capacity,
+      heartbeatMs: config.heartbeatMs,
+      taskTypes: app.get(TaskWorkerService).describe(),
+      onError: (err) =>
+        Logger.warn(
+          `registration: ${err instanceof Error ? err.message : String(err)}`,
+          'WorkerTemplate',
+        ),
+    });
+    await registration.start();
+    app.enableShutdownHooks();
+    process.once('SIGTERM', () => void registration.stop());
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,36 @@
+import {
+  BlockingKind,
+  RunContext,
+  RunOutcome,
+  TaskHandler,
+  TaskSnapshot,
+} from '@baton/task-contract';
+
+/**
+ * `demo.flaky`: sync; fails its first N attempts (`params.fail_times`, default from the worker's
+ * config), then succeeds; `params.delay_ms` makes each run take that long. Exercises the
+ * scheduler's retries, backoff and retry lane.
+ */
+export class FlakyHandler implements TaskHandler {
+  readonly type = 'demo.flaky';
+  readonly blocking = BlockingKind.SYNC;
+
+  constructor(private readonly defaultFailures: number) {}
+
+  create(_task: TaskSnapshot): void {}
+
+  async run(ctx: RunContext): Promise<RunOutcome> {
+    const delay = ctx.task.params.delay_ms;
+    if (typeof delay === 'number' && delay > 0) {
+      // Slow failures and successes, for tests of how retries share the scheduler's slots.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 60_000)));
+    }
+    const raw = ctx.task.params.fail_times;
+    const failTimes =
+      typeof raw === 'number' && Number.isInteger(raw) && raw >= 0 ? raw : this.defaultFailures;
+    if (ctx.task.attempt <= failTimes) {
+      throw new Error(`flaky: attempt ${ctx.task.attempt} fails (fails the first ${failTimes})`);
+    }
+    return { result: { succeeded_on_attempt: ctx.task.attempt } };
+  }
+}

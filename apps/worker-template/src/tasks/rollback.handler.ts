@@ -1,0 +1,47 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  BlockingKind,
+  RunContext,
+  RunOutcome,
+  TaskHandler,
+  TaskSnapshot,
+} from '@baton/task-contract';
+
+/**
+ * `demo.rollback`: sync; run writes a file named after the task (the visible change), rollback
+ * deletes it. `params.fail: true` makes run fail after writing, as a half-done change would.
+ */
+export class RollbackHandler implements TaskHandler {
+  readonly type = 'demo.rollback';
+  readonly blocking = BlockingKind.SYNC;
+
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  /** Where the change of a task lands; tests look there. */
+  fileOf(taskId: string): string {
+    return join(this.dir, `${taskId}.json`);
+  }
+
+  create(_task: TaskSnapshot): void {}
+
+  async run(ctx: RunContext): Promise<RunOutcome> {
+    const file = this.fileOf(ctx.task.taskId);
+    writeFileSync(file, JSON.stringify({ task_id: ctx.task.taskId, params: ctx.task.params }));
+    if (ctx.task.params.fail === true) throw new Error('failed after writing (params.fail)');
+    return { result: { file } };
+  }
+
+  rollback(task: TaskSnapshot): void {
+    rmSync(this.fileOf(task.taskId), { force: true });
+  }
+
+  summary(task: TaskSnapshot): string {
+    const file = this.fileOf(task.taskId);
+    return existsSync(file)
+      ? `${task.status}: wrote ${readFileSync(file).length} bytes`
+      : `${task.status}: no change present`;
+  }
+}

@@ -1,0 +1,92 @@
+import {
+  BlockingKind,
+  ContractErrorCode,
+  ContractException,
+  RunContext,
+  RunOutcome,
+  TaskHandler,
+  TaskSnapshot,
+} from '@baton/task-contract';
+
+const MAX_SECONDS = 3600;
+
+function readParams(params: Readonly<Record<string, unknown>>): {
+  seconds: number;
+  tickMs: number;
+} {
+  const seconds = params.seconds ?? 5;
+  const tickMs = params.tick_ms ?? 250;
+  if (typeof seconds !== 'number' || !(seconds >= 0 && seconds <= MAX_SECONDS)) {
+    throw new ContractException(
+      ContractErrorCode.VALIDATION_FAILED,
+      `params.seconds must be a number in [0, ${MAX_SECONDS}]`,
+    );
+  }
+  if (typeof tickMs !== 'number' || !(tickMs >= 10 && tickMs <= 60_000)) {
+    throw new ContractException(
+      ContractErrorCode.VALIDATION_FAILED,
+      'params.tick_ms must be a number in [10, 60000]',
+    );
+  }
+  return { seconds, tickMs };
+}
+
+/**
+ * `demo.sleep`: async; sleeps `params.seconds` in ticks of `params.tick_ms`, reporting progress
+ * and a heartbeat each tick. Pausable (time spent paused does not count) and cancellable.
+ */
+export class SleepHandler implements TaskHandler {
+  readonly type = 'demo.sleep';
+  readonly blocking = BlockingKind.ASYNC;
+  readonly pausable = true;
+  readonly heartbeatTimeoutMs = 5_000;
+
+  create(task: TaskSnapshot): void {
+    readParams(task.params);
+  }
+
+  change(_task: TaskSnapshot, params: Record<string, unknown>): Record<string, unknown> {
+    readParams(params);
+    return params;
+  }
+
+  async run(ctx: RunContext): Promise<RunOutcome> {
+    const { seconds, tickMs } = readParams(ctx.task.params);
+    const totalMs = seconds * 1000;
+    let sleptMs = 0;
+    let ticks = 0;
+    while (sleptMs < totalMs) {
+      await ctx.checkpoint();
+      const step = Math.min(tickMs, totalMs - sleptMs);
+      await sleep(step, ctx.signal);
+      sleptMs += step;
+      ticks++;
+      await ctx.progress(
+        (sleptMs / totalMs) * 100,
+        `tick ${ticks}`,
+        `slept ${sleptMs} of ${totalMs} ms`,
+      );
+    }
+    await ctx.checkpoint();
+    return { result: { slept_ms: sleptMs, ticks } };
+  }
+
+  summary(task: TaskSnapshot): string {
+    const slept = task.result?.slept_ms;
+    return typeof slept === 'number' ? `${task.status}: slept ${slept} ms` : task.status;
+  }
+}
+
+/** setTimeout that ends early when the run is cancelled; the next checkpoint then throws. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
