@@ -1,0 +1,135 @@
+import { AcquisitionKeeper } from './acquisition-keeper';
+import { BatonLease } from './baton-lease';
+import { HeldKey, KeyAcquirer } from './held-key.interface';
+import { LockErrorCode, LockException } from './lock.exception';
+import {
+  AcquireOptions,
+  Lease,
+  LockDriverName,
+  LockProvider,
+  TryAcquireOptions,
+} from './lock-provider.interface';
+
+/**
+ * The driver-independent half of every provider: option checks, all-or-none multi-key
+ * acquisition in one fixed order, `withLock`. Drivers implement `acquireKey` and `close`.
+ */
+export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
+  abstract readonly driver: LockDriverName;
+  protected closed = false;
+
+  abstract acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null>;
+
+  abstract close(): Promise<void>;
+
+  async acquire(keys: string | readonly string[], options: AcquireOptions): Promise<Lease> {
+    const lease = await this.take(keys, options);
+    if (!lease) {
+      throw new LockException(
+        LockErrorCode.LOCK_TIMEOUT,
+        `could not take ${this.describe(keys)} within ${options.waitMs ?? 0} ms`,
+        { keys, waitMs: options.waitMs ?? 0 },
+      );
+    }
+    return lease;
+  }
+
+  tryAcquire(keys: string | readonly string[], options: TryAcquireOptions): Promise<Lease | null> {
+    return this.take(keys, { ...options, waitMs: 0 });
+  }
+
+  async withLock<T>(
+    keys: string | readonly string[],
+    options: AcquireOptions,
+    fn: (lease: Lease) => Promise<T>,
+  ): Promise<T> {
+    const lease = await this.acquire(keys, { autoRenew: true, ...options });
+    try {
+      return await fn(lease);
+    } finally {
+      // A lease lost during fn has nothing left to free; fn's own error wins over this one.
+      await lease.release().catch(() => undefined);
+    }
+  }
+
+  private async take(
+    keys: string | readonly string[],
+    options: AcquireOptions,
+  ): Promise<Lease | null> {
+    if (this.closed)
+      throw new LockException(LockErrorCode.CLOSED, `${this.driver} provider is closed`);
+    const ordered = normaliseKeys(keys);
+    const { ttlMs } = options;
+    const waitMs = options.waitMs ?? 0;
+    if (!Number.isInteger(ttlMs) || ttlMs <= 0) {
+      throw new LockException(
+        LockErrorCode.INVALID_CONFIG,
+        `ttlMs must be a positive integer, got ${ttlMs}`,
+      );
+    }
+    if (!Number.isFinite(waitMs) || waitMs < 0) {
+      throw new LockException(LockErrorCode.INVALID_CONFIG, `waitMs must be >= 0, got ${waitMs}`);
+    }
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const keeper = await this.takeAll(ordered, ttlMs, deadline);
+      if (keeper === null) return null;
+      if (keeper !== RETRY) {
+        return new BatonLease(keeper.keys, ttlMs, keeper.expiresAt(), options.autoRenew ?? false);
+      }
+      // A key was lost while the later ones were awaited: everything was freed, start over.
+      if (Date.now() >= deadline) return null;
+    }
+  }
+
+  /**
+   * One pass over the keys in order, keeping those already taken alive while waiting for the
+   * next. Resolves the keeper when every key is held with time left, null on timeout, RETRY
+   * when a held key was lost or refused renewal on the way (all keys freed).
+   */
+  private async takeAll(
+    ordered: readonly string[],
+    ttlMs: number,
+    deadline: number,
+  ): Promise<AcquisitionKeeper | typeof RETRY | null> {
+    const keeper = new AcquisitionKeeper(ttlMs);
+    try {
+      // One global order (sorted) is what makes overlapping multi-key acquires deadlock-free.
+      for (const key of ordered) {
+        const h = await this.acquireKey(key, ttlMs, deadline);
+        if (!h) {
+          await keeper.abandon();
+          return null;
+        }
+        keeper.add(h);
+        if (keeper.failed) break;
+      }
+      await keeper.settle(ordered.length > 1);
+    } catch (error) {
+      await keeper.abandon();
+      throw error;
+    }
+    // The expiry is per key, from just before the attempt that took it (or its last renewal):
+    // a wait longer than the TTL costs nothing, and no key can have lapsed unnoticed.
+    if (keeper.failed || keeper.expiresAt() <= Date.now()) {
+      await keeper.abandon();
+      return RETRY;
+    }
+    return keeper;
+  }
+
+  private describe(keys: string | readonly string[]): string {
+    return typeof keys === 'string' ? `"${keys}"` : keys.map((k) => `"${k}"`).join(', ');
+  }
+}
+
+/** takeAll's "a held key was lost on the way, start over" outcome. */
+const RETRY = Symbol('retry');
+
+function normaliseKeys(keys: string | readonly string[]): string[] {
+  const list = typeof keys === 'string' ? [keys] : [...keys];
+  if (list.length === 0 || list.some((k) => typeof k !== 'string' || k.length === 0)) {
+    throw new LockException(LockErrorCode.INVALID_CONFIG, 'lock keys must be non-empty strings');
+  }
+  return [...new Set(list)].sort();
+}

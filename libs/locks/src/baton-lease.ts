@@ -1,0 +1,190 @@
+import { HeldKey } from './held-key.interface';
+import { LeaseRenewer } from './lease-renewer';
+import { LockErrorCode, LockException } from './lock.exception';
+import { Lease, LeaseLostListener, LeaseLostReason } from './lock-provider.interface';
+
+/**
+ * The one Lease implementation: drivers only supply HeldKeys. Keeps the holder-side clock
+ * (a lease whose TTL passed is reported lost even if the backend has not noticed yet), the
+ * optional renewer, and the once-only lost event.
+ */
+export class BatonLease implements Lease {
+  readonly keys: readonly string[];
+  readonly fences: ReadonlyMap<string, number>;
+  private expiry: Date;
+  private lostAs: LeaseLostReason | undefined;
+  private released = false;
+  private releasing: Promise<void> | undefined;
+  /** Keys whose release the backend confirmed (or answered "not yours"): never released twice. */
+  private readonly freed = new Set<HeldKey>();
+  private readonly listeners = new Set<LeaseLostListener>();
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private renewer: LeaseRenewer | undefined;
+
+  constructor(
+    private readonly held: readonly HeldKey[],
+    private readonly ttlMs: number,
+    expiresAt: number,
+    autoRenew: boolean,
+  ) {
+    this.keys = held.map((h) => h.key);
+    this.fences = new Map(held.map((h) => [h.key, h.fence]));
+    // The earliest end over the keys, each measured from just before the attempt that took it
+    // (or its last renewal): the holder never believes in a longer lease than the backend granted.
+    this.expiry = new Date(expiresAt);
+    // A loss the driver saw before this point is replayed here, synchronously.
+    for (const h of held) h.setLostHandler((reason, error) => this.markLost(reason, error));
+    // Already past its end (or lost): the lease is born lost, never handed out as held.
+    this.armExpiry();
+    if (autoRenew && !this.lost) {
+      this.renewer = new LeaseRenewer(
+        ttlMs,
+        () => this.extend(),
+        (error) => this.markLost('renewal_failed', error),
+      );
+      this.renewer.start();
+    }
+  }
+
+  get key(): string {
+    return this.keys[0];
+  }
+
+  get fence(): number {
+    return this.held[0].fence;
+  }
+
+  get expiresAt(): Date {
+    let end = this.expiry.getTime();
+    for (const h of this.held) if (h.validUntil) end = Math.min(end, h.validUntil());
+    return end === this.expiry.getTime() ? this.expiry : new Date(end);
+  }
+
+  get lost(): boolean {
+    return this.lostAs !== undefined;
+  }
+
+  get lostReason(): LeaseLostReason | undefined {
+    return this.lostAs;
+  }
+
+  async extend(): Promise<void> {
+    this.assertUsable('extend');
+    const startedAt = Date.now();
+    try {
+      await Promise.all(this.held.map((h) => h.extend(this.ttlMs)));
+    } catch (error) {
+      // The backend said "not yours": the lease is gone. A transport error leaves it to the
+      // clock (or the renewer) to decide, as the key may still be ours.
+      if (
+        LockException.is(error, LockErrorCode.NOT_HOLDER) ||
+        LockException.is(error, LockErrorCode.LEASE_LOST)
+      ) {
+        this.markLost('revoked', error);
+      }
+      throw error instanceof LockException
+        ? error
+        : new LockException(LockErrorCode.BACKEND_UNAVAILABLE, 'extend failed', undefined, {
+            cause: error,
+          });
+    }
+    // The holder's clock may have passed expiresAt while the call was in flight.
+    this.assertUsable('extend');
+    this.expiry = new Date(startedAt + this.ttlMs);
+    this.armExpiry();
+  }
+
+  release(): Promise<void> {
+    if (this.released) return Promise.resolve();
+    // Concurrent calls share one round of backend calls.
+    this.releasing ??= this.releaseHeld().finally(() => (this.releasing = undefined));
+    return this.releasing;
+  }
+
+  /**
+   * Released only once the backend confirmed (or said "not yours"): after a transport error
+   * the key may still be ours, so a retry goes to the backend again and the expiry clock stays
+   * armed to report the loss if no retry succeeds.
+   */
+  private async releaseHeld(): Promise<void> {
+    this.renewer?.stop();
+    const pending = this.held.filter((h) => !this.freed.has(h));
+    const results = await Promise.allSettled(pending.map((h) => h.release()));
+    let refused: unknown;
+    let failed: unknown;
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled') {
+        this.freed.add(pending[i]);
+      } else if (
+        LockException.is(r.reason, LockErrorCode.NOT_HOLDER) ||
+        LockException.is(r.reason, LockErrorCode.LEASE_LOST)
+      ) {
+        this.freed.add(pending[i]);
+        refused ??= r.reason;
+      } else {
+        failed ??= r.reason;
+      }
+    });
+    if (failed !== undefined) {
+      throw failed instanceof LockException
+        ? failed
+        : new LockException(LockErrorCode.BACKEND_UNAVAILABLE, 'release failed', undefined, {
+            cause: failed,
+          });
+    }
+    this.released = true;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    if (refused !== undefined) throw refused;
+  }
+
+  onLost(listener: LeaseLostListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private assertUsable(operation: string): void {
+    if (this.released) {
+      throw new LockException(LockErrorCode.NOT_HOLDER, `cannot ${operation} a released lease`, {
+        keys: this.keys,
+      });
+    }
+    if (this.lostAs) {
+      throw new LockException(
+        LockErrorCode.LEASE_LOST,
+        `cannot ${operation}: lease on ${this.keys.join(', ')} was lost (${this.lostAs})`,
+        { keys: this.keys, reason: this.lostAs },
+      );
+    }
+  }
+
+  private armExpiry(): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    const delay = this.expiry.getTime() - Date.now();
+    if (delay <= 0) {
+      this.expireNow();
+      return;
+    }
+    this.expiryTimer = setTimeout(() => this.expireNow(), delay);
+    this.expiryTimer.unref();
+  }
+
+  private expireNow(): void {
+    if (this.lostAs || this.released) return;
+    this.markLost('expired');
+    for (const h of this.held) void h.expire?.().catch(() => undefined);
+  }
+
+  private markLost(reason: LeaseLostReason, error?: unknown): void {
+    if (this.lostAs || this.released) return;
+    this.lostAs = reason;
+    this.renewer?.stop();
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    for (const listener of this.listeners) {
+      try {
+        listener(reason, error);
+      } catch {
+        // A failing listener must not keep the others from hearing about the loss.
+      }
+    }
+  }
+}

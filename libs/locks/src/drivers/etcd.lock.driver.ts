@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { Etcd3, Lease as EtcdLease, Watcher } from 'etcd3';
+import { BaseLockProvider } from '../base-lock.provider';
+import { HeldKey } from '../held-key.interface';
+import { EtcdLockConfig } from '../lock-config.interface';
+import { LockErrorCode, LockException } from '../lock.exception';
+import { LossLatch } from '../loss-latch';
+
+/**
+ * etcd locks: a lease with the TTL, and a transaction that creates the key under that lease only
+ * if its create revision is 0 (absent). The fence is the revision of that transaction, which is
+ * the key's create revision: etcd's revision is global, strictly increasing and persisted.
+ * Waiters watch the key for its deletion; holders watch it too, so a revoked or expired lease is
+ * reported lost as soon as etcd deletes the key. etcd leases have a whole-second TTL with a
+ * server minimum (about 2 s); the holder's own clock still uses the requested TTL.
+ */
+export class EtcdLockDriver extends BaseLockProvider {
+  readonly driver = 'etcd' as const;
+  private readonly client: Etcd3;
+  private readonly prefix: string;
+  private readonly callTimeoutMs: number;
+
+  constructor(config: EtcdLockConfig) {
+    super();
+    this.prefix = config.keyPrefix ?? 'baton/lock/';
+    this.callTimeoutMs = config.callTimeoutMs ?? 5000;
+    this.client = new Etcd3({
+      hosts: [...config.hosts],
+      dialTimeout: this.callTimeoutMs,
+      defaultCallOptions: () => ({ deadline: Date.now() + this.callTimeoutMs }),
+    });
+  }
+
+  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+    const name = this.prefix + key;
+    const holder = randomUUID();
+    for (;;) {
+      if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'etcd provider is closed');
+      // A fresh lease per attempt, granted after the wake-up: one granted before a long wait
+      // would expire unrenewed meanwhile ("requested lease not found" at the txn).
+      const attemptAt = Date.now();
+      // Renewal is ours (extend / the lease renewer), not etcd3's background keepalive.
+      const lease = this.client.lease(Math.max(1, Math.ceil(ttlMs / 1000)), {
+        autoKeepAlive: false,
+      });
+      lease.on('lost', () => undefined);
+      let revision: number;
+      try {
+        const leaseId = await lease.grant();
+        const txn = await this.client
+          .if(name, 'Create', '==', 0)
+          .then(this.client.put(name).value(holder).lease(leaseId))
+          .else(this.client.get(name))
+          .commit();
+        revision = Number(txn.header.revision);
+        if (txn.succeeded) return await this.holdKey(key, name, holder, lease, revision, attemptAt);
+      } catch (error) {
+        await lease.revoke().catch(() => undefined);
+        throw unavailable('acquire', error);
+      }
+      // Not awaited: the waiter should start watching at once; an unrevoked lease just expires.
+      void lease.revoke().catch(() => undefined);
+      if (Date.now() >= deadline) return null;
+      await this.waitForDeletion(name, revision, deadline);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+
+  /** Waits for a delete of `name` after `revision` (so one that already happened is not missed). */
+  private async waitForDeletion(name: string, revision: number, deadline: number): Promise<void> {
+    const watcher = await this.client
+      .watch()
+      .key(name)
+      .startRevision(String(revision + 1))
+      .create();
+    try {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        timer.unref();
+        const done = (): void => {
+          clearTimeout(timer);
+          resolve();
+        };
+        watcher.on('delete', done);
+        // A dropped watch stream must not leave the waiter asleep until the deadline.
+        watcher.on('disconnected', done);
+        watcher.on('error', done);
+      });
+    } finally {
+      await watcher.cancel().catch(() => undefined);
+    }
+  }
+
+  private async holdKey(
+    key: string,
+    name: string,
+    holder: string,
+    lease: EtcdLease,
+    fence: number,
+    takenAt: number,
+  ): Promise<HeldKey> {
+    let released = false;
+    const loss = new LossLatch();
+    let watcher: Watcher | undefined = await this.client
+      .watch()
+      .key(name)
+      .startRevision(String(fence + 1))
+      .create();
+    const stopWatching = (): void => {
+      void watcher?.cancel().catch(() => undefined);
+      watcher = undefined;
+    };
+    // etcd deletes the key when the lease is revoked or expires: that is the lost signal.
+    watcher.on('delete', () => {
+      stopWatching();
+      if (!released) loss.report('revoked');
+    });
+    const notHolder = (): LockException =>
+      new LockException(LockErrorCode.NOT_HOLDER, `"${key}" is not held by this lease`, { key });
+    return {
+      key,
+      fence,
+      takenAt,
+      extend: async () => {
+        // A keepalive renews the TTL granted at acquire time (etcd cannot change a lease's TTL).
+        try {
+          await lease.keepaliveOnce();
+        } catch (error) {
+          if (lease.revoked()) throw notHolder();
+          throw unavailable('extend', error);
+        }
+        const current = await this.client.get(name).string();
+        if (current !== holder) throw notHolder();
+      },
+      release: async () => {
+        // Set first so the watch does not report our own delete as a loss.
+        released = true;
+        let deleted: boolean;
+        try {
+          const txn = await this.client
+            .if(name, 'Value', '==', holder)
+            .then(this.client.delete().key(name))
+            .commit();
+          deleted = txn.succeeded;
+        } catch (error) {
+          // Maybe still ours: keep watching, keep the lease, let a retry try again.
+          released = false;
+          throw unavailable('release', error);
+        }
+        stopWatching();
+        await lease.revoke().catch(() => undefined);
+        if (!deleted) throw notHolder();
+      },
+      setLostHandler: (handler) => loss.setHandler(handler),
+    };
+  }
+}
+
+function unavailable(operation: string, error: unknown): LockException {
+  if (error instanceof LockException) return error;
+  return new LockException(
+    LockErrorCode.BACKEND_UNAVAILABLE,
+    `etcd lock ${operation} failed: ${(error as Error).message}`,
+    undefined,
+    { cause: error },
+  );
+}

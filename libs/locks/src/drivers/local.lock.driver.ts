@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import { BaseLockProvider } from '../base-lock.provider';
+import { HeldKey } from '../held-key.interface';
+import { LocalLockConfig } from '../lock-config.interface';
+import { LockErrorCode, LockException } from '../lock.exception';
+import { KeyWaiters } from '../wait';
+
+interface LocalEntry {
+  holder: string | undefined;
+  expiresAt: number;
+  fence: number;
+}
+
+/** Last fence handed out by any local provider of this process. */
+let lastFence = 0;
+
+/**
+ * Fences come from the wall clock in microseconds, so they keep increasing across restarts of
+ * the process (assuming a sane clock and fewer than one new holder per microsecond), and from
+ * a process-wide counter, so they also increase between providers of one process.
+ */
+function nextFence(previous: number): number {
+  const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  lastFence = Math.max(previous + 1, lastFence + 1, micros);
+  return lastFence;
+}
+
+/** In-process locks: the embedded default, enough when one process owns the work. */
+export class LocalLockDriver extends BaseLockProvider {
+  readonly driver = 'local' as const;
+  private readonly entries = new Map<string, LocalEntry>();
+  private readonly waiters = new KeyWaiters();
+  private readonly maxPollMs: number;
+
+  constructor(config: LocalLockConfig = {}) {
+    super();
+    this.maxPollMs = config.maxPollMs ?? 1000;
+  }
+
+  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+    for (;;) {
+      if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'local provider is closed');
+      const now = Date.now();
+      const entry = this.entries.get(key);
+      if (!entry || entry.holder === undefined || entry.expiresAt <= now) {
+        const fence = nextFence(entry?.fence ?? 0);
+        const holder = randomUUID();
+        this.entries.set(key, { holder, expiresAt: now + ttlMs, fence });
+        return {
+          key,
+          fence,
+          takenAt: now,
+          extend: async (ms) => this.extendKey(key, holder, ms),
+          release: async () => this.releaseKey(key, holder),
+          // In-process: nothing but the holder's own clock can take the key away.
+          setLostHandler: () => undefined,
+        };
+      }
+      if (now >= deadline) return null;
+      // Woken by release; the timeout covers expiry of an abandoned holder.
+      await this.waiters.wait(key, Math.min(entry.expiresAt - now, deadline - now, this.maxPollMs));
+    }
+  }
+
+  private extendKey(key: string, holder: string, ttlMs: number): void {
+    const entry = this.ownedEntry(key, holder);
+    entry.expiresAt = Date.now() + ttlMs;
+  }
+
+  private releaseKey(key: string, holder: string): void {
+    const entry = this.ownedEntry(key, holder);
+    entry.holder = undefined;
+    this.waiters.notify(key);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.waiters.notifyAll();
+  }
+
+  private ownedEntry(key: string, holder: string): LocalEntry {
+    const entry = this.entries.get(key);
+    if (!entry || entry.holder !== holder || entry.expiresAt <= Date.now()) {
+      throw new LockException(LockErrorCode.NOT_HOLDER, `"${key}" is not held by this lease`, {
+        key,
+      });
+    }
+    return entry;
+  }
+}

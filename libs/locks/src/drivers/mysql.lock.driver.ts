@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { createPool, Pool, ResultSetHeader } from 'mysql2/promise';
+import { BaseLockProvider } from '../base-lock.provider';
+import { HeldKey } from '../held-key.interface';
+import { MysqlLockConfig } from '../lock-config.interface';
+import { LockErrorCode, LockException } from '../lock.exception';
+import { Backoff, KeyWaiters, sleep } from '../wait';
+
+/** The database's clock in ms: every expiry is judged by one clock, not by each client's. */
+const NOW_MS = 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)';
+
+/**
+ * Leases in one MySQL/MariaDB table. A key's row is never deleted, so its `fence` column is the
+ * key's persistent fence sequence: every successful take bumps it in the same UPDATE that makes
+ * the caller holder, and returns it through LAST_INSERT_ID(expr) (one round trip, no gap locks).
+ * MySQL has no notifications: waiting is backoff polling (plus an in-process wake-up).
+ */
+export class MysqlLockDriver extends BaseLockProvider {
+  readonly driver = 'mysql' as const;
+  private readonly pool: Pool;
+  private readonly table: string;
+  private readonly maxPollMs: number;
+  private readonly waiters = new KeyWaiters();
+  private ready: Promise<void> | undefined;
+
+  constructor(config: MysqlLockConfig) {
+    super();
+    this.table = config.table ?? 'baton_lock_lease';
+    if (!/^[A-Za-z0-9_]+$/.test(this.table)) {
+      throw new LockException(LockErrorCode.INVALID_CONFIG, `bad MySQL table name "${this.table}"`);
+    }
+    this.maxPollMs = config.maxPollMs ?? 200;
+    this.pool = createPool({
+      host: config.host,
+      port: config.port ?? 3306,
+      user: config.user,
+      password: config.password,
+      database: config.database,
+      connectionLimit: config.poolSize ?? 4,
+      // BIGINT fences come back as numbers (safe below 2^53).
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      connectTimeout: 5000,
+    });
+  }
+
+  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+    await this.ensureTable();
+    const holder = randomUUID();
+    const backoff = new Backoff(10, this.maxPollMs);
+    // The row must exist before the conditional UPDATE; INSERT IGNORE is a no-op when it does.
+    await this.exec(
+      `INSERT IGNORE INTO ${this.table} (lock_key, holder, fence, expires_at) VALUES (?, NULL, 0, 0)`,
+      [key],
+    );
+    for (;;) {
+      if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'mysql provider is closed');
+      const epoch = this.waiters.epoch(key);
+      // The database starts the TTL after this; the holder's clock must not start it earlier.
+      const attemptAt = Date.now();
+      const result = await this.exec(
+        `UPDATE ${this.table}
+            SET holder = ?, fence = LAST_INSERT_ID(fence + 1), expires_at = ${NOW_MS} + ?
+          WHERE lock_key = ? AND (holder IS NULL OR expires_at <= ${NOW_MS})`,
+        [holder, ttlMs, key],
+      );
+      if (result.affectedRows === 1) {
+        return this.heldKey(key, holder, Number(result.insertId), attemptAt);
+      }
+      if (Date.now() >= deadline) return null;
+      await this.waiters.wait(key, backoff.next(deadline), epoch);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiters.notifyAll();
+    await this.pool.end();
+  }
+
+  private heldKey(key: string, holder: string, fence: number, takenAt: number): HeldKey {
+    return {
+      key,
+      fence,
+      takenAt,
+      extend: async (ttlMs) => {
+        const r = await this.exec(
+          `UPDATE ${this.table} SET expires_at = ${NOW_MS} + ?
+            WHERE lock_key = ? AND holder = ? AND expires_at > ${NOW_MS}`,
+          [ttlMs, key, holder],
+        );
+        if (r.affectedRows !== 1) throw notHolder(key);
+      },
+      release: async () => {
+        // An expired holder is no holder: its release must not look like success.
+        const r = await this.exec(
+          `UPDATE ${this.table} SET holder = NULL, expires_at = 0
+            WHERE lock_key = ? AND holder = ? AND expires_at > ${NOW_MS}`,
+          [key, holder],
+        );
+        if (r.affectedRows !== 1) throw notHolder(key);
+        this.waiters.notify(key);
+      },
+      // No server-side push in MySQL: loss shows up as a refused extend (the renewer reports it).
+      setLostHandler: () => undefined,
+    };
+  }
+
+  private ensureTable(): Promise<void> {
+    // Until the scheduler's migrations own this table, the driver creates it idempotently.
+    this.ready ??= this.exec(
+      `CREATE TABLE IF NOT EXISTS ${this.table} (
+         lock_key VARCHAR(191) NOT NULL PRIMARY KEY,
+         holder CHAR(36) NULL,
+         fence BIGINT UNSIGNED NOT NULL DEFAULT 0,
+         expires_at BIGINT UNSIGNED NOT NULL DEFAULT 0
+       ) ENGINE=InnoDB`,
+      [],
+    ).then(() => undefined);
+    this.ready.catch(() => (this.ready = undefined));
+    return this.ready;
+  }
+
+  private async exec(sql: string, params: unknown[]): Promise<ResultSetHeader> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const [result] = await this.pool.execute<ResultSetHeader>(sql, params as never[]);
+        return result;
+      } catch (error) {
+        // Row-lock deadlocks between concurrent takers are retryable by definition.
+        const code = (error as { code?: string }).code;
+        if ((code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT') && attempt < 5) {
+          await sleep(5 + Math.random() * 20);
+          continue;
+        }
+        throw new LockException(
+          LockErrorCode.BACKEND_UNAVAILABLE,
+          `MySQL lock query failed: ${(error as Error).message}`,
+          { code },
+          { cause: error },
+        );
+      }
+    }
+  }
+}
+
+function notHolder(key: string): LockException {
+  return new LockException(LockErrorCode.NOT_HOLDER, `"${key}" is not held by this lease`, { key });
+}

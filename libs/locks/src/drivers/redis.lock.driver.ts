@@ -1,0 +1,266 @@
+import Redis from 'ioredis';
+import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'redlock';
+import { BaseLockProvider } from '../base-lock.provider';
+import { HeldKey } from '../held-key.interface';
+import { RedisLockConfig } from '../lock-config.interface';
+import { LockErrorCode, LockException } from '../lock.exception';
+import { Backoff, KeyWaiters } from '../wait';
+
+/**
+ * redlock's own acquire script plus a fence: for every key it takes, it INCRs `<key>:fence` in
+ * the same atomic script, so a fence is taken if and only if the lock is. The counter is never
+ * expired, so it survives holders and (with persistence) restarts. The return value must stay
+ * `#KEYS`, which is how redlock counts a vote.
+ */
+const ACQUIRE_WITH_FENCE = `
+  for i, key in ipairs(KEYS) do
+    if redis.call("exists", key) == 1 then
+      return 0
+    end
+  end
+  for i, key in ipairs(KEYS) do
+    redis.call("incr", key .. ":fence")
+    redis.call("set", key, ARGV[1], "PX", ARGV[2])
+  end
+  return #KEYS
+`;
+
+/** The fence of a key we hold, or -1 when the lock value is not ours (any more). */
+const READ_FENCE = `
+  if redis.call("get", KEYS[1]) ~= ARGV[1] then
+    return -1
+  end
+  return tonumber(redis.call("get", KEYS[1] .. ":fence") or "0")
+`;
+
+/**
+ * Lifts a counter to at least ARGV[1]: with several independent servers the fence handed out
+ * is the maximum over the quorum, and every server's counter is raised to it so the next
+ * holder's quorum (which overlaps ours in at least one server) counts above it.
+ */
+const RAISE_FENCE = `
+  local current = tonumber(redis.call("get", KEYS[1]) or "0")
+  if current < tonumber(ARGV[1]) then
+    redis.call("set", KEYS[1], ARGV[1])
+  end
+  return 1
+`;
+
+/**
+ * Redis locks through redlock (one server, or several independent ones for the Redlock
+ * algorithm). Waiting: a release is published on one channel per prefix and wakes waiters at
+ * once; keys freed by expiry are found by polling capped at the key's remaining TTL.
+ */
+export class RedisLockDriver extends BaseLockProvider {
+  readonly driver = 'redis' as const;
+  private readonly clients: Redis[];
+  private readonly subscribers: Redis[];
+  private readonly redlock: Redlock;
+  private readonly prefix: string;
+  private readonly channel: string;
+  private readonly maxPollMs: number;
+  private readonly waiters = new KeyWaiters();
+  private subscribed: Promise<void> | undefined;
+
+  constructor(config: RedisLockConfig) {
+    super();
+    if (config.nodes.length === 0) {
+      throw new LockException(
+        LockErrorCode.INVALID_CONFIG,
+        'redis lock driver needs at least one node',
+      );
+    }
+    this.prefix = config.keyPrefix ?? 'baton:lock:';
+    this.channel = `${this.prefix}released`;
+    this.maxPollMs = config.maxPollMs ?? 200;
+    const connect = (): Redis[] =>
+      config.nodes.map(
+        (n) =>
+          new Redis({
+            host: n.host,
+            port: n.port ?? 6379,
+            password: n.password,
+            db: n.db,
+            lazyConnect: true,
+            // Fail calls fast while a node is down instead of queueing them for minutes.
+            maxRetriesPerRequest: 1,
+            enableOfflineQueue: true,
+          }),
+      );
+    this.clients = connect();
+    this.subscribers = connect();
+    // Connection errors surface as failed calls (BACKEND_UNAVAILABLE); without a listener
+    // ioredis would also print every reconnect attempt as an unhandled error event.
+    for (const c of [...this.clients, ...this.subscribers]) c.on('error', () => undefined);
+    // redlock emits 'error' for every vote against (a held key is one); it already swallows it.
+    this.redlock = new Redlock(
+      this.clients,
+      { retryCount: 0, driftFactor: config.driftFactor ?? 0.01 },
+      // redlock 5.0.0-beta.2 ignores a string here; only the modifier-function form is applied.
+      { acquireScript: () => ACQUIRE_WITH_FENCE },
+    );
+  }
+
+  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+    await this.subscribe();
+    const resource = this.resource(key);
+    const backoff = new Backoff(10, this.maxPollMs);
+    for (;;) {
+      if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'redis provider is closed');
+      const epoch = this.waiters.epoch(key);
+      let lock: Lock | undefined;
+      // Redis starts the PX after this; the holder's clock must not start it earlier.
+      const attemptAt = Date.now();
+      try {
+        lock = await this.redlock.acquire([resource], ttlMs);
+      } catch (error) {
+        if (!(await isContention(error))) throw unavailable('acquire', error);
+      }
+      if (lock) {
+        const fence = await this.fenceOf(lock);
+        if (fence !== null) return this.heldKey(key, lock, fence, attemptAt);
+        // The fence is not on a quorum: the next holder might count below it. Give the
+        // lock back and try again; servers that stay unreachable end it as unavailable.
+        await lock.release().catch(() => undefined);
+        if (Date.now() >= deadline) {
+          throw new LockException(
+            LockErrorCode.BACKEND_UNAVAILABLE,
+            `could not record the fence of "${key}" on a quorum of Redis servers`,
+            { key },
+          );
+        }
+      } else if (Date.now() >= deadline) {
+        return null;
+      }
+      const pttl = await this.clients[0].pttl(resource).catch(() => this.maxPollMs);
+      const wait = Math.min(backoff.next(deadline), pttl > 0 ? pttl : this.maxPollMs);
+      await this.waiters.wait(key, Math.max(wait, 1), epoch);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiters.notifyAll();
+    await Promise.allSettled([...this.clients, ...this.subscribers].map((c) => c.quit()));
+    for (const c of [...this.clients, ...this.subscribers]) c.disconnect();
+  }
+
+  private resource(key: string): string {
+    // The hash tag keeps a key and its fence counter in one slot on a Redis Cluster.
+    return `${this.prefix}{${key}}`;
+  }
+
+  /**
+   * The fence for a lock just taken: the maximum over a quorum of servers holding it, recorded
+   * on a quorum. Null when either step reached fewer servers (the next holder's quorum might
+   * then miss every server that knows this fence, and count below it).
+   */
+  private async fenceOf(lock: Lock): Promise<number | null> {
+    const [resource] = lock.resources;
+    const quorum = Math.floor(this.clients.length / 2) + 1;
+    const reads = await Promise.allSettled(
+      this.clients.map((c) => c.eval(READ_FENCE, 1, resource, lock.value) as Promise<number>),
+    );
+    const fences = reads
+      .filter((r): r is PromiseFulfilledResult<number> => r.status === 'fulfilled')
+      .map((r) => Number(r.value))
+      .filter((f) => f > 0);
+    if (fences.length === 0) {
+      throw new LockException(LockErrorCode.LEASE_LOST, `lost "${resource}" right after taking it`);
+    }
+    if (fences.length < quorum) return null;
+    const fence = Math.max(...fences);
+    if (this.clients.length > 1) {
+      const raises = await Promise.allSettled(
+        this.clients.map((c) => c.eval(RAISE_FENCE, 1, `${resource}:fence`, fence)),
+      );
+      if (raises.filter((r) => r.status === 'fulfilled').length < quorum) return null;
+    }
+    return fence;
+  }
+
+  private heldKey(key: string, initial: Lock, fence: number, takenAt: number): HeldKey {
+    let lock = initial;
+    return {
+      key,
+      fence,
+      takenAt,
+      extend: async (ttlMs) => {
+        try {
+          lock = await lock.extend(ttlMs);
+        } catch (error) {
+          if (error instanceof ExecutionError && (await isContention(error))) {
+            throw new LockException(
+              LockErrorCode.NOT_HOLDER,
+              `"${key}" is not held by this lease`,
+              {
+                key,
+              },
+            );
+          }
+          throw unavailable('extend', error);
+        }
+      },
+      release: async () => {
+        try {
+          await lock.release();
+        } catch (error) {
+          if (await isContention(error)) {
+            throw new LockException(
+              LockErrorCode.NOT_HOLDER,
+              `"${key}" is not held by this lease`,
+              {
+                key,
+              },
+            );
+          }
+          throw unavailable('release', error);
+        }
+        await this.clients[0].publish(this.channel, key).catch(() => undefined);
+      },
+      // Redis pushes nothing to a holder: loss shows as a refused extend (renewer reports it).
+      setLostHandler: () => undefined,
+    };
+  }
+
+  private subscribe(): Promise<void> {
+    this.subscribed ??= (async () => {
+      await Promise.all(
+        this.subscribers.map(async (s) => {
+          // Once per connection: a retried subscribe must not add a second listener.
+          if (s.listenerCount('message') === 0) {
+            s.on('message', (_channel: string, key: string) => this.waiters.notify(key));
+          }
+          await s.subscribe(this.channel);
+        }),
+      );
+    })().catch((error: unknown) => {
+      this.subscribed = undefined;
+      throw unavailable('subscribe', error);
+    });
+    return this.subscribed;
+  }
+}
+
+/**
+ * True when redlock failed because the key is held (or, on extend/release, not ours) rather
+ * than because servers were unreachable: every vote against was a ResourceLockedError.
+ */
+async function isContention(error: unknown): Promise<boolean> {
+  if (!(error instanceof ExecutionError)) return false;
+  if (error.attempts.length === 0) return true; // "Cannot extend an already-expired lock."
+  const stats = await error.attempts[error.attempts.length - 1];
+  const against = [...stats.votesAgainst.values()];
+  return against.length > 0 && against.every((e) => e instanceof ResourceLockedError);
+}
+
+function unavailable(operation: string, error: unknown): LockException {
+  if (error instanceof LockException) return error;
+  return new LockException(
+    LockErrorCode.BACKEND_UNAVAILABLE,
+    `Redis lock ${operation} failed: ${(error as Error).message}`,
+    undefined,
+    { cause: error },
+  );
+}

@@ -1,0 +1,12 @@
+export * from './lock-provider.interface';
+export * from './lock-config.interface';
+export * from './lock.exception';
+export * from './lock-provider.factory';
+export * from './fence-guard';
+export * from './locks.module';
+export { LeaseRenewer } from './lease-renewer';
+export { LocalLockDriver } from './drivers/local.lock.driver';
+export { MysqlLockDriver } from './drivers/mysql.lock.driver';
+export { RedisLockDriver } from './drivers/redis.lock.driver';
+export { ZookeeperLockDriver } from './drivers/zookeeper.lock.driver';
+export { EtcdLockDriver } from './drivers/etcd.lock.driver';
