@@ -1,0 +1,42 @@
+import { Logger } from '@nestjs/common';
+
+/**
+ * Runs `body` every `intervalMs`, one pass at a time (the next is scheduled when the last ends),
+ * logging failures instead of dying. `stop()` waits for a pass in progress.
+ */
+export class PeriodicLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly intervalMs: number,
+    private readonly body: () => Promise<unknown>,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.running = this.body()
+        .then(() => undefined)
+        .catch((err: unknown) =>
+          this.logger.error(`pass failed: ${err instanceof Error ? err.message : String(err)}`),
+        )
+        .finally(() => {
+          if (!this.stopped) this.schedule();
+        });
+    }, this.intervalMs);
+  }
+}

@@ -1,0 +1,254 @@
+import { hostname } from 'node:os';
+import { AuthConfig } from '@baton/task-contract';
+import { LockConfig } from '@baton/locks';
+import { DatabaseConfig } from '../database/database.config';
+import { QueueConfig } from '../queue/queue.config';
+
+/** Everything the scheduler reads from its environment, checked once at boot. */
+export interface SchedulerConfig {
+  host: string;
+  port: number;
+  /** Names this instance in claims, logs and the lifecycle log. */
+  instanceId: string;
+  database: DatabaseConfig & { migrate: boolean };
+  queue: QueueConfig;
+  locks: LockConfig;
+  /** How the scheduler signs calls to workers and checks callbacks from them. */
+  auth: AuthConfig;
+  runner: {
+    /** Tasks driven at once by this instance. */
+    concurrency: number;
+    /** Queue claim lease; a runner that dies loses its claims after this. */
+    claimLeaseMs: number;
+    /** Per-call timeout towards workers (run of a sync task uses its deadline instead). */
+    callTimeoutMs: number;
+    /** Percentage of `concurrency` retries may use (the retry lane); at least one slot. */
+    retrySharePercent: number;
+  };
+  checker: {
+    intervalMs: number;
+    /** How often RUNNING async tasks are polled for status and heartbeat. */
+    pollIntervalMs: number;
+  };
+  dispatcher: {
+    intervalMs: number;
+    batch: number;
+    /** Most task starts per second per tenant (per instance); tenants not listed get `tenantRateDefault`. */
+    tenantRates: Record<string, number>;
+    /** 0: no limit. */
+    tenantRateDefault: number;
+  };
+  workers: {
+    /** A worker that has not heartbeated for this long is not picked. */
+    staleAfterMs: number;
+    /** Consecutive failures that blacklist a worker, and for how long. */
+    blacklistAfter: number;
+    blacklistMs: number;
+  };
+  bodyLimitBytes: number;
+}
+
+/** A configuration problem: the process must not start. */
+export class SchedulerConfigError extends Error {}
+
+type Env = NodeJS.ProcessEnv;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new SchedulerConfigError(
+      `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`,
+    );
+  }
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name] ?? fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new SchedulerConfigError(
+      `${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return raw as T;
+}
+
+function required(env: Env, name: string, why: string): string {
+  const v = env[name];
+  if (!v) throw new SchedulerConfigError(`${name} is required ${why}`);
+  return v;
+}
+
+function database(env: Env): SchedulerConfig['database'] {
+  const type = oneOf(env, 'BATON_DB', ['sqlite', 'mysql'] as const, 'sqlite');
+  if (type === 'sqlite') {
+    // The embedded default migrates itself; a shared MySQL is migrated on purpose (npm run migrate).
+    return {
+      type,
+      path: env.BATON_DB_PATH ?? '.data/baton.sqlite',
+      migrate: env.BATON_DB_MIGRATE !== 'false',
+    };
+  }
+  return {
+    type,
+    host: env.BATON_MYSQL_HOST ?? '127.0.0.1',
+    port: int(env, 'BATON_MYSQL_PORT', 3306, 1, 65535),
+    user: env.BATON_MYSQL_USER ?? 'root',
+    password: env.BATON_MYSQL_PASSWORD ?? '',
+    database: required(env, 'BATON_MYSQL_DATABASE', 'when BATON_DB=mysql'),
+    poolSize: int(env, 'BATON_MYSQL_POOL', 20, 1, 500),
+    migrate: env.BATON_DB_MIGRATE === 'true',
+  };
+}
+
+function redisNode(env: Env): { host: string; port: number; db: number } {
+  return {
+    host: env.BATON_REDIS_HOST ?? '127.0.0.1',
+    port: int(env, 'BATON_REDIS_PORT', 6379, 1, 65535),
+    db: int(env, 'BATON_REDIS_DB', 0, 0, 15),
+  };
+}
+
+function queue(env: Env): QueueConfig {
+  const driver = oneOf(env, 'BATON_QUEUE', ['memory', 'redis'] as const, 'memory');
+  if (driver === 'memory') return { driver };
+  return {
+    driver,
+    redis: redisNode(env),
+    prefix: env.BATON_QUEUE_PREFIX ?? 'baton:q',
+    shards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 1024),
+  };
+}
+
+function locks(env: Env): LockConfig {
+  const driver = oneOf(
+    env,
+    'BATON_LOCK',
+    ['local', 'mysql', 'redis', 'zookeeper', 'etcd'] as const,
+    'local',
+  );
+  switch (driver) {
+    case 'local':
+      return { driver };
+    case 'mysql':
+      return {
+        driver,
+        mysql: {
+          host: env.BATON_MYSQL_HOST ?? '127.0.0.1',
+          port: int(env, 'BATON_MYSQL_PORT', 3306, 1, 65535),
+          user: env.BATON_MYSQL_USER ?? 'root',
+          password: env.BATON_MYSQL_PASSWORD ?? '',
+          database: required(env, 'BATON_MYSQL_DATABASE', 'when BATON_LOCK=mysql'),
+        },
+      };
+    case 'redis':
+      return {
+        driver,
+        redis: { nodes: [redisNode(env)], keyPrefix: env.BATON_LOCK_PREFIX ?? 'baton:lock:' },
+      };
+    case 'zookeeper':
+      return {
+        driver,
+        zookeeper: {
+          connectionString: required(
+            env,
+            'BATON_ZOOKEEPER',
+            'when BATON_LOCK=zookeeper (host:port[,host:port])',
+          ),
+        },
+      };
+    case 'etcd':
+      return {
+        driver,
+        etcd: {
+          hosts: required(env, 'BATON_ETCD', 'when BATON_LOCK=etcd (comma-separated URLs)').split(
+            ',',
+          ),
+        },
+      };
+  }
+}
+
+/** `BATON_TENANT_RATE_LIMITS=team-a=50,team-b=5`: starts per second per tenant. */
+function tenantRates(env: Env): Record<string, number> {
+  const raw = env.BATON_TENANT_RATE_LIMITS ?? '';
+  const out: Record<string, number> = {};
+  for (const part of raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const m = /^([a-z0-9][a-z0-9_-]{0,99})=(\d{1,7})$/.exec(part);
+    if (!m || Number(m[2]) < 1)
+      throw new SchedulerConfigError(
+        `BATON_TENANT_RATE_LIMITS: ${JSON.stringify(part)} is not tenant=starts-per-second`,
+      );
+    out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+function auth(env: Env): AuthConfig {
+  const mode = oneOf(env, 'BATON_AUTH_MODE', ['hmac', 'token', 'none'] as const, 'hmac');
+  if (mode === 'none') return { mode };
+  if (mode === 'token')
+    return { mode, token: required(env, 'BATON_AUTH_TOKEN', 'when BATON_AUTH_MODE=token') };
+  const secret = required(
+    env,
+    'BATON_AUTH_SECRET',
+    'when BATON_AUTH_MODE=hmac (16+ characters, shared with the workers)',
+  );
+  if (secret.length < 16)
+    throw new SchedulerConfigError('BATON_AUTH_SECRET must be at least 16 characters');
+  return {
+    mode,
+    secret,
+    replayWindowMs: int(env, 'BATON_AUTH_WINDOW_MS', 300_000, 1000, 3_600_000),
+  };
+}
+
+/** Builds and validates the config; the only place in the scheduler that reads process.env. */
+export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
+  const port = int(env, 'SCHEDULER_PORT', 3000, 0, 65535);
+  const config: SchedulerConfig = {
+    host: env.SCHEDULER_HOST ?? '127.0.0.1',
+    port,
+    instanceId: env.BATON_INSTANCE_ID ?? `${hostname()}-${process.pid}`,
+    database: database(env),
+    queue: queue(env),
+    locks: locks(env),
+    auth: auth(env),
+    runner: {
+      concurrency: int(env, 'BATON_RUNNER_CONCURRENCY', 128, 1, 10_000),
+      claimLeaseMs: int(env, 'BATON_CLAIM_LEASE_MS', 30_000, 1000, 3_600_000),
+      callTimeoutMs: int(env, 'BATON_CALL_TIMEOUT_MS', 10_000, 100, 600_000),
+      retrySharePercent: int(env, 'BATON_RETRY_LANE_PERCENT', 25, 1, 100),
+    },
+    checker: {
+      intervalMs: int(env, 'BATON_CHECKER_INTERVAL_MS', 1000, 10, 60_000),
+      pollIntervalMs: int(env, 'BATON_POLL_INTERVAL_MS', 2000, 10, 600_000),
+    },
+    dispatcher: {
+      intervalMs: int(env, 'BATON_DISPATCH_INTERVAL_MS', 200, 5, 60_000),
+      batch: int(env, 'BATON_DISPATCH_BATCH', 1000, 1, 100_000),
+      tenantRates: tenantRates(env),
+      tenantRateDefault: int(env, 'BATON_TENANT_RATE_LIMIT', 0, 0, 1_000_000),
+    },
+    workers: {
+      staleAfterMs: int(env, 'BATON_WORKER_STALE_MS', 30_000, 100, 3_600_000),
+      blacklistAfter: int(env, 'BATON_WORKER_BLACKLIST_AFTER', 3, 1, 1000),
+      blacklistMs: int(env, 'BATON_WORKER_BLACKLIST_MS', 30_000, 100, 3_600_000),
+    },
+    bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+  };
+  // Worker calls other than a sync run are not renewed while in flight: the claim must outlast them.
+  if (config.runner.claimLeaseMs < 2 * config.runner.callTimeoutMs) {
+    throw new SchedulerConfigError(
+      'BATON_CLAIM_LEASE_MS must be at least twice BATON_CALL_TIMEOUT_MS',
+    );
+  }
+  return config;
+}
+
+export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');

@@ -1,0 +1,60 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { Clock } from '../common/clock';
+import { PeriodicLoop } from '../common/periodic-loop';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { DRIVABLE } from '../runner/task-engine.service';
+import { EnqueueTracker } from '../runner/enqueue-tracker';
+import { QueueLanes } from '../runner/queue-lanes';
+import { RunnerService } from '../runner/runner.service';
+import { TasksRepository } from '../tasks/tasks.repository';
+
+/**
+ * The Dispatcher: moves tasks that are due in the database (new, postponed, retrying, polling,
+ * or whose claim lapsed because a scheduler died) into the queue by priority. Because it reads
+ * the database — the source of truth — it is also what rebuilds a queue that lost its data.
+ */
+@Injectable()
+export class DispatcherService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Dispatcher');
+  private readonly loop: PeriodicLoop;
+
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly runner: RunnerService,
+    private readonly tracker: EnqueueTracker,
+    private readonly clock: Clock,
+    private readonly lanes: QueueLanes,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {
+    this.loop = new PeriodicLoop(this.logger, this.config.dispatcher.intervalMs, () =>
+      this.dispatchOnce(),
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    this.loop.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** One pass: enqueue what is due. Returns how many entries were pushed. */
+  async dispatchOnce(): Promise<number> {
+    const now = this.clock.now();
+    const due = await this.tasks.due(now, DRIVABLE, this.config.dispatcher.batch);
+    // An entry this process pushed and has not finished with is still in the queue.
+    const fresh = due.filter((d) => !this.tracker.isPending(d.taskId));
+    if (fresh.length > 0) {
+      await this.lanes.enqueue(fresh.map((d) => ({ ...d, dueAt: Math.min(d.dueAt, now) })));
+      this.runner.nudge();
+    }
+    return fresh.length;
+  }
+}

@@ -1,0 +1,49 @@
+import { MemoryQueueDriver } from './drivers/memory.queue.driver';
+import { RedisQueueDriver } from './drivers/redis.queue.driver';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig, QueueDriverName } from './queue.config';
+import { QueueDriver } from './queue.driver';
+import { QueueErrorCode, QueueException } from './queue.exception';
+
+type Builders = {
+  [K in QueueDriverName]: (config: Extract<QueueConfig, { driver: K }>) => QueueDriver;
+};
+
+/** Every driver name, with how to build it; a new name in QueueDriverName is a compile error here. */
+const DRIVERS = {
+  memory: () => new MemoryQueueDriver(),
+  redis: (config) => {
+    if (!config.redis) {
+      throw new QueueException(
+        QueueErrorCode.INVALID_CONFIG,
+        'queue driver "redis" is chosen but its "redis" settings are missing',
+        { driver: 'redis' },
+      );
+    }
+    return new RedisQueueDriver({
+      redis: config.redis,
+      prefix: config.prefix ?? DEFAULT_QUEUE_PREFIX,
+      shards: config.shards,
+    });
+  },
+} satisfies Builders;
+
+/** The driver names the factory accepts. */
+export const QUEUE_DRIVER_NAMES = Object.keys(DRIVERS) as QueueDriverName[];
+
+/**
+ * Builds the configured QueueDriver. Fails fast (a QueueException) on an unknown driver name,
+ * which a config read from the environment can carry despite the type.
+ */
+export function createQueueDriver(config: QueueConfig): QueueDriver {
+  const name = config.driver as string;
+  if (!Object.hasOwn(DRIVERS, name)) {
+    throw new QueueException(
+      QueueErrorCode.UNKNOWN_DRIVER,
+      `unknown queue driver "${name}"; expected one of ${QUEUE_DRIVER_NAMES.join(', ')}`,
+      { driver: name },
+    );
+  }
+  // The name was checked above; the union of builders cannot be narrowed by it for TypeScript.
+  const build = DRIVERS[config.driver] as (config: QueueConfig) => QueueDriver;
+  return build(config);
+}

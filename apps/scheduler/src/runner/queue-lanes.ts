@@ -1,0 +1,58 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { TaskStatus } from '@baton/task-contract';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig } from '../queue/queue.config';
+import { QUEUE_DRIVER, QueueDriver } from '../queue/queue.driver';
+import { createQueueDriver } from '../queue/queue.factory';
+import { EnqueueTracker } from './enqueue-tracker';
+
+/** The retry lane lives beside the main queue, under its own keys. */
+function retryLaneConfig(main: QueueConfig): QueueConfig {
+  if (main.driver === 'memory') return main;
+  return { ...main, prefix: `${main.prefix ?? DEFAULT_QUEUE_PREFIX}:retry` };
+}
+
+/** A task as the queues need it. */
+export interface LaneEntry {
+  taskId: string;
+  priority: number;
+  dueAt: number;
+  status: TaskStatus;
+}
+
+/**
+ * The two queues tasks wait in (ARCHITECTURE.md §6): the main lane, and a retry lane the runner
+ * gives at most a share of its slots, so a retry storm slows itself down, not the fresh work
+ * behind it. Every enqueue goes through here, so routing and tracking live in one place.
+ */
+@Injectable()
+export class QueueLanes implements OnApplicationShutdown {
+  readonly retry: QueueDriver;
+
+  constructor(
+    @Inject(QUEUE_DRIVER) readonly main: QueueDriver,
+    private readonly tracker: EnqueueTracker,
+    @Inject(SCHEDULER_CONFIG) config: SchedulerConfig,
+  ) {
+    this.retry = createQueueDriver(retryLaneConfig(config.queue));
+  }
+
+  /** A FAIL that is due is a retry (or its final cleanup); everything else takes the main lane. */
+  static isRetry(status: TaskStatus): boolean {
+    return status === TaskStatus.FAIL;
+  }
+
+  /** Puts due tasks in their lane and notes them as enqueued by this process. */
+  async enqueue(entries: readonly LaneEntry[]): Promise<void> {
+    const entry = (e: LaneEntry) => ({ taskId: e.taskId, priority: e.priority, dueAt: e.dueAt });
+    const retries = entries.filter((e) => QueueLanes.isRetry(e.status));
+    const main = entries.filter((e) => !QueueLanes.isRetry(e.status));
+    if (main.length) await this.main.enqueue(main.map(entry));
+    if (retries.length) await this.retry.enqueue(retries.map(entry));
+    this.tracker.noteEnqueued(entries.map((e) => e.taskId));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.retry.close();
+  }
+}

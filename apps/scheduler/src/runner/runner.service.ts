@@ -1,0 +1,145 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { EnqueueTracker } from './enqueue-tracker';
+import { QueueLanes } from './queue-lanes';
+import { TaskEngine } from './task-engine.service';
+
+type Lane = 'main' | 'retry';
+
+const IDLE_WAIT_MS = 20;
+const ACK_BATCH = 100;
+const ACK_DELAY_MS = 5;
+
+/**
+ * The Scheduler (runner) module: pulls due tasks from the queue, at most `concurrency` at once,
+ * and lets the engine drive each. The queue claim only says "look at this now"; the engine's
+ * database claim decides who drives, so a duplicate entry costs a read, never a second run.
+ */
+@Injectable()
+export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Runner');
+  private active = 0;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private wake: (() => void) | undefined;
+  private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [] };
+  private activeRetries = 0;
+  private ackTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly engine: TaskEngine,
+    private readonly tracker: EnqueueTracker,
+    private readonly lanes: QueueLanes,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.loop = this.run();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+    await this.flushAcks();
+  }
+
+  /** Something was enqueued: look now instead of at the next idle tick. */
+  nudge(): void {
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    const { concurrency, claimLeaseMs, retrySharePercent } = this.config.runner;
+    const retrySlots = Math.max(1, Math.floor((concurrency * retrySharePercent) / 100));
+    while (!this.stopping) {
+      const free = concurrency - this.active;
+      if (free <= 0) {
+        await this.idle();
+        continue;
+      }
+      let fresh;
+      let retries;
+      try {
+        fresh = await this.lanes.main.claim(Math.min(free, 256), claimLeaseMs);
+        // Retries get what is left, and never more than their share of the slots.
+        const retryFree = Math.min(free - fresh.length, retrySlots - this.activeRetries);
+        retries =
+          retryFree > 0 ? await this.lanes.retry.claim(Math.min(retryFree, 256), claimLeaseMs) : [];
+      } catch (err) {
+        this.logger.error(`queue claim failed: ${String(err)}`);
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      if (fresh.length === 0 && retries.length === 0) {
+        await this.idle();
+        continue;
+      }
+      for (const entry of fresh) this.start(entry.taskId, 'main');
+      for (const entry of retries) this.start(entry.taskId, 'retry');
+    }
+  }
+
+  private start(taskId: string, lane: Lane): void {
+    this.active++;
+    if (lane === 'retry') this.activeRetries++;
+    const job = this.engine
+      .drive(taskId)
+      .catch((err: unknown) => this.logger.error(`task ${taskId}: ${String(err)}`))
+      .then(() => this.ack(taskId, lane))
+      .finally(() => {
+        this.tracker.forget(taskId);
+        this.active--;
+        if (lane === 'retry') this.activeRetries--;
+        this.inFlight.delete(job);
+        this.wake?.();
+      });
+    this.inFlight.add(job);
+  }
+
+  /**
+   * Acks go to the queue in batches (one round trip for many tasks). An ack lost to a crash only
+   * means the entry comes back after its lease, and the database claim settles it.
+   */
+  private ack(taskId: string, lane: Lane): void {
+    const pending = this.pendingAcks[lane];
+    pending.push(taskId);
+    if (pending.length >= ACK_BATCH) void this.flushAcks();
+    else this.ackTimer ??= setTimeout(() => void this.flushAcks(), ACK_DELAY_MS);
+  }
+
+  private async flushAcks(): Promise<void> {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    for (const lane of ['main', 'retry'] as const) {
+      const ids = this.pendingAcks[lane].splice(0);
+      if (ids.length === 0) continue;
+      const queue = lane === 'main' ? this.lanes.main : this.lanes.retry;
+      await queue
+        .ack(ids)
+        .catch((err: unknown) =>
+          this.logger.warn(`ack of ${ids.length} ${lane} entries failed: ${String(err)}`),
+        );
+    }
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, IDLE_WAIT_MS);
+      this.wake = done;
+    });
+  }
+}

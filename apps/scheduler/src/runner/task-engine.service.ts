@@ -1,0 +1,909 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  KeyedMutex,
+  BlockingKind,
+  CallOptions,
+  ContractCall,
+  CreateTaskRequestDto,
+  NotImplementedError,
+  NotifyEvent,
+  StaleFenceError,
+  TaskNotFoundError,
+  TaskStatus,
+  TaskViewDto,
+  WorkerCallError,
+  WorkerClient,
+  WorkerTimeoutError,
+  WorkerUnavailableError,
+} from '@baton/task-contract';
+import { Clock } from '../common/clock';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { TaskTypeModel } from '../task-types/task-type.model';
+import { TaskTypesService } from '../task-types/task-types.service';
+import { TaskModel, TaskPatch } from '../tasks/task.model';
+import { TaskChange, TasksRepository } from '../tasks/tasks.repository';
+import { WorkerModel } from '../workers/worker.model';
+import { WorkersService } from '../workers/workers.service';
+import { RateLimit, RateLimiter } from './rate-limiter';
+import { ResourceLeases } from './resource-leases';
+import { QueueLanes } from './queue-lanes';
+import { WORKER_CLIENT } from './runner.tokens';
+
+/** Statuses the engine drives when they are due; the rest wait for a person or a worker. */
+export const DRIVABLE: readonly TaskStatus[] = [
+  TaskStatus.INIT,
+  TaskStatus.POSTPONE,
+  TaskStatus.CREATE,
+  TaskStatus.PREPARE,
+  TaskStatus.RUNNING,
+  TaskStatus.SUCCESS,
+  TaskStatus.FAIL,
+  TaskStatus.ROLLBACK,
+  TaskStatus.NONE,
+];
+
+/** Why the engine stopped driving a task for now. */
+type Rest = { rest: true };
+const REST: Rest = { rest: true };
+type Step = TaskModel | Rest;
+
+const DEFAULT_SYNC_RUN_SECONDS = 300;
+const LOST_RACE = 'lost the race for the task';
+
+function isRest(s: Step): s is Rest {
+  return 'rest' in s;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Drives tasks through ARCHITECTURE.md §5. Every step is a compare-and-set on the task row; the
+ * engine first takes the task's claim (owner + lease + a new fence) and hands that fence to the
+ * worker on every call, so a scheduler that lost its claim is refused by the worker (409) and by
+ * the database (version) alike. A task rests when it waits (POSTPONE, RUNNING async, retry
+ * backoff, PAUSE) or is done (FINISH); the Dispatcher and Checker bring it back when due.
+ */
+@Injectable()
+export class TaskEngine {
+  private readonly logger = new Logger('TaskEngine');
+  private readonly actor: string;
+  /** The newest row this process wrote per task it drives (lease renewals move the version). */
+  private readonly latest = new Map<string, TaskModel>();
+  private readonly stepLock = new KeyedMutex();
+  private readonly driving = new Set<string>();
+
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly types: TaskTypesService,
+    private readonly workers: WorkersService,
+    private readonly leases: ResourceLeases,
+    private readonly clock: Clock,
+    @Inject(WORKER_CLIENT) private readonly client: WorkerClient,
+    private readonly lanes: QueueLanes,
+    private readonly limiter: RateLimiter,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {
+    this.actor = `scheduler:${config.instanceId}`;
+  }
+
+  /** Claims the task if it is due and free, and drives it until it rests. */
+  async drive(taskId: string): Promise<void> {
+    // One drive per task at a time in this process (a task may sit in the queue twice).
+    if (this.driving.has(taskId)) return;
+    this.driving.add(taskId);
+    try {
+      await this.driveOnce(taskId);
+    } finally {
+      this.driving.delete(taskId);
+    }
+  }
+
+  private async driveOnce(taskId: string): Promise<void> {
+    const found = await this.tasks.findById(taskId);
+    if (!found || !DRIVABLE.includes(found.status)) return;
+    const now = this.clock.now();
+    if (found.dueAt === null || found.dueAt > now) return;
+    let step: Step | undefined = await this.claim(found);
+    if (!step) return;
+    try {
+      while (!isRest(step)) step = await this.advance(step);
+    } catch (err) {
+      // A bug or the database failing: the claim lapses and the Checker brings the task back.
+      this.logger.error(
+        `driving ${taskId} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      );
+    } finally {
+      this.latest.delete(taskId);
+    }
+  }
+
+  /**
+   * An async worker reported the outcome (the scheduler's notify endpoint). Refused with a
+   * StaleFence-style false when the fence or attempt is not the current one.
+   */
+  async completeFromWorker(
+    taskId: string,
+    fence: number,
+    attempt: number,
+    outcome: TaskStatus.SUCCESS | TaskStatus.FAIL,
+    result: Record<string, unknown> | null,
+    error: { message: string; code?: string | null } | null,
+  ): Promise<'accepted' | 'stale' | 'unknown' | 'already'> {
+    for (let tries = 0; tries < 5; tries++) {
+      const t = await this.tasks.findById(taskId);
+      if (!t) return 'unknown';
+      if (!(await this.isCurrent(t, fence, attempt))) return 'stale';
+      if (t.status !== TaskStatus.RUNNING && t.status !== TaskStatus.PAUSE) return 'already';
+      // A failure is not final yet: the engine decides between retry and giving up ('decide').
+      const patch: TaskPatch = {
+        result,
+        error,
+        dueAt: this.clock.now(),
+        heartbeatAt: this.clock.now(),
+        pendingAction: outcome === TaskStatus.FAIL ? 'decide' : t.pendingAction,
+      };
+      const next = await this.tasks.apply(
+        t,
+        {
+          via: t.status === TaskStatus.PAUSE ? [TaskStatus.RUNNING] : [],
+          to: outcome,
+          patch:
+            outcome === TaskStatus.SUCCESS
+              ? {
+                  ...patch,
+                  progress: {
+                    percent: 100,
+                    step: t.progress?.step ?? null,
+                    message: t.progress?.message ?? null,
+                  },
+                }
+              : patch,
+          reason:
+            outcome === TaskStatus.SUCCESS
+              ? 'worker reported success'
+              : `worker reported failure: ${error?.message ?? 'no reason'}`,
+          actor: `worker:${t.workerId ?? 'unknown'}`,
+          attemptEnd: { outcome, error: error?.message ?? null },
+        },
+        this.clock.now(),
+      );
+      if (next) return 'accepted';
+    }
+    return 'stale';
+  }
+
+  /** Puts the task in the queue now (after a worker's report), instead of at the next dispatch. */
+  async kick(taskId: string): Promise<void> {
+    const t = await this.tasks.findById(taskId);
+    if (!t || t.dueAt === null) return;
+    await this.lanes
+      .enqueue([{ taskId, priority: t.priority, dueAt: t.dueAt, status: t.status }])
+      .catch(() => undefined);
+  }
+
+  /** Heartbeat or progress from a worker; false when the fence/attempt is stale. */
+  async beatFromWorker(
+    taskId: string,
+    fence: number,
+    attempt: number,
+    progress?: TaskModel['progress'],
+  ): Promise<'accepted' | 'stale' | 'unknown'> {
+    for (let tries = 0; tries < 5; tries++) {
+      const t = await this.tasks.findById(taskId);
+      if (!t) return 'unknown';
+      if (!(await this.isCurrent(t, fence, attempt))) return 'stale';
+      const patch: TaskPatch = { heartbeatAt: this.clock.now(), ...(progress ? { progress } : {}) };
+      if (
+        await this.tasks.apply(
+          t,
+          { patch, reason: 'heartbeat', actor: `worker:${t.workerId ?? 'unknown'}` },
+          this.clock.now(),
+        )
+      )
+        return 'accepted';
+    }
+    return 'accepted';
+  }
+
+  /**
+   * A worker's report is current when it is about the task's current attempt and carries a fence
+   * that attempt was driven with: not older than the attempt's creation, not newer than the task's.
+   * (Every claim takes a new fence, so the worker's own may trail the task's by a few polls.)
+   */
+  private async isCurrent(t: TaskModel, fence: number, attempt: number): Promise<boolean> {
+    if (attempt !== t.attempt || fence > t.fence) return false;
+    const since = await this.tasks.attemptFence(t.taskId, attempt);
+    return since !== undefined && fence >= since;
+  }
+
+  // ---- claim --------------------------------------------------------------------------------
+
+  private async claim(t: TaskModel): Promise<TaskModel | undefined> {
+    const now = this.clock.now();
+    if (t.owner && t.owner !== this.config.instanceId && (t.leaseUntil ?? 0) > now)
+      return undefined;
+    const leaseMs = this.config.runner.claimLeaseMs;
+    const claimed = await this.tasks.apply(
+      t,
+      {
+        patch: { owner: this.config.instanceId, leaseUntil: now + leaseMs },
+        bumpFence: true,
+        reason: 'claim',
+        actor: this.actor,
+      },
+      now,
+    );
+    if (claimed) this.latest.set(t.taskId, claimed);
+    return claimed;
+  }
+
+  private syncRunTimeoutMs(t: TaskModel, type: TaskTypeModel | undefined): number {
+    return (t.deadlineSecond ?? type?.deadlineSecond ?? DEFAULT_SYNC_RUN_SECONDS) * 1000;
+  }
+
+  // ---- the state machine ----------------------------------------------------------------------
+
+  private async advance(t: TaskModel): Promise<Step> {
+    switch (t.status) {
+      case TaskStatus.INIT:
+      case TaskStatus.POSTPONE:
+      case TaskStatus.NONE:
+      case TaskStatus.CREATE:
+      case TaskStatus.PREPARE:
+        return this.startAttempt(t);
+      case TaskStatus.RUNNING:
+        return this.poll(t);
+      case TaskStatus.SUCCESS:
+        return this.clean(t, TaskStatus.SUCCESS);
+      case TaskStatus.ROLLBACK:
+        return this.clean(t, TaskStatus.ROLLBACK);
+      case TaskStatus.FAIL:
+        return this.afterFailure(t);
+      case TaskStatus.PAUSE:
+      case TaskStatus.FINISH:
+        return this.release(t, 'nothing to do');
+    }
+  }
+
+  /** INIT, POSTPONE, NONE, or a re-drive of CREATE/PREPARE after a crash: (re)create on a worker and run. */
+  private async startAttempt(t: TaskModel): Promise<Step> {
+    const now = this.clock.now();
+    const type = await this.types.find(t.taskType);
+    if (!type) return this.fail(t, `task type ${t.taskType} is not registered`, 'no_type');
+    if (t.startTime !== null && t.startTime > now) {
+      return this.postpone(
+        t,
+        t.startTime,
+        `waiting for start_time ${new Date(t.startTime).toISOString()}`,
+      );
+    }
+    // Rate limits (per task type, per tenant): a start over the limit waits in POSTPONE.
+    const limits = this.rateLimits(t, type);
+    if (limits.length > 0) {
+      const wait = this.limiter.take(limits);
+      if (wait > 0)
+        return this.postpone(
+          t,
+          now + wait,
+          `rate limit: ${limits.map((l) => `${l.key} at ${l.perSecond}/s`).join(', ')}`,
+        );
+    }
+    // The first of the three timeouts: waiting too long to start at all.
+    if (type.queueTimeoutMs !== null && t.attempt === 0) {
+      const waited = now - (t.startTime ?? t.createdAt);
+      if (waited > type.queueTimeoutMs) {
+        const why = `waited ${waited} ms to start (queue timeout ${type.queueTimeoutMs} ms)`;
+        if (type.timeoutPolicy.queue === 'fail') return this.fail(t, why, 'queue_timeout');
+        // 'alert' (and 'retry', which for a task that never started means: keep waiting).
+        this.logger.warn(`task ${t.taskId}: ${why}`);
+      }
+    }
+    if (
+      type.concurrencyLimit !== null &&
+      (await this.tasks.countByStatus(t.taskType, [TaskStatus.RUNNING])) >= type.concurrencyLimit
+    ) {
+      return this.postpone(
+        t,
+        now + this.backoff(type, 1),
+        `${t.taskType} is at its concurrency limit of ${type.concurrencyLimit}`,
+      );
+    }
+    if (t.lockKeys.length > 0) {
+      const held = await this.leases.acquire(t.taskId, t.lockKeys, (t.lockTimeout ?? 60) * 1000);
+      if (!held)
+        return this.postpone(
+          t,
+          now + this.backoff(type, 1),
+          `lock key held: ${t.lockKeys.join(', ')}`,
+        );
+    }
+    // A re-drive goes back to the worker that already has the attempt; a new attempt may go anywhere.
+    const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
+    const worker = await this.workers.pick(t.taskType, {
+      url: sameAttempt ? t.workerUrl : t.requestedUrl,
+    });
+    if (!worker) {
+      await this.leases.release(t.taskId);
+      return this.postpone(
+        t,
+        now + this.backoff(type, 1),
+        `no healthy ${t.taskType} worker with free capacity`,
+      );
+    }
+    const attempt = sameAttempt ? t.attempt : t.attempt + 1;
+    this.workers.acquireSlot(worker.workerId);
+    try {
+      return await this.runAttempt(t, type, worker, attempt);
+    } finally {
+      this.workers.releaseSlot(worker.workerId);
+    }
+  }
+
+  private async runAttempt(
+    t0: TaskModel,
+    type: TaskTypeModel,
+    worker: WorkerModel,
+    attempt: number,
+  ): Promise<Step> {
+    const opts = (timeoutMs?: number): CallOptions => ({
+      fence: t0.fence,
+      requestId: `${t0.taskId}/${attempt}`,
+      ...(timeoutMs ? { timeoutMs } : {}),
+    });
+    let t: TaskModel = t0;
+    let view: TaskViewDto;
+    try {
+      view = await this.client.create(worker.url, t.taskType, this.createBody(t, attempt), opts());
+    } catch (err) {
+      return this.callFailed(t, type, worker, err, 'create', false);
+    }
+    const sync = type.blocking === BlockingKind.SYNC;
+    const prepares = type.implements.includes(ContractCall.PREPARE);
+    const fresh = view.task_status === TaskStatus.CREATE;
+    // A sync type with nothing to prepare goes CREATE -> RUNNING in one write, the attempt's row
+    // with it: visible as RUNNING while the worker works.
+    const straightToRun = sync && !prepares && fresh;
+    if (
+      t.status !== TaskStatus.CREATE ||
+      t.attempt !== attempt ||
+      t.workerId !== worker.workerId ||
+      straightToRun
+    ) {
+      const now = this.clock.now();
+      const next = await this.step(t, {
+        via: [TaskStatus.CREATE],
+        to: straightToRun ? TaskStatus.RUNNING : TaskStatus.CREATE,
+        patch: {
+          attempt,
+          workerId: worker.workerId,
+          workerUrl: worker.url,
+          error: null,
+          result: null,
+          ...(straightToRun ? { startedAt: now, heartbeatAt: now } : {}),
+        },
+        attemptStart: {
+          attempt,
+          workerId: worker.workerId,
+          workerUrl: worker.url,
+          fence: t.fence,
+          startedAt: now,
+        },
+        reason: straightToRun
+          ? `worker ${worker.workerId} accepted attempt ${attempt}; run`
+          : `worker ${worker.workerId} accepted attempt ${attempt}`,
+      });
+      if (!next) return REST;
+      t = next;
+    }
+    // The worker may be ahead of us after a crash between its answer and our write.
+    if (view.task_status !== TaskStatus.CREATE && view.task_status !== TaskStatus.PREPARE)
+      return this.adoptWorkerState(t, type, view);
+
+    if (prepares && view.task_status === TaskStatus.CREATE) {
+      try {
+        view = await this.client.prepare(worker.url, t.taskType, t.taskId, opts());
+      } catch (err) {
+        return this.callFailed(t, type, worker, err, 'prepare', true);
+      }
+      if (view.task_status === TaskStatus.FAIL)
+        return this.failed(t, type, view.error?.message ?? 'prepare failed');
+      const next = await this.step(t, { to: TaskStatus.PREPARE, reason: 'resources ready' });
+      if (!next) return REST;
+      t = next;
+    }
+
+    if (sync && t.status !== TaskStatus.RUNNING) {
+      // Visible as RUNNING while the worker works; the outcome follows in the next write.
+      const next = await this.step(t, {
+        to: TaskStatus.RUNNING,
+        patch: { startedAt: this.clock.now(), heartbeatAt: this.clock.now() },
+        reason: 'run',
+      });
+      if (!next) return REST;
+      t = next;
+    }
+    try {
+      view = await this.whileRenewing(
+        t,
+        this.client.run(
+          worker.url,
+          t.taskType,
+          t.taskId,
+          opts(sync ? this.syncRunTimeoutMs(t, type) : undefined),
+        ),
+      );
+    } catch (err) {
+      return this.callFailed(t, type, worker, err, 'run', true);
+    }
+    void this.workers.reportSuccess(worker.workerId);
+    if (!sync && view.task_status === TaskStatus.RUNNING) {
+      const now = this.clock.now();
+      const next = await this.step(t, {
+        to: TaskStatus.RUNNING,
+        patch: {
+          startedAt: now,
+          heartbeatAt: now,
+          dueAt: now + this.config.checker.pollIntervalMs,
+          owner: null,
+          leaseUntil: null,
+        },
+        reason: 'running; the worker reports back',
+      });
+      return next ? REST : REST;
+    }
+    return this.adoptWorkerState(t, type, view);
+  }
+
+  /** Continues from what the worker says the task is. */
+  private async adoptWorkerState(
+    t: TaskModel,
+    type: TaskTypeModel,
+    view: TaskViewDto,
+  ): Promise<Step> {
+    switch (view.task_status) {
+      case TaskStatus.SUCCESS:
+      case TaskStatus.ROLLBACK:
+      case TaskStatus.FINISH: {
+        // Nothing to clean on the worker and no rollback asked: SUCCESS and FINISH in one write.
+        const done = !type.implements.includes(ContractCall.CLEAN) && t.pendingAction === null;
+        if (done) await this.leases.release(t.taskId);
+        const now = this.clock.now();
+        const next = await this.step(t, {
+          via: [TaskStatus.RUNNING, TaskStatus.SUCCESS],
+          to: done ? TaskStatus.FINISH : TaskStatus.SUCCESS,
+          patch: {
+            result: view.result,
+            error: null,
+            progress: view.progress
+              ? {
+                  percent: view.progress.percent,
+                  step: view.progress.step,
+                  message: view.progress.message,
+                }
+              : null,
+            ...(done
+              ? {
+                  outcome: TaskStatus.SUCCESS,
+                  finishedAt: now,
+                  dueAt: null,
+                  owner: null,
+                  leaseUntil: null,
+                }
+              : {}),
+          },
+          attemptEnd: { outcome: TaskStatus.SUCCESS, error: null },
+          reason: done ? 'run succeeded; nothing to clean' : 'run succeeded',
+        });
+        return next && !done ? next : REST;
+      }
+      case TaskStatus.FAIL:
+        return this.failed(t, type, view.error?.message ?? 'run failed');
+      case TaskStatus.RUNNING:
+      case TaskStatus.PAUSE: {
+        const now = this.clock.now();
+        const next = await this.step(t, {
+          to: TaskStatus.RUNNING,
+          patch: {
+            dueAt: now + this.config.checker.pollIntervalMs,
+            owner: null,
+            leaseUntil: null,
+            heartbeatAt: now,
+          },
+          reason: 'running on the worker',
+        });
+        return next ? REST : REST;
+      }
+      default:
+        return this.failed(
+          t,
+          type,
+          `worker answered ${view.task_status} where an outcome was expected`,
+        );
+    }
+  }
+
+  /** A RUNNING async task is due: ask the worker how it is. */
+  private async poll(t: TaskModel): Promise<Step> {
+    const type = await this.types.find(t.taskType);
+    if (!type) return this.fail(t, `task type ${t.taskType} is not registered`, 'no_type');
+    const now = this.clock.now();
+    const url = t.workerUrl ?? '';
+    const opts: CallOptions = { fence: t.fence, requestId: `${t.taskId}/${t.attempt}/poll` };
+    const deadlineS = t.deadlineSecond ?? type.deadlineSecond;
+    if (deadlineS !== null && t.startedAt !== null && now - t.startedAt > deadlineS * 1000) {
+      await this.client
+        .notify(url, t.taskType, t.taskId, { event: NotifyEvent.DEADLINE }, opts)
+        .catch(() => undefined);
+      return this.timeout(
+        t,
+        type,
+        type.timeoutPolicy.deadline,
+        `ran past its deadline of ${deadlineS} s`,
+      );
+    }
+    try {
+      const [task] = await this.client.query(url, t.taskType, { task_id: t.taskId }, opts);
+      if (!task) return this.workerLostTask(t, 'the worker does not know the task');
+      if (task.attempt !== t.attempt)
+        return this.workerLostTask(t, `the worker has attempt ${task.attempt}, not ${t.attempt}`);
+      if (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL) {
+        const outcome = task.task_status;
+        const accepted = await this.completeFromWorker(
+          t.taskId,
+          t.fence,
+          t.attempt,
+          outcome,
+          task.result,
+          task.error,
+        );
+        if (accepted !== 'accepted') return REST;
+        const fresh = await this.tasks.findById(t.taskId);
+        return fresh && fresh.owner === this.config.instanceId ? fresh : REST;
+      }
+      const hb = await this.client.heartbeat(url, t.taskType, t.taskId, opts);
+      const patch: TaskPatch = {
+        dueAt: now + this.config.checker.pollIntervalMs,
+        owner: null,
+        leaseUntil: null,
+      };
+      if (hb.alive) patch.heartbeatAt = now;
+      if (task.progress)
+        patch.progress = {
+          percent: task.progress.percent,
+          step: task.progress.step,
+          message: task.progress.message,
+        };
+      const lastBeat = hb.alive ? now : (t.heartbeatAt ?? t.startedAt ?? now);
+      if (
+        !hb.alive &&
+        task.task_status === TaskStatus.RUNNING &&
+        now - lastBeat > type.heartbeatTimeoutMs
+      ) {
+        return this.timeout(
+          t,
+          type,
+          type.timeoutPolicy.heartbeat,
+          `no heartbeat for ${now - lastBeat} ms`,
+        );
+      }
+      await this.step(t, { patch, reason: 'polled' });
+      return REST;
+    } catch (err) {
+      if (err instanceof StaleFenceError) return REST;
+      if (err instanceof TaskNotFoundError)
+        return this.workerLostTask(t, 'the worker does not know the task');
+      if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError) {
+        if (t.workerId) await this.workers.reportFailure(t.workerId);
+        const lastBeat = t.heartbeatAt ?? t.startedAt ?? now;
+        if (now - lastBeat > type.heartbeatTimeoutMs) {
+          return this.timeout(
+            t,
+            type,
+            type.timeoutPolicy.heartbeat,
+            `worker unreachable and no heartbeat for ${now - lastBeat} ms: ${message(err)}`,
+          );
+        }
+        await this.step(t, {
+          patch: { dueAt: now + this.config.checker.pollIntervalMs, owner: null, leaseUntil: null },
+          reason: 'poll failed',
+        });
+        return REST;
+      }
+      throw err;
+    }
+  }
+
+  /** NONE: the worker forgot the task (restart without a store): create it again. */
+  private async workerLostTask(t: TaskModel, why: string): Promise<Step> {
+    const next = await this.step(t, {
+      to: TaskStatus.NONE,
+      patch: { dueAt: this.clock.now() },
+      reason: why,
+    });
+    if (next)
+      await this.tasks.endAttempt(t.taskId, t.attempt, this.clock.now(), TaskStatus.NONE, why);
+    return next ?? REST;
+  }
+
+  private async timeout(
+    t: TaskModel,
+    type: TaskTypeModel,
+    policy: 'retry' | 'fail' | 'alert',
+    why: string,
+  ): Promise<Step> {
+    if (policy === 'alert') {
+      // Only tell people: an event row, and the task goes on as it was.
+      await this.step(t, {
+        patch: {
+          dueAt: this.clock.now() + this.config.checker.pollIntervalMs,
+          owner: null,
+          leaseUntil: null,
+        },
+        reason: `alert: ${why}`,
+      });
+      this.logger.warn(`task ${t.taskId}: ${why}`);
+      return REST;
+    }
+    if (t.workerUrl) {
+      await this.client
+        .notify(
+          t.workerUrl,
+          t.taskType,
+          t.taskId,
+          { event: NotifyEvent.CANCEL, message: why },
+          { fence: t.fence },
+        )
+        .catch(() => undefined);
+    }
+    return this.failed(t, type, why, policy === 'retry');
+  }
+
+  /** An attempt failed: retry with backoff while attempts remain, else the final failure. */
+  private async failed(
+    t: TaskModel,
+    type: TaskTypeModel,
+    why: string,
+    retryable = true,
+  ): Promise<Step> {
+    const maxRetry = t.maxRetry >= 0 ? t.maxRetry : type.maxRetry;
+    const retry = retryable && !t.cancelRequested && t.attempt <= maxRetry;
+    const now = this.clock.now();
+    const next = await this.step(t, {
+      to: TaskStatus.FAIL,
+      patch: retry
+        ? {
+            error: { message: why },
+            outcome: null,
+            pendingAction: null,
+            dueAt: now + this.backoff(type, t.attempt),
+            owner: null,
+            leaseUntil: null,
+          }
+        : { error: { message: why }, outcome: TaskStatus.FAIL, pendingAction: null, dueAt: now },
+      attemptEnd:
+        t.status === TaskStatus.NONE ? undefined : { outcome: TaskStatus.FAIL, error: why },
+      reason: retry
+        ? `attempt ${t.attempt} failed (${why}); retry ${t.attempt} of ${maxRetry}`
+        : `failed: ${why}`,
+    });
+    if (!next) return REST;
+    if (retry) await this.leases.release(t.taskId);
+    return retry ? REST : next;
+  }
+
+  /** A failure with no attempt behind it (bad type, refused params). */
+  private async fail(t: TaskModel, why: string, code: string): Promise<Step> {
+    const next = await this.step(t, {
+      to: TaskStatus.FAIL,
+      patch: { error: { message: why, code }, outcome: TaskStatus.FAIL, dueAt: this.clock.now() },
+      reason: `failed: ${why}`,
+    });
+    return next ?? REST;
+  }
+
+  /** FAIL is due: a retry (outcome not set) or the final failure to roll back and clean. */
+  private async afterFailure(t: TaskModel): Promise<Step> {
+    const type = await this.types.find(t.taskType);
+    if (t.pendingAction === 'decide') {
+      if (!type) return this.fail(t, `task type ${t.taskType} is not registered`, 'no_type');
+      return this.failed(t, type, t.error?.message ?? 'run failed');
+    }
+    if (t.outcome === null && !t.cancelRequested && t.pendingAction !== 'rollback')
+      return this.startAttempt({ ...t });
+    const wantsRollback = t.pendingAction === 'rollback' || (type?.rollbackOnFail ?? false);
+    if (wantsRollback && type?.implements.includes(ContractCall.ROLLBACK) && t.workerUrl) {
+      try {
+        await this.client.rollback(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+      } catch (err) {
+        if (!(err instanceof NotImplementedError))
+          return this.retryLater(t, `rollback failed: ${message(err)}`);
+      }
+      const next = await this.step(t, {
+        to: TaskStatus.ROLLBACK,
+        patch: { outcome: TaskStatus.ROLLBACK, pendingAction: null },
+        reason: 'rolled back',
+      });
+      return next ?? REST;
+    }
+    return this.clean(t, TaskStatus.FAIL);
+  }
+
+  /** After an outcome: release resources on the worker and here, then FINISH. */
+  private async clean(t: TaskModel, outcome: TaskStatus): Promise<Step> {
+    const type = await this.types.find(t.taskType);
+    if (t.pendingAction === 'rollback' && outcome === TaskStatus.SUCCESS)
+      return this.afterFailure(t);
+    if (type?.implements.includes(ContractCall.CLEAN) && t.workerUrl) {
+      try {
+        await this.client.clean(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+      } catch (err) {
+        if (err instanceof StaleFenceError) return REST;
+        // The worker forgot the task or cannot be reached: nothing of ours to release there.
+        if (!(
+          err instanceof TaskNotFoundError ||
+          err instanceof WorkerUnavailableError ||
+          err instanceof WorkerCallError
+        ))
+          throw err;
+        this.logger.warn(`clean of ${t.taskId} failed: ${message(err)}`);
+      }
+    }
+    await this.leases.release(t.taskId);
+    const now = this.clock.now();
+    await this.step(t, {
+      to: TaskStatus.FINISH,
+      patch: {
+        outcome: t.outcome ?? outcome,
+        finishedAt: now,
+        dueAt: null,
+        owner: null,
+        leaseUntil: null,
+      },
+      reason: `cleaned up (${t.outcome ?? outcome})`,
+    });
+    return REST;
+  }
+
+  // ---- helpers -----------------------------------------------------------------------------
+
+  private async callFailed(
+    t: TaskModel,
+    type: TaskTypeModel,
+    worker: WorkerModel,
+    err: unknown,
+    call: string,
+    attemptStarted: boolean,
+  ): Promise<Step> {
+    if (err instanceof StaleFenceError) {
+      // Another scheduler holds a newer claim and already spoke to the worker: stand down.
+      return REST;
+    }
+    if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError) {
+      await this.workers.reportFailure(worker.workerId);
+      if (!attemptStarted) {
+        await this.leases.release(t.taskId);
+        return this.postpone(
+          t,
+          this.clock.now() + this.backoff(type, 1),
+          `${call} on ${worker.workerId} failed: ${message(err)}`,
+        );
+      }
+    }
+    return this.failed(
+      t,
+      type,
+      `${call} on ${worker.workerId} failed: ${message(err)}`,
+      !(err instanceof WorkerCallError) ||
+        err instanceof WorkerUnavailableError ||
+        err instanceof WorkerTimeoutError,
+    );
+  }
+
+  private async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
+    await this.step(t, {
+      to: TaskStatus.POSTPONE,
+      patch: { dueAt: until, owner: null, leaseUntil: null },
+      reason: why,
+    });
+    return REST;
+  }
+
+  private async retryLater(t: TaskModel, why: string): Promise<Step> {
+    await this.step(t, {
+      patch: {
+        dueAt: this.clock.now() + this.config.checker.pollIntervalMs,
+        owner: null,
+        leaseUntil: null,
+      },
+      reason: why,
+    });
+    this.logger.warn(`task ${t.taskId}: ${why}`);
+    return REST;
+  }
+
+  private async release(t: TaskModel, why: string): Promise<Step> {
+    await this.step(t, { patch: { owner: null, leaseUntil: null, dueAt: null }, reason: why });
+    return REST;
+  }
+
+  /** One compare-and-set step; undefined when the task changed under us (we stop driving). */
+  private async step(
+    t: TaskModel,
+    change: Omit<TaskChange, 'actor'>,
+  ): Promise<TaskModel | undefined> {
+    return this.stepLock.run(t.taskId, async () => {
+      // A lease renewal may have moved the row on since `t` was read: only the lease changed then.
+      const latest = this.latest.get(t.taskId);
+      const base =
+        latest && latest.version > t.version
+          ? { ...t, version: latest.version, leaseUntil: latest.leaseUntil }
+          : t;
+      const next = await this.tasks.apply(base, { ...change, actor: this.actor }, this.clock.now());
+      if (next) this.latest.set(t.taskId, next);
+      else this.logger.debug(`task ${t.taskId}: ${LOST_RACE}`);
+      return next;
+    });
+  }
+
+  /** Awaits `call` while renewing the task's claim every third of its lease. */
+  private async whileRenewing<T>(t: TaskModel, call: Promise<T>): Promise<T> {
+    const every = Math.max(50, Math.floor(this.config.runner.claimLeaseMs / 3));
+    const timer = setInterval(() => {
+      const current = this.latest.get(t.taskId) ?? t;
+      void this.step(current, {
+        patch: { leaseUntil: this.clock.now() + this.config.runner.claimLeaseMs },
+        reason: 'lease renewed',
+      }).catch((err: unknown) =>
+        this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`),
+      );
+    }, every);
+    try {
+      return await call;
+    } finally {
+      clearInterval(timer);
+      // A renewal in flight finishes before the next step reads `latest`.
+      await this.stepLock.run(t.taskId, async () => undefined);
+    }
+  }
+
+  private rateLimits(t: TaskModel, type: TaskTypeModel): RateLimit[] {
+    const limits: RateLimit[] = [];
+    if (type.rateLimitPerSec !== null)
+      limits.push({ key: `type:${t.taskType}`, perSecond: type.rateLimitPerSec });
+    const { tenantRates, tenantRateDefault } = this.config.dispatcher;
+    const tenantRate = tenantRates[t.tenant] ?? tenantRateDefault;
+    if (tenantRate > 0) limits.push({ key: `tenant:${t.tenant}`, perSecond: tenantRate });
+    return limits;
+  }
+
+  /** Exponential backoff with equal jitter: half fixed, half random. */
+  private backoff(type: TaskTypeModel, attempt: number): number {
+    const exp = Math.min(type.backoffMaxMs, type.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+    return Math.round(exp / 2 + Math.random() * (exp / 2));
+  }
+
+  private createBody(t: TaskModel, attempt: number): CreateTaskRequestDto {
+    return {
+      task_id: t.taskId,
+      attempt,
+      create_info: {
+        task_type: t.taskType,
+        task_name: t.taskName,
+        important_level: t.priority,
+        ...(t.workerUrl ? { http_url: t.workerUrl } : {}),
+        ...(t.parentTaskId ? { parent_task_id: t.parentTaskId } : {}),
+        ...(t.controlTaskId ? { control_task_id: t.controlTaskId } : {}),
+      },
+      process_arg: {
+        ...(t.startTime !== null ? { start_time: new Date(t.startTime).toISOString() } : {}),
+        ...(t.deadlineSecond !== null ? { deadline_second: t.deadlineSecond } : {}),
+        ...(t.lockTimeout !== null ? { lock_timeout: t.lockTimeout } : {}),
+        max_retry: Math.max(0, t.maxRetry),
+      },
+      params: t.params,
+      lock_keys: t.lockKeys,
+    };
+  }
+}

@@ -1,0 +1,152 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { BlockingKind, ContractCall } from '@baton/task-contract';
+import { TaskTypeModel } from '../task-type.model';
+
+const POLICIES = ['retry', 'fail', 'alert'] as const;
+
+export class TimeoutPolicyDto {
+  @ApiProperty({ enum: POLICIES, description: 'waiting in the queue longer than queue_timeout_ms' })
+  @IsIn(POLICIES)
+  queue!: (typeof POLICIES)[number];
+
+  @ApiProperty({ enum: POLICIES, description: 'no heartbeat for heartbeat_timeout_ms' })
+  @IsIn(POLICIES)
+  heartbeat!: (typeof POLICIES)[number];
+
+  @ApiProperty({ enum: POLICIES, description: 'running longer than the deadline' })
+  @IsIn(POLICIES)
+  deadline!: (typeof POLICIES)[number];
+}
+
+/** A task type: what its workers declared, and the policy people set. */
+export class TaskTypeDto {
+  @ApiProperty() task_type!: string;
+  @ApiProperty({ enum: BlockingKind }) blocking!: BlockingKind;
+  @ApiProperty({
+    enum: ContractCall,
+    isArray: true,
+    description: 'optional calls its workers implement',
+  })
+  implements!: ContractCall[];
+  @ApiProperty({ type: 'integer' }) max_retry!: number;
+  @ApiProperty({ type: 'integer' }) backoff_base_ms!: number;
+  @ApiProperty({ type: 'integer' }) backoff_max_ms!: number;
+  @ApiPropertyOptional({ type: 'integer', nullable: true }) queue_timeout_ms!: number | null;
+  @ApiProperty({ type: 'integer' }) heartbeat_timeout_ms!: number;
+  @ApiPropertyOptional({ type: 'integer', nullable: true }) deadline_second!: number | null;
+  @ApiProperty({ type: TimeoutPolicyDto }) timeout_policy!: TimeoutPolicyDto;
+  @ApiPropertyOptional({ type: 'integer', nullable: true }) concurrency_limit!: number | null;
+  @ApiProperty() rollback_on_fail!: boolean;
+  @ApiPropertyOptional({
+    type: 'integer',
+    nullable: true,
+    description: 'most starts per second per scheduler instance',
+  })
+  rate_limit_per_sec!: number | null;
+}
+
+export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
+  return {
+    task_type: m.taskType,
+    blocking: m.blocking,
+    implements: m.implements,
+    max_retry: m.maxRetry,
+    backoff_base_ms: m.backoffBaseMs,
+    backoff_max_ms: m.backoffMaxMs,
+    queue_timeout_ms: m.queueTimeoutMs,
+    heartbeat_timeout_ms: m.heartbeatTimeoutMs,
+    deadline_second: m.deadlineSecond,
+    timeout_policy: m.timeoutPolicy,
+    concurrency_limit: m.concurrencyLimit,
+    rollback_on_fail: m.rollbackOnFail,
+    rate_limit_per_sec: m.rateLimitPerSec,
+  };
+}
+
+/** Body of `PATCH /v1/task-types/{task_type}`: the policy; what workers declare is not set here. */
+export class UpdateTaskTypeDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 100 })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  max_retry?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 10, maximum: 3_600_000 })
+  @IsOptional()
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
+  backoff_base_ms?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 10, maximum: 86_400_000 })
+  @IsOptional()
+  @IsInt()
+  @Min(10)
+  @Max(86_400_000)
+  backoff_max_ms?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 100, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  queue_timeout_ms?: number | null;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 100, maximum: 3_600_000 })
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  heartbeat_timeout_ms?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(604_800)
+  deadline_second?: number | null;
+
+  @ApiPropertyOptional({ type: TimeoutPolicyDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TimeoutPolicyDto)
+  timeout_policy?: TimeoutPolicyDto;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  concurrency_limit?: number | null;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsBoolean()
+  rollback_on_fail?: boolean;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 100000,
+    nullable: true,
+    description: 'most starts per second per scheduler instance; null: no limit',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  rate_limit_per_sec?: number | null;
+}

@@ -1,0 +1,60 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { bigintNumber, jsonText } from '../database/column-transformers';
+
+/** What to do when a timeout fires: try again, give up, or only tell people. */
+export type TimeoutPolicy = 'retry' | 'fail' | 'alert';
+
+/** A registered task type: how it blocks, what it implements, its timeouts and retry policy. */
+@Entity('baton_task_type')
+export class TaskTypeEntity {
+  @PrimaryColumn({ type: 'varchar', length: 100 })
+  task_type!: string;
+
+  @Column({ type: 'varchar', length: 8 })
+  blocking!: string;
+
+  /** Optional contract calls the workers of this type implement (prepare, pause, rollback, ...). */
+  @Column({ type: 'text', transformer: jsonText })
+  implements!: string[];
+
+  @Column({ type: 'int' })
+  max_retry!: number;
+
+  @Column({ type: 'int' })
+  backoff_base_ms!: number;
+
+  @Column({ type: 'int' })
+  backoff_max_ms!: number;
+
+  /** Longest wait in the queue before the queue timeout fires; null: none. */
+  @Column({ type: 'int', nullable: true })
+  queue_timeout_ms!: number | null;
+
+  /** A RUNNING task whose heartbeat is older than this is lost. */
+  @Column({ type: 'int' })
+  heartbeat_timeout_ms!: number;
+
+  /** Default total run time when a task gives no deadline_second; null: none. */
+  @Column({ type: 'int', nullable: true })
+  deadline_second!: number | null;
+
+  @Column({ type: 'text', transformer: jsonText })
+  timeout_policy!: { queue: TimeoutPolicy; heartbeat: TimeoutPolicy; deadline: TimeoutPolicy };
+
+  /** Most tasks of this type RUNNING at once over all workers; null: no limit. */
+  @Column({ type: 'int', nullable: true })
+  concurrency_limit!: number | null;
+
+  @Column({ type: 'boolean' })
+  rollback_on_fail!: boolean;
+
+  /** Most starts per second (per scheduler instance); null: no limit. */
+  @Column({ type: 'int', nullable: true })
+  rate_limit_per_sec!: number | null;
+
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  created_at!: number;
+
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  updated_at!: number;
+}

@@ -1,0 +1,37 @@
+import { BlockingKind, ContractCall } from '@baton/task-contract';
+import { TimeoutPolicy } from './task-type.entity';
+
+/** A task type as services see it. */
+export interface TaskTypeModel {
+  taskType: string;
+  blocking: BlockingKind;
+  /** Optional contract calls its workers implement. */
+  implements: ContractCall[];
+  maxRetry: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  queueTimeoutMs: number | null;
+  heartbeatTimeoutMs: number;
+  deadlineSecond: number | null;
+  timeoutPolicy: { queue: TimeoutPolicy; heartbeat: TimeoutPolicy; deadline: TimeoutPolicy };
+  concurrencyLimit: number | null;
+  rollbackOnFail: boolean;
+  /** Most starts per second, per scheduler instance; null: none. */
+  rateLimitPerSec: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What a type gets when a worker first declares it. */
+export const TASK_TYPE_DEFAULTS = {
+  maxRetry: 0,
+  backoffBaseMs: 1000,
+  backoffMaxMs: 60_000,
+  queueTimeoutMs: null,
+  heartbeatTimeoutMs: 30_000,
+  deadlineSecond: null,
+  timeoutPolicy: { queue: 'fail', heartbeat: 'retry', deadline: 'fail' },
+  concurrencyLimit: null,
+  rollbackOnFail: false,
+  rateLimitPerSec: null,
+} as const satisfies Partial<TaskTypeModel>;

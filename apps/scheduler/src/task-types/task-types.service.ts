@@ -1,0 +1,110 @@
+import { Injectable } from '@nestjs/common';
+import {
+  BlockingKind,
+  ContractCall,
+  ContractErrorCode,
+  ContractException,
+} from '@baton/task-contract';
+import { Clock } from '../common/clock';
+import { UpdateTaskTypeDto } from './dto/task-type.dto';
+import { TASK_TYPE_DEFAULTS, TaskTypeModel } from './task-type.model';
+import { TaskTypesRepository } from './task-types.repository';
+
+/** How long a cached type is trusted before it is read again (another instance may change it). */
+const CACHE_MS = 2000;
+
+/** Task types: declared by the workers that serve them, governed by a policy people set. */
+@Injectable()
+export class TaskTypesService {
+  private readonly cache = new Map<string, { model: TaskTypeModel; at: number }>();
+
+  constructor(
+    private readonly repo: TaskTypesRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  list(): Promise<TaskTypeModel[]> {
+    return this.repo.findAll();
+  }
+
+  /** The type, or undefined when no worker ever declared it. Cached briefly: read on every task. */
+  async find(taskType: string): Promise<TaskTypeModel | undefined> {
+    const now = this.clock.now();
+    const hit = this.cache.get(taskType);
+    if (hit && now - hit.at < CACHE_MS) return hit.model;
+    const model = await this.repo.find(taskType);
+    if (model) this.cache.set(taskType, { model, at: now });
+    return model;
+  }
+
+  async get(taskType: string): Promise<TaskTypeModel> {
+    const model = await this.find(taskType);
+    if (!model)
+      throw new ContractException(
+        ContractErrorCode.NOT_FOUND,
+        `task type ${taskType} is not registered`,
+        { task_type: taskType },
+      );
+    return model;
+  }
+
+  /** A worker declares a type it serves: created with defaults the first time, its declaration kept current. */
+  async declare(
+    taskType: string,
+    blocking: BlockingKind,
+    implemented: ContractCall[],
+  ): Promise<void> {
+    const now = this.clock.now();
+    const existing = await this.repo.find(taskType);
+    const model: TaskTypeModel = existing
+      ? { ...existing, blocking, implements: implemented, updatedAt: now }
+      : {
+          taskType,
+          blocking,
+          implements: implemented,
+          ...TASK_TYPE_DEFAULTS,
+          timeoutPolicy: { ...TASK_TYPE_DEFAULTS.timeoutPolicy },
+          createdAt: now,
+          updatedAt: now,
+        };
+    await this.repo.save(model);
+    this.cache.set(taskType, { model, at: now });
+  }
+
+  async update(taskType: string, dto: UpdateTaskTypeDto): Promise<TaskTypeModel> {
+    const current = await this.repo.find(taskType);
+    if (!current)
+      throw new ContractException(
+        ContractErrorCode.NOT_FOUND,
+        `task type ${taskType} is not registered`,
+        { task_type: taskType },
+      );
+    const next: TaskTypeModel = {
+      ...current,
+      maxRetry: dto.max_retry ?? current.maxRetry,
+      backoffBaseMs: dto.backoff_base_ms ?? current.backoffBaseMs,
+      backoffMaxMs: dto.backoff_max_ms ?? current.backoffMaxMs,
+      queueTimeoutMs:
+        dto.queue_timeout_ms !== undefined ? dto.queue_timeout_ms : current.queueTimeoutMs,
+      heartbeatTimeoutMs: dto.heartbeat_timeout_ms ?? current.heartbeatTimeoutMs,
+      deadlineSecond:
+        dto.deadline_second !== undefined ? dto.deadline_second : current.deadlineSecond,
+      timeoutPolicy: dto.timeout_policy ?? current.timeoutPolicy,
+      concurrencyLimit:
+        dto.concurrency_limit !== undefined ? dto.concurrency_limit : current.concurrencyLimit,
+      rollbackOnFail: dto.rollback_on_fail ?? current.rollbackOnFail,
+      rateLimitPerSec:
+        dto.rate_limit_per_sec !== undefined ? dto.rate_limit_per_sec : current.rateLimitPerSec,
+      updatedAt: this.clock.now(),
+    };
+    if (next.backoffMaxMs < next.backoffBaseMs) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        'backoff_max_ms must be at least backoff_base_ms',
+      );
+    }
+    await this.repo.save(next);
+    this.cache.set(taskType, { model: next, at: next.updatedAt });
+    return next;
+  }
+}

@@ -1,0 +1,98 @@
+import { Body, Controller, Headers, Param, Put, UseGuards } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import {
+  CompletionCallbackDto,
+  ContractErrorCode,
+  ContractException,
+  Envelope,
+  HEADER,
+  HeartbeatCallbackDto,
+  ProgressCallbackDto,
+  WorkerAuthGuard,
+  ok,
+  parseFence,
+} from '@baton/task-contract';
+import { TaskEngine } from '../runner/task-engine.service';
+
+function fenceOf(value: string | undefined): number {
+  const fence = parseFence(value);
+  if (fence === undefined)
+    throw new ContractException(
+      ContractErrorCode.MISSING_FENCE,
+      'X-Baton-Fence must be a non-negative integer',
+    );
+  return fence;
+}
+
+function answer(
+  taskId: string,
+  verdict: 'accepted' | 'stale' | 'unknown' | 'already',
+): Envelope<{ task_id: string; accepted: boolean }> {
+  if (verdict === 'unknown')
+    throw new ContractException(ContractErrorCode.TASK_NOT_FOUND, `task ${taskId} does not exist`);
+  if (verdict === 'stale') {
+    throw new ContractException(
+      ContractErrorCode.STALE_FENCE,
+      `fence or attempt of task ${taskId} is not the current one`,
+      { task_id: taskId },
+    );
+  }
+  return ok({ task_id: taskId, accepted: verdict === 'accepted' });
+}
+
+/** Where async workers report back (ARCHITECTURE.md §4). Signed like every contract call, and fenced. */
+@ApiTags('worker callbacks')
+@ApiSecurity('hmac')
+@ApiHeader({
+  name: 'X-Baton-Fence',
+  required: true,
+  description: 'the fence the worker was called with; an old one is refused (409)',
+})
+@UseGuards(WorkerAuthGuard)
+@Controller('v1/tasks/:task_id')
+export class CallbacksController {
+  constructor(private readonly engine: TaskEngine) {}
+
+  @Put('notify')
+  @ApiOperation({ summary: 'an async worker reports the outcome of a run' })
+  async notify(
+    @Param('task_id') taskId: string,
+    @Headers(HEADER.FENCE) fence: string | undefined,
+    @Body() dto: CompletionCallbackDto,
+  ) {
+    const verdict = await this.engine.completeFromWorker(
+      taskId,
+      fenceOf(fence),
+      dto.attempt,
+      dto.task_status,
+      dto.result ?? null,
+      dto.error ?? null,
+    );
+    if (verdict === 'accepted') await this.engine.kick(taskId);
+    return answer(taskId, verdict);
+  }
+
+  @Put('heartbeat')
+  @ApiOperation({ summary: 'an async worker says the run is alive' })
+  async heartbeat(
+    @Param('task_id') taskId: string,
+    @Headers(HEADER.FENCE) fence: string | undefined,
+    @Body() dto: HeartbeatCallbackDto,
+  ) {
+    return answer(taskId, await this.engine.beatFromWorker(taskId, fenceOf(fence), dto.attempt));
+  }
+
+  @Put('progress')
+  @ApiOperation({ summary: 'an async worker reports progress (also a heartbeat)' })
+  async progress(
+    @Param('task_id') taskId: string,
+    @Headers(HEADER.FENCE) fence: string | undefined,
+    @Body() dto: ProgressCallbackDto,
+  ) {
+    const progress = { percent: dto.percent, step: dto.step ?? null, message: dto.message ?? null };
+    return answer(
+      taskId,
+      await this.engine.beatFromWorker(taskId, fenceOf(fence), dto.attempt, progress),
+    );
+  }
+}

@@ -1,0 +1,103 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  MaxLength,
+  ValidateNested,
+} from 'class-validator';
+import { CreateInfoDto, ProcessArgDto } from '@baton/task-contract';
+
+/** Body of `POST /v1/tasks`: one task (ARCHITECTURE.md §2). */
+export class CreateTaskDto {
+  @ApiProperty({ type: CreateInfoDto })
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CreateInfoDto)
+  create_info!: CreateInfoDto;
+
+  @ApiPropertyOptional({ type: ProcessArgDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ProcessArgDto)
+  process_arg?: ProcessArgDto;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'free JSON for the worker (64 KiB at most)',
+  })
+  @IsOptional()
+  @IsObject()
+  params?: Record<string, unknown>;
+
+  @ApiPropertyOptional({
+    type: [String],
+    description: 'resources held exclusively from PREPARE to the end, e.g. mysql-cluster-42',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(32)
+  @IsString({ each: true })
+  @Matches(/^[A-Za-z0-9._:/-]{1,200}$/, {
+    each: true,
+    message: 'each lock key must be 1-200 characters of [A-Za-z0-9._:/-]',
+  })
+  lock_keys?: string[];
+
+  @ApiPropertyOptional({
+    maxLength: 200,
+    description: 'a second create with the same key (per tenant) answers the first task',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[\x21-\x7e]{1,200}$/, {
+    message: 'idempotency_key must be 1-200 printable ASCII characters',
+  })
+  idempotency_key?: string;
+
+  @ApiPropertyOptional({ default: 'default', pattern: '^[a-z0-9][a-z0-9_-]{0,99}$' })
+  @IsOptional()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,99}$/, { message: 'tenant must be a lower-case name' })
+  tenant?: string;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    example: { team: 'dba' },
+  })
+  @IsOptional()
+  @IsObject()
+  labels?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'called when the task finishes (webhooks)' })
+  @IsOptional()
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  @MaxLength(500)
+  callback_url?: string;
+}
+
+/** Body of `POST /v1/tasks/batch`: all or nothing. */
+export class CreateTaskBatchDto {
+  @ApiProperty({ type: [CreateTaskDto], minItems: 1, maxItems: 500 })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(500)
+  @ValidateNested({ each: true })
+  @Type(() => CreateTaskDto)
+  tasks!: CreateTaskDto[];
+}
+
+/** Body of `PUT /v1/tasks/{task_id}/params`. */
+export class ChangeParamsDto {
+  @ApiProperty({ type: 'object', additionalProperties: true })
+  @IsObject()
+  params!: Record<string, unknown>;
+}

@@ -1,0 +1,63 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform, Type } from 'class-transformer';
+import { IsDateString, IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
+import {
+  TASK_STATUSES,
+  TASK_TYPE_PATTERN,
+  TaskStatus,
+  parseTaskStatus,
+} from '@baton/task-contract';
+
+/** Query string of `GET /v1/tasks`. */
+export class ListTasksQuery {
+  @ApiPropertyOptional({ pattern: TASK_TYPE_PATTERN.source })
+  @IsOptional()
+  @Matches(TASK_TYPE_PATTERN)
+  task_type?: string;
+
+  @ApiPropertyOptional({
+    description: 'comma-separated statuses (Postpose is read as POSTPONE)',
+    example: 'RUNNING,POSTPONE',
+  })
+  @IsOptional()
+  @Transform(({ value }: { value: unknown }) =>
+    String(value)
+      .split(',')
+      .map((s) => parseTaskStatus(s) ?? s.trim()),
+  )
+  @IsIn(TASK_STATUSES as TaskStatus[], { each: true })
+  status?: TaskStatus[];
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @Matches(/^[a-z0-9][a-z0-9_-]{0,99}$/)
+  tenant?: string;
+
+  @ApiPropertyOptional({ description: 'key:value', example: 'team:dba' })
+  @IsOptional()
+  @Matches(/^[^:]{1,100}:.{1,200}$/, { message: 'label must be key:value' })
+  label?: string;
+
+  @ApiPropertyOptional({ format: 'date-time' })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  created_from?: string;
+
+  @ApiPropertyOptional({ format: 'date-time' })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  created_to?: string;
+
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
+  @IsOptional()
+  @Matches(/^[0-9A-Z]{26}$/, { message: 'cursor is not one this API gave out' })
+  cursor?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(500)
+  limit?: number;
+}

@@ -1,0 +1,104 @@
+import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+
+/** A task as services see it (the entity never leaves the repository). Times are epoch ms. */
+export interface TaskModel {
+  taskId: string;
+  taskType: string;
+  taskName: string;
+  tenant: string;
+  labels: Record<string, string>;
+  status: TaskStatus;
+  version: number;
+  attempt: number;
+  priority: number;
+  blocking: BlockingKind;
+  repetition: RepetitionKind;
+  params: Record<string, unknown>;
+  lockKeys: string[];
+  requestedUrl: string | null;
+  workerId: string | null;
+  workerUrl: string | null;
+  parentTaskId: string | null;
+  controlTaskId: string | null;
+  startTime: number | null;
+  deadlineSecond: number | null;
+  lockTimeout: number | null;
+  maxRetry: number;
+  idempotencyKey: string | null;
+  callbackUrl: string | null;
+  dueAt: number | null;
+  owner: string | null;
+  leaseUntil: number | null;
+  fence: number;
+  result: Record<string, unknown> | null;
+  error: { message: string; code?: string | null } | null;
+  progress: { percent: number; step: string | null; message: string | null } | null;
+  heartbeatAt: number | null;
+  outcome: TaskStatus | null;
+  pausedFrom: TaskStatus | null;
+  cancelRequested: boolean;
+  /** rollback: a person asked for it; decide: a failure reported by the worker awaits the retry decision. */
+  pendingAction: 'rollback' | 'decide' | null;
+  createdAt: number;
+  updatedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+/** Fields a transition may change besides the status. */
+export type TaskPatch = Partial<
+  Pick<
+    TaskModel,
+    | 'attempt'
+    | 'params'
+    | 'workerId'
+    | 'workerUrl'
+    | 'dueAt'
+    | 'owner'
+    | 'leaseUntil'
+    | 'result'
+    | 'error'
+    | 'progress'
+    | 'heartbeatAt'
+    | 'outcome'
+    | 'pausedFrom'
+    | 'cancelRequested'
+    | 'pendingAction'
+    | 'startedAt'
+    | 'finishedAt'
+  >
+>;
+
+/** One line of the lifecycle log. */
+export interface TaskEventModel {
+  id: number;
+  taskId: string;
+  from: TaskStatus | null;
+  to: TaskStatus;
+  reason: string;
+  actor: string;
+  attempt: number;
+  at: number;
+}
+
+export interface TaskAttemptModel {
+  taskId: string;
+  attempt: number;
+  workerId: string | null;
+  workerUrl: string | null;
+  fence: number;
+  startedAt: number;
+  endedAt: number | null;
+  outcome: TaskStatus | null;
+  error: string | null;
+}
+
+/** Filters of the task list. */
+export interface TaskFilter {
+  taskType?: string;
+  status?: TaskStatus[];
+  tenant?: string;
+  label?: { key: string; value: string };
+  createdFrom?: number;
+  createdTo?: number;
+}

@@ -1,0 +1,170 @@
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Put,
+  Query,
+  Res,
+} from '@nestjs/common';
+import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
+import { ChangeParamsDto, CreateTaskBatchDto, CreateTaskDto } from './dto/create-task.dto';
+import { ListTasksQuery } from './dto/list-tasks.query';
+import {
+  TaskAttemptDto,
+  TaskDto,
+  TaskEventDto,
+  TaskPageDto,
+  toAttemptDto,
+  toEventDto,
+  toTaskDto,
+} from './dto/task.dto';
+import { IdempotencyService } from './idempotency.service';
+import { TasksService } from './tasks.service';
+
+interface ReplyLike {
+  status(code: number): ReplyLike;
+}
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,200}$/;
+
+@ApiTags('tasks')
+@Controller('v1/tasks')
+export class TasksController {
+  constructor(
+    private readonly tasks: TasksService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({
+    summary: 'create a task',
+    description:
+      'Answers 201 with the new task, or 200 with the task an earlier create under the same idempotency_key made.',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      '409 while the first request is in flight, 422 on a different body, the stored answer replayed',
+  })
+  @ApiOkResponse({ type: TaskDto })
+  async create(
+    @Body() dto: CreateTaskDto,
+    @Headers('idempotency-key') key: string | undefined,
+    @Res({ passthrough: true }) reply: ReplyLike,
+  ): Promise<Envelope<TaskDto>> {
+    const work = async () => {
+      const { task, created } = await this.tasks.create(dto);
+      return { status: created ? 201 : 200, body: ok(toTaskDto(task)) };
+    };
+    if (key !== undefined && !KEY_PATTERN.test(key)) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        'Idempotency-Key must be 1-200 printable ASCII characters',
+      );
+    }
+    const answer = key
+      ? await this.idempotency.run(dto.tenant ?? 'default', key, dto, work)
+      : await work();
+    reply.status(answer.status);
+    return answer.body as Envelope<TaskDto>;
+  }
+
+  @Post('batch')
+  @HttpCode(201)
+  @ApiOperation({ summary: 'create up to 500 tasks, all or none' })
+  @ApiBody({ type: CreateTaskBatchDto })
+  @ApiOkResponse({ type: [TaskDto] })
+  async createBatch(@Body() dto: CreateTaskBatchDto): Promise<Envelope<TaskDto[]>> {
+    return ok((await this.tasks.createBatch(dto.tasks)).map(toTaskDto));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'list tasks, newest first, with filters and a cursor' })
+  @ApiOkResponse({ type: TaskPageDto })
+  async list(@Query() q: ListTasksQuery): Promise<Envelope<TaskPageDto>> {
+    const page = await this.tasks.list(q);
+    return ok({ items: page.items.map(toTaskDto), next_cursor: page.nextCursor });
+  }
+
+  @Get(':task_id')
+  @ApiOperation({ summary: 'get a task' })
+  @ApiOkResponse({ type: TaskDto })
+  async get(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.get(taskId)));
+  }
+
+  @Get(':task_id/events')
+  @ApiOperation({ summary: 'the lifecycle log: every transition, who, when, why' })
+  @ApiOkResponse({ type: [TaskEventDto] })
+  async events(@Param('task_id') taskId: string): Promise<Envelope<TaskEventDto[]>> {
+    return ok((await this.tasks.events(taskId)).map(toEventDto));
+  }
+
+  @Get(':task_id/attempts')
+  @ApiOperation({ summary: 'one row per run attempt' })
+  @ApiOkResponse({ type: [TaskAttemptDto] })
+  async attempts(@Param('task_id') taskId: string): Promise<Envelope<TaskAttemptDto[]>> {
+    return ok((await this.tasks.attempts(taskId)).map(toAttemptDto));
+  }
+
+  @Post(':task_id/pause')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'pause (INIT, CREATE, PREPARE, POSTPONE, or RUNNING when the type can)',
+  })
+  @ApiOkResponse({ type: TaskDto })
+  async pause(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.pause(taskId)));
+  }
+
+  @Post(':task_id/continue')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'continue a paused task where it was' })
+  @ApiOkResponse({ type: TaskDto })
+  async continue(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.continue(taskId)));
+  }
+
+  @Post(':task_id/cancel')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'cancel: a running task is told to stop; no retry follows' })
+  @ApiOkResponse({ type: TaskDto })
+  async cancel(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.cancel(taskId)));
+  }
+
+  @Post(':task_id/retry')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'retry a failed task now (FAIL or NONE, not yet finished)' })
+  @ApiOkResponse({ type: TaskDto })
+  async retry(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.retry(taskId)));
+  }
+
+  @Post(':task_id/rollback')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'roll back a task in SUCCESS or FAIL (the type must implement rollback)',
+  })
+  @ApiOkResponse({ type: TaskDto })
+  async rollback(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.rollback(taskId)));
+  }
+
+  @Put(':task_id/params')
+  @ApiOperation({ summary: 'change the params of a task not yet decided' })
+  @ApiOkResponse({ type: TaskDto })
+  async change(
+    @Param('task_id') taskId: string,
+    @Body() dto: ChangeParamsDto,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.tasks.changeParams(taskId, dto.params)));
+  }
+}

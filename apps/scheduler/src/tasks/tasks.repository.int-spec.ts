@@ -1,0 +1,277 @@
+import { BlockingKind, ContractErrorCode, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { DataSource } from 'typeorm';
+import { createDataSource } from '../database/data-source.factory';
+import { TransactionRunner } from '../database/transaction-runner';
+import {
+  TestDatabase,
+  mysqlTestDatabase,
+  sqliteTestDatabase,
+} from '../database/testing/test-databases';
+import { TasksRepository } from './tasks.repository';
+import { TaskModel } from './task.model';
+
+let seq = 0;
+function newTask(over: Partial<TaskModel> = {}): TaskModel {
+  const now = Date.now();
+  return {
+    taskId: `T${now.toString(36)}${(++seq).toString().padStart(6, '0')}`,
+    taskType: 'demo.echo',
+    taskName: 'n',
+    tenant: 'default',
+    labels: {},
+    status: TaskStatus.INIT,
+    version: 0,
+    attempt: 0,
+    priority: 5,
+    blocking: BlockingKind.SYNC,
+    repetition: RepetitionKind.SIMPLE,
+    params: { a: 1, nested: { b: [1, 2] } },
+    lockKeys: ['db-1'],
+    requestedUrl: null,
+    workerId: null,
+    workerUrl: null,
+    parentTaskId: null,
+    controlTaskId: null,
+    startTime: null,
+    deadlineSecond: null,
+    lockTimeout: null,
+    maxRetry: 0,
+    idempotencyKey: null,
+    callbackUrl: null,
+    dueAt: now,
+    owner: null,
+    leaseUntil: null,
+    fence: 0,
+    result: null,
+    error: null,
+    progress: null,
+    heartbeatAt: null,
+    outcome: null,
+    pausedFrom: null,
+    cancelRequested: false,
+    pendingAction: null,
+    createdAt: now,
+    updatedAt: now,
+    startedAt: null,
+    finishedAt: null,
+    ...over,
+  };
+}
+
+describe.each([
+  ['sqlite', async () => sqliteTestDatabase()],
+  ['mysql', mysqlTestDatabase],
+])('TasksRepository on %s', (_name, make: () => Promise<TestDatabase>) => {
+  let testDb: TestDatabase;
+  let ds: DataSource;
+  let repo: TasksRepository;
+
+  beforeAll(async () => {
+    testDb = await make();
+    ds = createDataSource(testDb.config);
+    await ds.initialize();
+    await ds.runMigrations();
+    repo = new TasksRepository(ds, new TransactionRunner(ds));
+  });
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await testDb?.drop();
+  });
+
+  it('runs the migrations once: a second run does nothing', async () => {
+    await expect(ds.runMigrations()).resolves.toEqual([]);
+  });
+
+  it('stores a task with its INIT event and reads it back unchanged', async () => {
+    const task = newTask({ labels: { team: 'db', env: 'prod' }, fence: 2 ** 40 });
+    await repo.insert(task, 'created by test', 'api');
+    await expect(repo.findById(task.taskId)).resolves.toEqual(task);
+    const events = await repo.events(task.taskId);
+    expect(events.map((e) => [e.from, e.to, e.reason, e.actor])).toEqual([
+      [null, TaskStatus.INIT, 'created by test', 'api'],
+    ]);
+  });
+
+  it('applies a change as compare-and-set: of two writers at one version, one wins', async () => {
+    const task = await repo.insert(newTask(), 'c', 'api');
+    const now = Date.now();
+    const [a, b] = await Promise.all([
+      repo.apply(
+        task,
+        {
+          to: TaskStatus.CREATE,
+          patch: { attempt: 1, workerUrl: 'http://a' },
+          reason: 'a',
+          actor: 's1',
+          bumpFence: true,
+        },
+        now,
+      ),
+      repo.apply(task, { to: TaskStatus.POSTPONE, reason: 'b', actor: 's2' }, now),
+    ]);
+    const winners = [a, b].filter(Boolean);
+    expect(winners).toHaveLength(1);
+    const stored = await repo.findById(task.taskId);
+    expect(stored).toEqual(winners[0]);
+    expect(stored?.version).toBe(1);
+    const events = await repo.events(task.taskId);
+    expect(events).toHaveLength(2);
+    expect(events[1].to).toBe(stored?.status);
+  });
+
+  it('writes patches through the JSON and bigint columns, and bumps the fence on a claim', async () => {
+    const task = await repo.insert(newTask(), 'c', 'api');
+    const next = await repo.apply(
+      task,
+      {
+        patch: {
+          owner: 'me',
+          leaseUntil: 2 ** 41,
+          result: { x: [1, { y: 'z' }] },
+          error: { message: 'm', code: 'c' },
+        },
+        reason: 'claim',
+        actor: 'me',
+        bumpFence: true,
+      },
+      Date.now(),
+    );
+    expect(next?.fence).toBe(1);
+    const stored = await repo.findById(task.taskId);
+    expect(stored).toMatchObject({
+      owner: 'me',
+      leaseUntil: 2 ** 41,
+      result: { x: [1, { y: 'z' }] },
+      error: { message: 'm', code: 'c' },
+      fence: 1,
+      status: TaskStatus.INIT,
+    });
+    // a change of fields only writes no event
+    expect(await repo.events(task.taskId)).toHaveLength(1);
+  });
+
+  it('refuses a move the transition table forbids, writing nothing', async () => {
+    const task = await repo.insert(newTask(), 'c', 'api');
+    await expect(
+      repo.apply(task, { to: TaskStatus.SUCCESS, reason: 'x', actor: 'y' }, Date.now()),
+    ).rejects.toMatchObject({ code: ContractErrorCode.ILLEGAL_TRANSITION });
+    expect((await repo.findById(task.taskId))?.version).toBe(0);
+  });
+
+  it('lists due tasks whose claim is free, earliest first', async () => {
+    const now = Date.now() + 10_000_000; // past every other test's due times? no: in the future of them
+    const early = await repo.insert(newTask({ dueAt: now - 50 }), 'c', 'api');
+    const late = await repo.insert(newTask({ dueAt: now - 10 }), 'c', 'api');
+    const future = await repo.insert(newTask({ dueAt: now + 1000 }), 'c', 'api');
+    const held = await repo.insert(
+      newTask({ dueAt: now - 40, owner: 'x', leaseUntil: now + 5000 }),
+      'c',
+      'api',
+    );
+    const lapsed = await repo.insert(
+      newTask({ dueAt: now - 30, owner: 'x', leaseUntil: now - 1 }),
+      'c',
+      'api',
+    );
+    const due = (await repo.due(now, [TaskStatus.INIT], 1000)).map((d) => d.taskId);
+    const ours = due.filter((id) =>
+      [early, late, future, held, lapsed].some((t) => t.taskId === id),
+    );
+    expect(ours).toEqual([early.taskId, lapsed.taskId, late.taskId]);
+  });
+
+  it('filters the list by type, status, tenant and label, newest first, with a cursor', async () => {
+    const tenant = `t${seq}`;
+    const a = await repo.insert(newTask({ tenant, labels: { team: 'db' } }), 'c', 'api');
+    const b = await repo.insert(
+      newTask({ tenant, labels: { team: 'web' }, taskType: 'demo.sleep' }),
+      'c',
+      'api',
+    );
+    const c = await repo.insert(newTask({ tenant, labels: { team: 'db' } }), 'c', 'api');
+    expect((await repo.list({ tenant }, undefined, 10)).map((t) => t.taskId)).toEqual([
+      c.taskId,
+      b.taskId,
+      a.taskId,
+    ]);
+    expect(
+      (await repo.list({ tenant, label: { key: 'team', value: 'db' } }, undefined, 10)).map(
+        (t) => t.taskId,
+      ),
+    ).toEqual([c.taskId, a.taskId]);
+    expect(
+      (await repo.list({ tenant, taskType: 'demo.sleep' }, undefined, 10)).map((t) => t.taskId),
+    ).toEqual([b.taskId]);
+    expect((await repo.list({ tenant }, c.taskId, 1)).map((t) => t.taskId)).toEqual([b.taskId]);
+    expect(await repo.list({ tenant, status: [TaskStatus.FINISH] }, undefined, 10)).toEqual([]);
+  });
+
+  it('refuses a second task with the same idempotency key in a tenant', async () => {
+    const key = `key-${seq}`;
+    const first = await repo.insert(newTask({ idempotencyKey: key }), 'c', 'api');
+    await expect(repo.insert(newTask({ idempotencyKey: key }), 'c', 'api')).rejects.toMatchObject({
+      code: ContractErrorCode.CREATE_CONFLICT,
+    });
+    await expect(repo.findByIdempotencyKey('default', key)).resolves.toMatchObject({
+      taskId: first.taskId,
+    });
+    await expect(
+      repo.insert(newTask({ idempotencyKey: key, tenant: 'other' }), 'c', 'api'),
+    ).resolves.toBeDefined();
+  });
+
+  it('opens an attempt row with the move that starts it, once per attempt (a re-drive updates it)', async () => {
+    const task = await repo.insert(newTask(), 'c', 'api');
+    const created = await repo.apply(
+      task,
+      {
+        to: TaskStatus.CREATE,
+        patch: { attempt: 1 },
+        attemptStart: {
+          attempt: 1,
+          workerId: 'w1',
+          workerUrl: 'http://w1',
+          fence: 3,
+          startedAt: 10,
+        },
+        reason: 'create',
+        actor: 's1',
+      },
+      Date.now(),
+    );
+    expect(created).toBeDefined();
+    // After a crash, the same attempt is driven again on another worker: same row, new worker.
+    const redriven = await repo.apply(
+      created!,
+      {
+        to: TaskStatus.CREATE,
+        attemptStart: {
+          attempt: 1,
+          workerId: 'w2',
+          workerUrl: 'http://w2',
+          fence: 4,
+          startedAt: 11,
+        },
+        reason: 're-drive',
+        actor: 's2',
+      },
+      Date.now(),
+    );
+    expect(redriven).toBeDefined();
+    await repo.endAttempt(task.taskId, 1, 20, TaskStatus.FAIL, 'boom');
+    expect(await repo.attempts(task.taskId)).toEqual([
+      {
+        taskId: task.taskId,
+        attempt: 1,
+        workerId: 'w2',
+        workerUrl: 'http://w2',
+        fence: 4,
+        startedAt: 10,
+        endedAt: 20,
+        outcome: TaskStatus.FAIL,
+        error: 'boom',
+      },
+    ]);
+  });
+});

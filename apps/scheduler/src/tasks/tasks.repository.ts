@@ -1,0 +1,591 @@
+import { Injectable } from '@nestjs/common';
+import {
+  BlockingKind,
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+  assertTransition,
+} from '@baton/task-contract';
+import { Brackets, DataSource, EntityManager, In, QueryFailedError } from 'typeorm';
+import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { TransactionRunner } from '../database/transaction-runner';
+import { TaskAttemptEntity } from './task-attempt.entity';
+import { TaskEventEntity } from './task-event.entity';
+import { TaskLabelEntity } from './task-label.entity';
+import { TaskEntity } from './task.entity';
+import { TaskAttemptModel, TaskEventModel, TaskFilter, TaskModel, TaskPatch } from './task.model';
+
+const PATCH_COLUMNS: Readonly<Record<keyof TaskPatch, keyof TaskEntity>> = {
+  attempt: 'attempt',
+  params: 'params',
+  workerId: 'worker_id',
+  workerUrl: 'worker_url',
+  dueAt: 'due_at',
+  owner: 'owner',
+  leaseUntil: 'lease_until',
+  result: 'result',
+  error: 'error',
+  progress: 'progress',
+  heartbeatAt: 'heartbeat_at',
+  outcome: 'outcome',
+  pausedFrom: 'paused_from',
+  cancelRequested: 'cancel_requested',
+  pendingAction: 'pending_action',
+  startedAt: 'started_at',
+  finishedAt: 'finished_at',
+};
+
+/** One change of a task: a new status (or none), fields, and the words for the log. */
+export interface TaskChange {
+  to?: TaskStatus;
+  /**
+   * Statuses passed through on the way to `to`, in order, each logged as its own event (one
+   * write for e.g. RUNNING -> SUCCESS when a sync run answers at once).
+   */
+  via?: TaskStatus[];
+  patch?: TaskPatch;
+  reason: string;
+  actor: string;
+  /** Take a new fence (a new claim): fence + 1. */
+  bumpFence?: boolean;
+  /** Open the row of an attempt in the same transaction (idempotent for a re-drive). */
+  attemptStart?: Pick<
+    TaskAttemptModel,
+    'attempt' | 'workerId' | 'workerUrl' | 'fence' | 'startedAt'
+  >;
+  /** Close the current attempt's row in the same transaction. */
+  attemptEnd?: { outcome: TaskStatus; error: string | null };
+}
+
+/** A task in the queue's terms. */
+export interface DueTask {
+  taskId: string;
+  priority: number;
+  dueAt: number;
+  status: TaskStatus;
+}
+
+function toModel(e: TaskEntity): TaskModel {
+  return {
+    taskId: e.task_id,
+    taskType: e.task_type,
+    taskName: e.task_name,
+    tenant: e.tenant,
+    labels: e.labels ?? {},
+    status: e.status as TaskStatus,
+    version: e.version,
+    attempt: e.attempt,
+    priority: e.priority,
+    blocking: e.blocking as BlockingKind,
+    repetition: e.repetition as RepetitionKind,
+    params: e.params ?? {},
+    lockKeys: e.lock_keys ?? [],
+    requestedUrl: e.requested_url,
+    workerId: e.worker_id,
+    workerUrl: e.worker_url,
+    parentTaskId: e.parent_task_id,
+    controlTaskId: e.control_task_id,
+    startTime: e.start_time,
+    deadlineSecond: e.deadline_second,
+    lockTimeout: e.lock_timeout,
+    maxRetry: e.max_retry,
+    idempotencyKey: e.idempotency_key,
+    callbackUrl: e.callback_url,
+    dueAt: e.due_at,
+    owner: e.owner,
+    leaseUntil: e.lease_until,
+    fence: e.fence,
+    result: e.result,
+    error: e.error,
+    progress: e.progress,
+    heartbeatAt: e.heartbeat_at,
+    outcome: e.outcome as TaskStatus | null,
+    pausedFrom: e.paused_from as TaskStatus | null,
+    cancelRequested: Boolean(e.cancel_requested),
+    pendingAction: e.pending_action as TaskModel['pendingAction'],
+    createdAt: e.created_at,
+    updatedAt: e.updated_at,
+    startedAt: e.started_at,
+    finishedAt: e.finished_at,
+  };
+}
+
+function toEntity(m: TaskModel): TaskEntity {
+  const e = new TaskEntity();
+  Object.assign(e, {
+    task_id: m.taskId,
+    task_type: m.taskType,
+    task_name: m.taskName,
+    tenant: m.tenant,
+    labels: m.labels,
+    status: m.status,
+    version: m.version,
+    attempt: m.attempt,
+    priority: m.priority,
+    blocking: m.blocking,
+    repetition: m.repetition,
+    params: m.params,
+    lock_keys: m.lockKeys,
+    requested_url: m.requestedUrl,
+    worker_id: m.workerId,
+    worker_url: m.workerUrl,
+    parent_task_id: m.parentTaskId,
+    control_task_id: m.controlTaskId,
+    start_time: m.startTime,
+    deadline_second: m.deadlineSecond,
+    lock_timeout: m.lockTimeout,
+    max_retry: m.maxRetry,
+    idempotency_key: m.idempotencyKey,
+    callback_url: m.callbackUrl,
+    due_at: m.dueAt,
+    owner: m.owner,
+    lease_until: m.leaseUntil,
+    fence: m.fence,
+    result: m.result,
+    error: m.error,
+    progress: m.progress,
+    heartbeat_at: m.heartbeatAt,
+    outcome: m.outcome,
+    paused_from: m.pausedFrom,
+    cancel_requested: m.cancelRequested,
+    pending_action: m.pendingAction,
+    created_at: m.createdAt,
+    updated_at: m.updatedAt,
+    started_at: m.startedAt,
+    finished_at: m.finishedAt,
+  } satisfies Record<keyof TaskEntity, unknown>);
+  return e;
+}
+
+const eventModel = (e: TaskEventEntity): TaskEventModel => ({
+  id: Number(e.id),
+  taskId: e.task_id,
+  from: e.from_status as TaskStatus | null,
+  to: e.to_status as TaskStatus,
+  reason: e.reason,
+  actor: e.actor,
+  attempt: e.attempt,
+  at: e.created_at,
+});
+
+const JSON_COLUMNS: ReadonlySet<string> = new Set([
+  'labels',
+  'params',
+  'lock_keys',
+  'result',
+  'error',
+  'progress',
+]);
+const NUMBER_COLUMNS: ReadonlySet<string> = new Set([
+  'version',
+  'attempt',
+  'priority',
+  'start_time',
+  'deadline_second',
+  'lock_timeout',
+  'max_retry',
+  'due_at',
+  'lease_until',
+  'fence',
+  'heartbeat_at',
+  'created_at',
+  'updated_at',
+  'started_at',
+  'finished_at',
+]);
+
+/** A raw row of baton_task (either driver) as the entity would hold it. */
+function fromRow(row: Record<string, unknown>): TaskEntity {
+  const e = new TaskEntity();
+  for (const [k, v] of Object.entries(row)) {
+    let value: unknown = v;
+    if (v !== null && v !== undefined) {
+      if (JSON_COLUMNS.has(k)) value = JSON.parse(String(v));
+      else if (NUMBER_COLUMNS.has(k)) value = Number(v);
+      else if (k === 'cancel_requested') value = Boolean(Number(v));
+    }
+    (e as unknown as Record<string, unknown>)[k] = value;
+  }
+  return e;
+}
+
+/** An entity as a plain column -> value row. */
+function entityRow(e: TaskEntity): Record<string, unknown> {
+  return { ...(e as unknown as Record<string, unknown>) };
+}
+
+/** A value as its column stores it (JSON as text, booleans as 0/1). */
+function toColumn(column: string, value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (JSON_COLUMNS.has(column)) return JSON.stringify(value);
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return value;
+}
+
+/** [from, ...via, to] without repeats of the current status; [from] when nothing moves. */
+function statusPath(from: TaskStatus, change: TaskChange): TaskStatus[] {
+  const path = [from];
+  for (const s of [...(change.via ?? []), ...(change.to !== undefined ? [change.to] : [])]) {
+    if (s !== path[path.length - 1]) path.push(s);
+  }
+  return path;
+}
+
+const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+function isUniqueViolation(err: unknown): boolean {
+  if (!(err instanceof QueryFailedError)) return false;
+  const driverError = (
+    err as QueryFailedError & { driverError?: { code?: string; errno?: number } }
+  ).driverError;
+  return (
+    driverError?.code === 'ER_DUP_ENTRY' ||
+    driverError?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    driverError?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
+}
+
+/**
+ * Every read and write of tasks. Each change is a compare-and-set on (task_id, version) written
+ * together with its lifecycle event in one transaction (ARCHITECTURE.md §3): a change that lost
+ * a race returns undefined and writes nothing.
+ */
+@Injectable()
+export class TasksRepository {
+  constructor(
+    private readonly db: DataSource,
+    private readonly tx: TransactionRunner,
+  ) {}
+
+  /** Inserts a new task with its INIT event. Throws CREATE_CONFLICT on a taken idempotency key. */
+  async insert(task: TaskModel, reason: string, actor: string): Promise<TaskModel> {
+    try {
+      await this.tx.run(async (m) => {
+        await m.insert(TaskEntity, toEntity(task) as QueryDeepPartialEntity<TaskEntity>);
+        const labels = Object.entries(task.labels).map(([label_key, label_value]) => ({
+          task_id: task.taskId,
+          label_key,
+          label_value,
+        }));
+        if (labels.length) await m.insert(TaskLabelEntity, labels);
+        await m.insert(TaskEventEntity, {
+          task_id: task.taskId,
+          from_status: null,
+          to_status: task.status,
+          reason: clip(reason, 1000),
+          actor,
+          attempt: task.attempt,
+          created_at: task.createdAt,
+        });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new ContractException(
+          ContractErrorCode.CREATE_CONFLICT,
+          'a task with this idempotency key or id exists',
+          { idempotency_key: task.idempotencyKey },
+        );
+      }
+      throw err;
+    }
+    return task;
+  }
+
+  /** Inserts tasks with their first events in one transaction: all or none. */
+  async insertMany(tasks: readonly TaskModel[], reason: string, actor: string): Promise<void> {
+    try {
+      // Plain multi-row INSERTs: the ORM's insert builder cost more than the rows themselves.
+      await this.tx.run(async (m) => {
+        await this.insertRows(
+          m,
+          'baton_task',
+          tasks.map((t) => entityRow(toEntity(t))),
+        );
+        const labels = tasks.flatMap((t) =>
+          Object.entries(t.labels).map(([label_key, label_value]) => ({
+            task_id: t.taskId,
+            label_key,
+            label_value,
+          })),
+        );
+        if (labels.length) await this.insertRows(m, 'baton_task_label', labels);
+        const why = clip(reason, 1000);
+        await this.insertRows(
+          m,
+          'baton_task_event',
+          tasks.map((t) => ({
+            task_id: t.taskId,
+            from_status: null,
+            to_status: t.status,
+            reason: why,
+            actor,
+            attempt: t.attempt,
+            created_at: t.createdAt,
+          })),
+        );
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw new ContractException(
+          ContractErrorCode.CREATE_CONFLICT,
+          'a task of the batch has an idempotency key that is taken',
+        );
+      }
+      throw err;
+    }
+  }
+
+  /** The hot path's read: plain SQL, no query builder (see `fromRow`). */
+  async findById(taskId: string): Promise<TaskModel | undefined> {
+    const { records } = await this.exec(undefined, 'SELECT * FROM baton_task WHERE task_id = ?', [
+      taskId,
+    ]);
+    const row = records[0] as Record<string, unknown> | undefined;
+    return row ? toModel(fromRow(row)) : undefined;
+  }
+
+  async findByIds(taskIds: readonly string[]): Promise<TaskModel[]> {
+    if (taskIds.length === 0) return [];
+    const rows = await this.db.manager.findBy(TaskEntity, { task_id: In([...taskIds]) });
+    return rows.map(toModel);
+  }
+
+  async findByIdempotencyKey(tenant: string, key: string): Promise<TaskModel | undefined> {
+    const e = await this.db.manager.findOneBy(TaskEntity, { tenant, idempotency_key: key });
+    return e ? toModel(e) : undefined;
+  }
+
+  /** Newest first; `before` is the last task_id of the previous page (ids are time-ordered). */
+  async list(filter: TaskFilter, before: string | undefined, limit: number): Promise<TaskModel[]> {
+    const q = this.db.manager.createQueryBuilder(TaskEntity, 't');
+    if (filter.taskType) q.andWhere('t.task_type = :type', { type: filter.taskType });
+    if (filter.status?.length) q.andWhere('t.status IN (:...status)', { status: filter.status });
+    if (filter.tenant) q.andWhere('t.tenant = :tenant', { tenant: filter.tenant });
+    if (filter.createdFrom !== undefined)
+      q.andWhere('t.created_at >= :from', { from: filter.createdFrom });
+    if (filter.createdTo !== undefined) q.andWhere('t.created_at < :to', { to: filter.createdTo });
+    if (filter.label) {
+      q.andWhere(
+        'EXISTS (SELECT 1 FROM baton_task_label l WHERE l.task_id = t.task_id AND l.label_key = :lk AND l.label_value = :lv)',
+        { lk: filter.label.key, lv: filter.label.value },
+      );
+    }
+    if (before) q.andWhere('t.task_id < :before', { before });
+    const rows = await q.orderBy('t.task_id', 'DESC').limit(limit).getMany();
+    return rows.map(toModel);
+  }
+
+  async events(taskId: string): Promise<TaskEventModel[]> {
+    const rows = await this.db.manager.find(TaskEventEntity, {
+      where: { task_id: taskId },
+      order: { id: 'ASC' },
+    });
+    return rows.map(eventModel);
+  }
+
+  async attempts(taskId: string): Promise<TaskAttemptModel[]> {
+    const rows = await this.db.manager.find(TaskAttemptEntity, {
+      where: { task_id: taskId },
+      order: { attempt: 'ASC' },
+    });
+    return rows.map((a) => ({
+      taskId: a.task_id,
+      attempt: a.attempt,
+      workerId: a.worker_id,
+      workerUrl: a.worker_url,
+      fence: a.fence,
+      startedAt: a.started_at,
+      endedAt: a.ended_at,
+      outcome: a.outcome as TaskStatus | null,
+      error: a.error,
+    }));
+  }
+
+  /**
+   * Applies a change if the task is still at `task.version`. The status move must be allowed by
+   * the transition table. Returns the task after the change, or undefined when someone else
+   * changed it first (nothing written).
+   */
+  async apply(task: TaskModel, change: TaskChange, now: number): Promise<TaskModel | undefined> {
+    const path = statusPath(task.status, change);
+    for (let i = 1; i < path.length; i++) assertTransition(path[i - 1], path[i]);
+    // A change that logs nothing and touches no attempt is one statement: no transaction needed.
+    if (path.length === 1 && !change.attemptStart && !change.attemptEnd) {
+      return this.tx.single((m) => this.applyIn(m, task, change, now));
+    }
+    return this.tx.run((m) => this.applyIn(m, task, change, now));
+  }
+
+  private async applyIn(
+    m: EntityManager,
+    task: TaskModel,
+    change: TaskChange,
+    now: number,
+  ): Promise<TaskModel | undefined> {
+    const set: [string, unknown][] = [
+      ['version', task.version + 1],
+      ['updated_at', now],
+    ];
+    const next: TaskModel = { ...task, ...change.patch, version: task.version + 1, updatedAt: now };
+    for (const [field, value] of Object.entries(change.patch ?? {}) as [
+      keyof TaskPatch,
+      unknown,
+    ][]) {
+      set.push([PATCH_COLUMNS[field], toColumn(PATCH_COLUMNS[field], value)]);
+    }
+    const path = statusPath(task.status, change);
+    if (path.length > 1) {
+      set.push(['status', path[path.length - 1]]);
+      next.status = path[path.length - 1];
+    }
+    if (change.bumpFence) {
+      set.push(['fence', task.fence + 1]);
+      next.fence = task.fence + 1;
+    }
+    // Plain SQL on the hot path: the query builder cost more CPU than the database did.
+    const res = await this.exec(
+      m,
+      `UPDATE baton_task SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE task_id = ? AND version = ?`,
+      [...set.map(([, v]) => v), task.taskId, task.version],
+    );
+    if (res.affected !== 1) return undefined;
+    if (path.length > 1) {
+      const reason = clip(change.reason, 1000);
+      const rows = path
+        .slice(1)
+        .map((to, k) => [task.taskId, path[k], to, reason, change.actor, next.attempt, now]);
+      await this.exec(
+        m,
+        `INSERT INTO baton_task_event (task_id, from_status, to_status, reason, actor, attempt, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+        rows.flat(),
+      );
+    }
+    // The attempt's row is written with the move that starts or ends it: one commit, not two.
+    if (change.attemptStart) {
+      const a = change.attemptStart;
+      if (a.attempt !== task.attempt) {
+        await this.exec(
+          m,
+          'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at) VALUES (?, ?, ?, ?, ?, ?)',
+          [task.taskId, a.attempt, a.workerId, a.workerUrl, a.fence, a.startedAt],
+        );
+      } else {
+        // A re-drive of the same attempt (after a crash): its row may exist already.
+        const existing = await m.findOne(TaskAttemptEntity, {
+          where: { task_id: task.taskId, attempt: a.attempt },
+          select: ['id'],
+        });
+        if (existing)
+          await m.update(
+            TaskAttemptEntity,
+            { task_id: task.taskId, attempt: a.attempt },
+            { worker_id: a.workerId, worker_url: a.workerUrl, fence: a.fence },
+          );
+        else
+          await m.insert(TaskAttemptEntity, {
+            task_id: task.taskId,
+            attempt: a.attempt,
+            worker_id: a.workerId,
+            worker_url: a.workerUrl,
+            fence: a.fence,
+            started_at: a.startedAt,
+          });
+      }
+    }
+    if (change.attemptEnd) {
+      const e = change.attemptEnd;
+      await this.exec(
+        m,
+        'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
+        [now, e.outcome, e.error && clip(e.error, 2000), task.taskId, next.attempt],
+      );
+    }
+    return next;
+  }
+
+  /** INSERTs rows (all with the same columns) in chunks that stay under every driver's parameter limit. */
+  private async insertRows(
+    m: EntityManager,
+    table: string,
+    rows: readonly Record<string, unknown>[],
+  ): Promise<void> {
+    if (rows.length === 0) return;
+    const columns = Object.keys(rows[0]);
+    const chunk = Math.max(1, Math.floor(8000 / columns.length));
+    for (let i = 0; i < rows.length; i += chunk) {
+      const part = rows.slice(i, i + chunk);
+      const tuple = `(${columns.map(() => '?').join(', ')})`;
+      await this.exec(
+        m,
+        `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${part.map(() => tuple).join(', ')}`,
+        part.flatMap((r) => columns.map((c) => toColumn(c, r[c]))),
+      );
+    }
+  }
+
+  /** Runs SQL on the transaction's connection, or on its own (released after). */
+  private async exec(
+    m: EntityManager | undefined,
+    sql: string,
+    params: unknown[],
+  ): Promise<{ records: unknown[]; affected: number | undefined }> {
+    const own = m?.queryRunner ? undefined : this.db.createQueryRunner();
+    const runner = m?.queryRunner ?? (own as NonNullable<typeof own>);
+    try {
+      const result = await runner.query(sql, params, true);
+      return { records: result.records ?? [], affected: result.affected };
+    } finally {
+      await own?.release();
+    }
+  }
+
+  /** Tasks due by `now` in the given statuses whose claim is free, earliest first. */
+  async due(now: number, statuses: readonly TaskStatus[], limit: number): Promise<DueTask[]> {
+    const rows = await this.db.manager
+      .createQueryBuilder(TaskEntity, 't')
+      .select(['t.task_id', 't.priority', 't.due_at', 't.status'])
+      .where('t.due_at <= :now', { now })
+      .andWhere('t.status IN (:...statuses)', { statuses })
+      .andWhere(
+        new Brackets((b) => b.where('t.owner IS NULL').orWhere('t.lease_until < :now', { now })),
+      )
+      .orderBy('t.due_at', 'ASC')
+      .limit(limit)
+      .getMany();
+    return rows.map((r) => ({
+      taskId: r.task_id,
+      priority: r.priority,
+      dueAt: r.due_at as number,
+      status: r.status as TaskStatus,
+    }));
+  }
+
+  /** The fence the attempt was created with on its worker; undefined when there is no such attempt. */
+  async attemptFence(taskId: string, attempt: number): Promise<number | undefined> {
+    const row = await this.db.manager.findOne(TaskAttemptEntity, {
+      where: { task_id: taskId, attempt },
+      select: ['fence'],
+    });
+    return row?.fence;
+  }
+
+  async endAttempt(
+    taskId: string,
+    attempt: number,
+    endedAt: number,
+    outcome: TaskStatus,
+    error: string | null,
+  ): Promise<void> {
+    await this.db.manager.update(
+      TaskAttemptEntity,
+      { task_id: taskId, attempt },
+      { ended_at: endedAt, outcome, error: error && clip(error, 2000) },
+    );
+  }
+
+  /** Running tasks per type (concurrency limits). */
+  async countByStatus(taskType: string, statuses: readonly TaskStatus[]): Promise<number> {
+    return this.db.manager.countBy(TaskEntity, { task_type: taskType, status: In([...statuses]) });
+  }
+}

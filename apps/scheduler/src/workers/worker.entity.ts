@@ -1,0 +1,35 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { bigintNumber, jsonText } from '../database/column-transformers';
+
+/** A registered worker instance. */
+@Entity('baton_worker')
+export class WorkerEntity {
+  @PrimaryColumn({ type: 'varchar', length: 100 })
+  worker_id!: string;
+
+  @Column({ type: 'varchar', length: 500 })
+  url!: string;
+
+  @Column({ type: 'text', transformer: jsonText })
+  task_types!: string[];
+
+  @Column({ type: 'varchar', length: 50 })
+  version!: string;
+
+  /** Most tasks the instance runs at once. */
+  @Column({ type: 'int' })
+  capacity!: number;
+
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  last_heartbeat_at!: number;
+
+  @Column({ type: 'int' })
+  consecutive_failures!: number;
+
+  /** A node failing repeatedly is skipped until then. */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  blacklisted_until!: number | null;
+
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  registered_at!: number;
+}

@@ -1,0 +1,163 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { Clock } from '../common/clock';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { TaskTypesService } from '../task-types/task-types.service';
+import { RegisterWorkerDto } from './dto/worker.dto';
+import { WorkerModel } from './worker.model';
+import { WorkersRepository } from './workers.repository';
+
+/** How old the in-memory view of the registry may get before it is read again. */
+const REFRESH_MS = 1000;
+
+export type WorkerHealth = 'healthy' | 'stale' | 'blacklisted';
+
+const normalizeUrl = (url: string): string => url.replace(/\/+$/, '');
+
+/**
+ * The worker registry and router: workers register and heartbeat; dispatch picks a healthy
+ * instance of the type with free capacity (least loaded first); a node failing repeatedly is
+ * blacklisted for a cool-down. Capacity is counted per scheduler instance.
+ */
+@Injectable()
+export class WorkersService {
+  private cache: WorkerModel[] = [];
+  private cachedAt = 0;
+  private readonly inflight = new Map<string, number>();
+  private turn = 0;
+
+  constructor(
+    private readonly repo: WorkersRepository,
+    private readonly types: TaskTypesService,
+    private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  async register(dto: RegisterWorkerDto): Promise<WorkerModel> {
+    const now = this.clock.now();
+    const previous = await this.repo.find(dto.worker_id);
+    const model: WorkerModel = {
+      workerId: dto.worker_id,
+      url: normalizeUrl(dto.url),
+      taskTypes: dto.task_types.map((t) => t.task_type),
+      version: dto.version,
+      capacity: dto.capacity,
+      lastHeartbeatAt: now,
+      // A registration comes from a (re)started process: the failures of the one before it say
+      // nothing about it, so its record starts clean.
+      consecutiveFailures: 0,
+      blacklistedUntil: null,
+      registeredAt: previous?.registeredAt ?? now,
+    };
+    for (const t of dto.task_types) await this.types.declare(t.task_type, t.blocking, t.implements);
+    await this.repo.save(model);
+    this.cachedAt = 0;
+    return model;
+  }
+
+  async heartbeat(workerId: string): Promise<void> {
+    if (!(await this.repo.heartbeat(workerId, this.clock.now()))) {
+      throw new ContractException(
+        ContractErrorCode.NOT_FOUND,
+        `worker ${workerId} is not registered; register again`,
+        { worker_id: workerId },
+      );
+    }
+  }
+
+  async remove(workerId: string): Promise<void> {
+    if (!(await this.repo.remove(workerId))) {
+      throw new ContractException(
+        ContractErrorCode.NOT_FOUND,
+        `worker ${workerId} is not registered`,
+        { worker_id: workerId },
+      );
+    }
+    this.cachedAt = 0;
+  }
+
+  async list(): Promise<{ worker: WorkerModel; health: WorkerHealth; inflight: number }[]> {
+    const now = this.clock.now();
+    return (await this.repo.findAll()).map((worker) => ({
+      worker,
+      health: this.health(worker, now),
+      inflight: this.inflight.get(worker.workerId) ?? 0,
+    }));
+  }
+
+  health(w: WorkerModel, now: number): WorkerHealth {
+    if (w.blacklistedUntil !== null && w.blacklistedUntil > now) return 'blacklisted';
+    if (now - w.lastHeartbeatAt > this.config.workers.staleAfterMs) return 'stale';
+    return 'healthy';
+  }
+
+  /** True when `url` is the base URL of a registered worker serving `taskType`. */
+  async isRegisteredUrl(taskType: string, url: string): Promise<boolean> {
+    const wanted = normalizeUrl(url);
+    return (await this.snapshot()).some((w) => w.url === wanted && w.taskTypes.includes(taskType));
+  }
+
+  /**
+   * A healthy worker of the type with a free slot, least loaded first; undefined when none.
+   * `url` pins the choice to one worker; `exclude` skips instances that just failed the task.
+   */
+  async pick(
+    taskType: string,
+    opts: { url?: string | null; exclude?: readonly string[] } = {},
+  ): Promise<WorkerModel | undefined> {
+    const now = this.clock.now();
+    const url = opts.url ? normalizeUrl(opts.url) : undefined;
+    const candidates = (await this.snapshot()).filter(
+      (w) =>
+        w.taskTypes.includes(taskType) &&
+        this.health(w, now) === 'healthy' &&
+        (this.inflight.get(w.workerId) ?? 0) < w.capacity &&
+        (!url || w.url === url) &&
+        !opts.exclude?.includes(w.workerId),
+    );
+    if (candidates.length === 0) return undefined;
+    const load = (w: WorkerModel): number => (this.inflight.get(w.workerId) ?? 0) / w.capacity;
+    const least = Math.min(...candidates.map(load));
+    const best = candidates.filter((w) => load(w) === least);
+    return best[this.turn++ % best.length];
+  }
+
+  acquireSlot(workerId: string): void {
+    this.inflight.set(workerId, (this.inflight.get(workerId) ?? 0) + 1);
+  }
+
+  releaseSlot(workerId: string): void {
+    const n = (this.inflight.get(workerId) ?? 0) - 1;
+    if (n <= 0) this.inflight.delete(workerId);
+    else this.inflight.set(workerId, n);
+  }
+
+  /** A call to the worker failed at the transport level (down, timeout, 5xx). */
+  async reportFailure(workerId: string): Promise<void> {
+    const w = (await this.snapshot()).find((x) => x.workerId === workerId);
+    if (!w) return;
+    w.consecutiveFailures += 1;
+    if (w.consecutiveFailures >= this.config.workers.blacklistAfter) {
+      w.blacklistedUntil = this.clock.now() + this.config.workers.blacklistMs;
+      w.consecutiveFailures = 0;
+    }
+    await this.repo.recordOutcome(workerId, w.consecutiveFailures, w.blacklistedUntil);
+  }
+
+  /** A call succeeded: the failure streak ends (written only when there was one). */
+  async reportSuccess(workerId: string): Promise<void> {
+    const w = (await this.snapshot()).find((x) => x.workerId === workerId);
+    if (!w || w.consecutiveFailures === 0) return;
+    w.consecutiveFailures = 0;
+    await this.repo.recordOutcome(workerId, 0, w.blacklistedUntil);
+  }
+
+  private async snapshot(): Promise<WorkerModel[]> {
+    const now = this.clock.now();
+    if (now - this.cachedAt > REFRESH_MS) {
+      this.cache = await this.repo.findAll();
+      this.cachedAt = now;
+    }
+    return this.cache;
+  }
+}
