@@ -1,0 +1,298 @@
+/**
+ * The plain BullMQ pipeline the scheduler benchmark compares Baton with, run as its own process
+ * (so its CPU is measured like the scheduler's). It does per task what Baton does for a sync
+ * `demo.echo` task, minus the scheduler's own machinery:
+ *
+ * - enqueue: the task row + its INIT event in one transaction per batch (as Baton's batch create),
+ *   then `addBulk`;
+ * - process (one BullMQ job): worker `create` -> CREATE (row + event, one transaction) -> attempt
+ *   row -> RUNNING (row + event) -> worker `run` -> SUCCESS (row + event) -> attempt end ->
+ *   FINISH (row + event). The same HTTP calls through the repo's WorkerClient (HMAC, fence 1),
+ *   the same rows, compare-and-set on version like Baton's.
+ *
+ * Driven over IPC by bench/scheduler.bench.ts: `ready` -> `run` -> `created` ... `stop`.
+ * Environment: BENCH_MYSQL_DATABASE, BENCH_BULL_PREFIX, BENCH_WORKER_URL, BATON_AUTH_SECRET,
+ * BENCH_CONCURRENCY, BENCH_POOL, BENCH_BATCH, BENCH_CREATE_IN_FLIGHT.
+ */
+import { Queue, Worker } from 'bullmq';
+import { createPool, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
+import { monotonicFactory } from 'ulid';
+import { WorkerClient } from '@baton/task-contract';
+import { inParallel } from './bench-support';
+
+export type PipelineCommand = { type: 'run'; prefix: string; tasks: number } | { type: 'stop' };
+export type PipelineReply =
+  | { type: 'ready' }
+  | { type: 'created'; startedAt: number; endedAt: number }
+  | { type: 'error'; message: string };
+
+interface JobData {
+  taskId: string;
+  name: string;
+  params: Record<string, unknown>;
+}
+
+const env = process.env;
+const QUEUE = 'bench-echo';
+const TYPE = 'demo.echo';
+const ACTOR = 'bullmq:bench';
+const workerUrl = need('BENCH_WORKER_URL');
+const concurrency = Number(env.BENCH_CONCURRENCY ?? 128);
+const batch = Number(env.BENCH_BATCH ?? 500);
+const inFlight = Number(env.BENCH_CREATE_IN_FLIGHT ?? 4);
+const connection = { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null };
+const prefix = need('BENCH_BULL_PREFIX');
+const WORKER_ID = `bench-worker`;
+
+function need(name: string): string {
+  const v = env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+}
+
+function send(reply: PipelineReply): void {
+  process.send?.(reply);
+}
+
+const db: Pool = createPool({
+  host: '127.0.0.1',
+  port: 3306,
+  user: 'root',
+  password: '',
+  database: need('BENCH_MYSQL_DATABASE'),
+  connectionLimit: Number(env.BENCH_POOL ?? 20),
+  supportBigNumbers: true,
+  bigNumberStrings: false,
+  charset: 'utf8mb4',
+});
+// The scheduler's WorkerClient with the scheduler's settings (timeout as BATON_CALL_TIMEOUT_MS).
+const client = new WorkerClient({ auth: { mode: 'hmac', secret: need('BATON_AUTH_SECRET') } });
+const nextId = monotonicFactory();
+
+async function tx(work: (c: PoolConnection) => Promise<void>): Promise<void> {
+  const c = await db.getConnection();
+  try {
+    await c.query('START TRANSACTION');
+    await work(c);
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+const TASK_COLUMNS =
+  'task_id, task_type, task_name, tenant, labels, status, version, attempt, priority, blocking, ' +
+  'repetition, params, lock_keys, requested_url, worker_id, worker_url, parent_task_id, ' +
+  'control_task_id, start_time, deadline_second, lock_timeout, max_retry, idempotency_key, ' +
+  'callback_url, due_at, owner, lease_until, fence, result, error, progress, heartbeat_at, ' +
+  'outcome, paused_from, cancel_requested, pending_action, created_at, updated_at, started_at, ' +
+  'finished_at';
+
+/** The rows Baton's batch create writes: the tasks and their INIT events, all or none. */
+async function insertBatch(jobs: readonly JobData[], now: number): Promise<void> {
+  await tx(async (c) => {
+    await c.query(`INSERT INTO baton_task (${TASK_COLUMNS}) VALUES ?`, [
+      jobs.map((j) => [
+        j.taskId,
+        TYPE,
+        j.name,
+        'default',
+        '{}',
+        'INIT',
+        0,
+        0,
+        5,
+        'sync',
+        'simple',
+        JSON.stringify(j.params),
+        '[]',
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        -1,
+        null,
+        null,
+        now,
+        null,
+        null,
+        0,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        false,
+        null,
+        now,
+        now,
+        null,
+        null,
+      ]),
+    ]);
+    await c.query(
+      'INSERT INTO baton_task_event (task_id, from_status, to_status, reason, actor, attempt, created_at) VALUES ?',
+      [jobs.map((j) => [j.taskId, null, 'INIT', 'created (batch)', ACTOR, 0, now])],
+    );
+  });
+}
+
+/** One transition: compare-and-set on version, plus its lifecycle event, in one transaction. */
+async function transition(
+  taskId: string,
+  version: number,
+  from: string,
+  to: string,
+  set: Record<string, unknown>,
+  reason: string,
+): Promise<number> {
+  const now = Date.now();
+  const cols = { ...set, status: to, version: version + 1, updated_at: now };
+  await tx(async (c) => {
+    const [res] = await c.query<ResultSetHeader>(
+      `UPDATE baton_task SET ${Object.keys(cols)
+        .map((k) => `${k} = ?`)
+        .join(', ')} WHERE task_id = ? AND version = ?`,
+      [...Object.values(cols), taskId, version],
+    );
+    if (res.affectedRows !== 1) throw new Error(`task ${taskId} changed under us`);
+    await c.query(
+      'INSERT INTO baton_task_event (task_id, from_status, to_status, reason, actor, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [taskId, from, to, reason, ACTOR, 1, now],
+    );
+  });
+  return version + 1;
+}
+
+async function processTask(data: JobData): Promise<void> {
+  const { taskId } = data;
+  const opts = { fence: 1, requestId: `${taskId}/1` };
+  await client.create(
+    workerUrl,
+    TYPE,
+    {
+      task_id: taskId,
+      attempt: 1,
+      create_info: { task_type: TYPE, task_name: data.name, important_level: 5 },
+      process_arg: { max_retry: 0 },
+      params: data.params,
+      lock_keys: [],
+    },
+    opts,
+  );
+  let v = await transition(
+    taskId,
+    0,
+    'INIT',
+    'CREATE',
+    { attempt: 1, worker_id: WORKER_ID, worker_url: workerUrl, error: null, result: null },
+    `worker ${WORKER_ID} accepted attempt 1`,
+  );
+  const started = Date.now();
+  await db.query(
+    'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at) VALUES (?, ?, ?, ?, ?, ?)',
+    [taskId, 1, WORKER_ID, workerUrl, 1, started],
+  );
+  v = await transition(
+    taskId,
+    v,
+    'CREATE',
+    'RUNNING',
+    { started_at: Date.now(), heartbeat_at: Date.now() },
+    'run',
+  );
+  const view = await client.run(workerUrl, TYPE, taskId, { ...opts, timeoutMs: 300_000 });
+  if (view.task_status !== 'SUCCESS') throw new Error(`task ${taskId}: ${view.task_status}`);
+  v = await transition(
+    taskId,
+    v,
+    'RUNNING',
+    'SUCCESS',
+    {
+      result: JSON.stringify(view.result),
+      error: null,
+      progress: JSON.stringify({ percent: 100, step: null, message: null }),
+    },
+    'run succeeded',
+  );
+  await db.query(
+    'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
+    [Date.now(), 'SUCCESS', null, taskId, 1],
+  );
+  await transition(
+    taskId,
+    v,
+    'SUCCESS',
+    'FINISH',
+    { outcome: 'SUCCESS', finished_at: Date.now(), due_at: null, owner: null, lease_until: null },
+    'cleaned up (SUCCESS)',
+  );
+}
+
+async function main(): Promise<void> {
+  const queue = new Queue<JobData>(QUEUE, { connection, prefix });
+  // A tuned production setup: completed jobs removed at once, failed ones kept for inspection.
+  const worker = new Worker<JobData>(QUEUE, (job) => processTask(job.data), {
+    connection,
+    prefix,
+    concurrency,
+    removeOnComplete: { count: 0 },
+    removeOnFail: { count: 1000 },
+  });
+  worker.on('failed', (job, err) => console.error(`job ${job?.id ?? '?'} failed: ${err.message}`));
+  await worker.waitUntilReady();
+  await queue.waitUntilReady();
+
+  const run = async (runPrefix: string, tasks: number): Promise<void> => {
+    const batches: JobData[][] = [];
+    for (let i = 0; i < tasks; i += batch) {
+      const size = Math.min(batch, tasks - i);
+      batches.push(
+        Array.from({ length: size }, (_, k) => ({
+          taskId: nextId(),
+          name: `${runPrefix}${i + k}`,
+          params: { i: i + k },
+        })),
+      );
+    }
+    const startedAt = Date.now();
+    await inParallel(batches, inFlight, async (jobs) => {
+      await insertBatch(jobs, Date.now());
+      await queue.addBulk(
+        jobs.map((j) => ({ name: TYPE, data: j, opts: { jobId: j.taskId, attempts: 1 } })),
+      );
+    });
+    send({ type: 'created', startedAt, endedAt: Date.now() });
+  };
+
+  process.on('message', (cmd: PipelineCommand) => {
+    if (cmd.type === 'run') {
+      run(cmd.prefix, cmd.tasks).catch((err: unknown) =>
+        send({ type: 'error', message: err instanceof Error ? err.message : String(err) }),
+      );
+    } else {
+      void (async () => {
+        await worker.close();
+        await queue.close();
+        await client.close();
+        await db.end();
+        process.exit(0);
+      })();
+    }
+  });
+  process.on('SIGTERM', () => process.exit(0));
+  send({ type: 'ready' });
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,574 @@
+/**
+ * Scheduler throughput benchmark (`npm run bench`; not part of the test suite).
+ *
+ * BENCH_TASKS sync `demo.echo` tasks (default 20 000) through real processes on this machine:
+ * one scheduler (MariaDB, Redis queue and locks, HMAC) and one template worker. Then the same
+ * workload through a plain BullMQ pipeline (bench/bullmq-pipeline.ts, its own process) on the
+ * same Redis and MariaDB, calling the same worker process and writing the same rows. Each system
+ * gets a warm-up run (BENCH_WARMUP, default 1000) before the measured one.
+ *
+ * Figures: tasks/s from the first create request to the last finished_at; p50/p99 of due -> first
+ * RUNNING event and of created_at -> finished_at (from the rows); CPU ms per task of the app
+ * processes (/proc, user + system) and, apart, of the MariaDB and Redis servers (whole servers:
+ * anything else using them at the time counts too); SQL statements and fsyncs per task (global
+ * counters, same caveat).
+ *
+ * Bounded: loopback only, every wait has a limit, the whole run stops after BENCH_TIME_LIMIT_MS
+ * (default 10 min); the databases, Redis keys and processes it made are removed even on failure.
+ *
+ * Knobs: BENCH_TASKS, BENCH_WARMUP, BENCH_BATCH (500), BENCH_CREATE_IN_FLIGHT (4),
+ * BENCH_CONCURRENCY (runner concurrency = BullMQ worker concurrency, 256), BENCH_POOL (MySQL pool
+ * of each system, 20), BENCH_SYSTEMS (baton,bullmq), BENCH_CPU_PROF (a directory: the scheduler
+ * runs with --cpu-prof and writes its profile there). Any BATON_* variable set in the environment
+ * overrides the scheduler setting of the same name.
+ */
+import { randomBytes } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
+import Redis from 'ioredis';
+import { createPool, Pool, RowDataPacket } from 'mysql2/promise';
+import { request } from 'undici';
+import { createDataSource } from '../apps/scheduler/src/database/data-source.factory';
+import {
+  BenchError,
+  Child,
+  DbCounters,
+  cpuMs,
+  dbCounters,
+  machineCpuMs,
+  inParallel,
+  percentile,
+  pidOf,
+  rowFigures,
+  sleep,
+  startChild,
+  waitForFinish,
+} from './bench-support';
+import type { PipelineCommand, PipelineReply } from './bullmq-pipeline';
+
+const env = process.env;
+
+function int(name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new BenchError(`${name} must be an integer >= ${min}`);
+  return n;
+}
+
+const TASKS = int('BENCH_TASKS', 20_000);
+const WARMUP = int('BENCH_WARMUP', 1000, 0);
+const BATCH = Math.min(500, int('BENCH_BATCH', 500));
+const IN_FLIGHT = int('BENCH_CREATE_IN_FLIGHT', 4);
+const CONCURRENCY = int('BENCH_CONCURRENCY', 256);
+const POOL = int('BENCH_POOL', 20);
+const TIME_LIMIT_MS = int('BENCH_TIME_LIMIT_MS', 600_000);
+const SYSTEMS = (env.BENCH_SYSTEMS ?? 'baton,bullmq').split(',');
+const PROFILE_DIR = env.BENCH_CPU_PROF ?? '';
+
+const RUN_ID = randomBytes(4).toString('hex');
+const SECRET = `bench-${randomBytes(16).toString('hex')}`;
+const BATON_DB = `baton_bench_${RUN_ID}`;
+const BULL_DB = `baton_bench_${RUN_ID}_bull`;
+const KEY_PREFIX = `bench:${RUN_ID}`;
+const MYSQL = { host: '127.0.0.1', port: 3306, user: 'root', password: '' };
+const deadline = Date.now() + TIME_LIMIT_MS;
+
+/** Scheduler settings: tuned for throughput; an exported BATON_* of the same name wins. */
+const SCHEDULER_DEFAULTS: Record<string, string> = {
+  BATON_RUNNER_CONCURRENCY: String(CONCURRENCY),
+  BATON_MYSQL_POOL: String(POOL),
+  // One shard: a claim is one script call instead of a peek at every shard plus a claim.
+  BATON_QUEUE_SHARDS: '1',
+  BATON_DISPATCH_INTERVAL_MS: '1000',
+  BATON_DISPATCH_BATCH: '1000',
+  BATON_CHECKER_INTERVAL_MS: '1000',
+  BATON_CLAIM_LEASE_MS: '30000',
+  BATON_CALL_TIMEOUT_MS: '10000',
+};
+
+interface Figures {
+  system: string;
+  tasks: number;
+  wallS: number;
+  tasksPerS: number;
+  createPerS: number;
+  dueRun: [number, number];
+  createFinish: [number, number];
+  /** App processes (scheduler or pipeline, and the worker), ms per task. */
+  appCpu: number;
+  cpuByProcess: Record<string, number>;
+  mariadbCpu: number;
+  redisCpu: number;
+  /** Share of the machine's CPUs in use during the run (all processes), and what the rest used. */
+  machineBusy: number;
+  othersCpu: number;
+  eventsPerTask: number;
+  claimsPerTask: number;
+  sqlPerTask: Record<string, number>;
+}
+
+const cleanups: { what: string; run: () => Promise<void> }[] = [];
+let cleaning: Promise<void> | undefined;
+
+/** Undoes everything the run made, newest first; every step is tried. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await Promise.race([
+          c.run(),
+          sleep(20_000).then(() => {
+            throw new BenchError('took over 20 s');
+          }),
+        ]);
+      } catch (err) {
+        console.error(`cleanup: ${c.what}: ${(err as Error).message}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+function onCleanup(what: string, run: () => Promise<void>): void {
+  cleanups.push({ what, run });
+}
+
+function checkTime(what: string): void {
+  if (Date.now() > deadline)
+    throw new BenchError(`time limit of ${TIME_LIMIT_MS} ms reached before ${what}`);
+}
+
+// ---- setup ----------------------------------------------------------------------------------
+
+async function createDatabases(admin: Pool): Promise<void> {
+  for (const name of [BATON_DB, BULL_DB]) {
+    await admin.query(`CREATE DATABASE ${name}`);
+    onCleanup(`drop database ${name}`, async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    });
+  }
+  // The pipeline writes the scheduler's schema, made by the scheduler's own migrations.
+  const ds = createDataSource({ type: 'mysql', ...MYSQL, database: BULL_DB, poolSize: 2 });
+  await ds.initialize();
+  try {
+    await ds.runMigrations();
+  } finally {
+    await ds.destroy();
+  }
+}
+
+async function deleteRedisKeys(): Promise<void> {
+  const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    let rounds = 0;
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${KEY_PREFIX}:*`, 'COUNT', 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0' && ++rounds < 100_000);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function api<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown) {
+  const res = await request(`${base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headersTimeout: 60_000,
+    bodyTimeout: 60_000,
+  });
+  const json = (await res.body.json()) as { code: number; message: string; data: T };
+  return { status: res.statusCode, ...json };
+}
+
+async function waitForHealthyWorker(scheduler: string, workerId: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (Date.now() < until) {
+    const res = await api<{ worker_id: string; health: string }[]>(scheduler, 'GET', '/v1/workers');
+    if (res.data.some((w) => w.worker_id === workerId && w.health === 'healthy')) return;
+    await sleep(100);
+  }
+  throw new BenchError(`worker ${workerId} not healthy on the scheduler within 30 s`);
+}
+
+// ---- measuring ------------------------------------------------------------------------------
+
+interface Probe {
+  apps: Record<string, number | undefined>;
+  mariadb: number | undefined;
+  redis: number | undefined;
+}
+
+function cpuSnapshot(p: Probe): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(p.apps)) out[name] = cpuMs(pid);
+  out.mariadb = cpuMs(p.mariadb);
+  out.redis = cpuMs(p.redis);
+  const usage = process.cpuUsage();
+  out.bench = (usage.user + usage.system) / 1000;
+  const machine = machineCpuMs();
+  out.machineBusy = machine.busy;
+  out.machineTotal = machine.total;
+  return out;
+}
+
+async function figures(
+  system: string,
+  db: Pool,
+  prefix: string,
+  tasks: number,
+  startedAt: number,
+  createdAt: number,
+  cpu: [Record<string, number>, Record<string, number>],
+  counters: [DbCounters, DbCounters],
+  appNames: string[],
+): Promise<Figures> {
+  const rows = await rowFigures(db, prefix);
+  if (rows.tasks !== tasks) throw new BenchError(`${system}: ${rows.tasks} rows, not ${tasks}`);
+  const wallMs = rows.lastFinishedAt - startedAt;
+  const per = (k: string): number => (cpu[1][k] - cpu[0][k]) / tasks;
+  const cpuByProcess = Object.fromEntries(appNames.map((n) => [n, per(n)]));
+  const delta = (k: keyof DbCounters): number => (counters[1][k] - counters[0][k]) / tasks;
+  return {
+    system,
+    tasks,
+    wallS: wallMs / 1000,
+    tasksPerS: tasks / (wallMs / 1000),
+    createPerS: tasks / ((createdAt - startedAt) / 1000),
+    dueRun: [percentile(rows.dueToRun, 50), percentile(rows.dueToRun, 99)],
+    createFinish: [percentile(rows.createToFinish, 50), percentile(rows.createToFinish, 99)],
+    appCpu: Object.values(cpuByProcess).reduce((a, b) => a + b, 0),
+    cpuByProcess,
+    mariadbCpu: per('mariadb'),
+    redisCpu: per('redis'),
+    machineBusy:
+      (cpu[1].machineBusy - cpu[0].machineBusy) / (cpu[1].machineTotal - cpu[0].machineTotal),
+    // Everything else on the machine (other sessions, this orchestrator) in ms per task.
+    othersCpu:
+      per('machineBusy') -
+      Object.values(cpuByProcess).reduce((a, b) => a + b, 0) -
+      per('mariadb') -
+      per('redis'),
+    eventsPerTask: rows.events / tasks,
+    claimsPerTask: rows.fences / tasks,
+    sqlPerTask: {
+      select: delta('Com_select'),
+      insert: delta('Com_insert'),
+      update: delta('Com_update'),
+      begin: delta('Com_begin'),
+      commit: delta('Com_commit'),
+      questions: delta('Questions'),
+      logFsyncs: delta('Innodb_os_log_fsyncs'),
+      dataFsyncs: delta('Innodb_data_fsyncs'),
+    },
+  };
+}
+
+function batches(prefix: string, tasks: number): Record<string, unknown>[][] {
+  const out: Record<string, unknown>[][] = [];
+  for (let i = 0; i < tasks; i += BATCH) {
+    out.push(
+      Array.from({ length: Math.min(BATCH, tasks - i) }, (_, k) => ({
+        create_info: { task_type: 'demo.echo', task_name: `${prefix}${i + k}` },
+        params: { i: i + k },
+      })),
+    );
+  }
+  return out;
+}
+
+async function runBaton(
+  scheduler: Child,
+  probe: Probe,
+  db: Pool,
+  prefix: string,
+  tasks: number,
+  finishedBefore: number,
+): Promise<Figures> {
+  checkTime(`baton ${prefix}`);
+  const work = batches(prefix, tasks);
+  const counters0 = await dbCounters(db);
+  const cpu0 = cpuSnapshot(probe);
+  const startedAt = Date.now();
+  await inParallel(work, IN_FLIGHT, async (b) => {
+    const res = await api(scheduler.url, 'POST', '/v1/tasks/batch', { tasks: b });
+    if (res.status !== 201)
+      throw new BenchError(`batch create answered ${res.status}: ${res.message}`);
+  });
+  const createdAt = Date.now();
+  await waitForFinish(db, finishedBefore + tasks, deadline, `baton ${prefix}`);
+  const cpu1 = cpuSnapshot(probe);
+  const counters1 = await dbCounters(db);
+  return figures(
+    'Baton',
+    db,
+    prefix,
+    tasks,
+    startedAt,
+    createdAt,
+    [cpu0, cpu1],
+    [counters0, counters1],
+    Object.keys(probe.apps),
+  );
+}
+
+async function runBull(
+  pipeline: Child,
+  probe: Probe,
+  db: Pool,
+  prefix: string,
+  tasks: number,
+  finishedBefore: number,
+): Promise<Figures> {
+  checkTime(`bullmq ${prefix}`);
+  const counters0 = await dbCounters(db);
+  const cpu0 = cpuSnapshot(probe);
+  const created = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
+    const onMessage = (m: PipelineReply): void => {
+      if (m.type === 'created') resolve(m);
+      else if (m.type === 'error') reject(new BenchError(`bullmq pipeline: ${m.message}`));
+      else return;
+      pipeline.proc.off('message', onMessage);
+    };
+    pipeline.proc.on('message', onMessage);
+    pipeline.proc.once('exit', () =>
+      reject(new BenchError(`bullmq pipeline exited:\n${pipeline.output()}`)),
+    );
+  });
+  pipeline.proc.send({ type: 'run', prefix, tasks } satisfies PipelineCommand);
+  const finished = waitForFinish(db, finishedBefore + tasks, deadline, `bullmq ${prefix}`);
+  const [{ startedAt, endedAt }] = await Promise.all([created, finished]);
+  const cpu1 = cpuSnapshot(probe);
+  const counters1 = await dbCounters(db);
+  return figures(
+    'BullMQ',
+    db,
+    prefix,
+    tasks,
+    startedAt,
+    endedAt,
+    [cpu0, cpu1],
+    [counters0, counters1],
+    Object.keys(probe.apps),
+  );
+}
+
+// ---- report ---------------------------------------------------------------------------------
+
+const f0 = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : '-');
+const f1 = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '-');
+const f2 = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : '-');
+
+function line(label: string, r: Figures): string {
+  return (
+    `${label.padEnd(18)} tasks ${r.tasks}  wall ${f2(r.wallS)} s  ${f0(r.tasksPerS)} tasks/s  ` +
+    `create ${f0(r.createPerS)}/s  due->run p50/p99 ${f1(r.dueRun[0])}/${f1(r.dueRun[1])} ms  ` +
+    `create->finish p50/p99 ${f1(r.createFinish[0])}/${f1(r.createFinish[1])} ms  ` +
+    `cpu ${f2(r.appCpu)} ms/task (${Object.entries(r.cpuByProcess)
+      .map(([k, v]) => `${k} ${f2(v)}`)
+      .join(', ')})`
+  );
+}
+
+function table(rows: Figures[]): string {
+  const out = [
+    '| system | tasks | wall s | tasks/s | create/s | due→run p50 ms | due→run p99 ms | create→finish p50 ms | create→finish p99 ms | CPU ms/task (apps) | apps breakdown | MariaDB CPU ms/task | Redis CPU ms/task | other CPU ms/task | machine busy |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.system} | ${r.tasks} | ${f2(r.wallS)} | ${f0(r.tasksPerS)} | ${f0(r.createPerS)} | ` +
+        `${f1(r.dueRun[0])} | ${f1(r.dueRun[1])} | ${f1(r.createFinish[0])} | ${f1(r.createFinish[1])} | ` +
+        `${f2(r.appCpu)} | ${Object.entries(r.cpuByProcess)
+          .map(([k, v]) => `${k} ${f2(v)}`)
+          .join(', ')} | ${f2(r.mariadbCpu)} | ${f2(r.redisCpu)} | ${f2(r.othersCpu)} | ` +
+        `${f0(r.machineBusy * 100)}% |`,
+    ),
+  ];
+  return out.join('\n');
+}
+
+function sqlTable(rows: Figures[]): string {
+  const keys = Object.keys(rows[0].sqlPerTask);
+  return [
+    `| per task (global MariaDB counters) | events | claims | ${keys.join(' | ')} |`,
+    `|---|---:|---:|${keys.map(() => '---:|').join('')}`,
+    ...rows.map(
+      (r) =>
+        `| ${r.system} | ${f2(r.eventsPerTask)} | ${f2(r.claimsPerTask)} | ${keys.map((k) => f2(r.sqlPerTask[k])).join(' | ')} |`,
+    ),
+  ].join('\n');
+}
+
+function ratios(baton: Figures, bull: Figures): string {
+  return [
+    'Baton / BullMQ:',
+    `  tasks/s            ${f2(baton.tasksPerS / bull.tasksPerS)}x (higher is better for Baton)`,
+    `  due->run p50/p99   ${f2(baton.dueRun[0] / bull.dueRun[0])}x / ${f2(baton.dueRun[1] / bull.dueRun[1])}x (lower is better)`,
+    `  create->finish p50/p99 ${f2(baton.createFinish[0] / bull.createFinish[0])}x / ${f2(baton.createFinish[1] / bull.createFinish[1])}x (lower is better)`,
+    `  CPU ms/task (apps) ${f2(baton.appCpu / bull.appCpu)}x (lower is better)`,
+    `  MariaDB CPU/task   ${f2(baton.mariadbCpu / bull.mariadbCpu)}x`,
+  ].join('\n');
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const admin = createPool({ ...MYSQL, connectionLimit: 2 });
+  onCleanup('close admin pool', () => admin.end());
+  onCleanup('delete Redis keys', deleteRedisKeys);
+  const [[server]] = await admin.query<RowDataPacket[]>(
+    'SELECT VERSION() AS v, @@innodb_flush_log_at_trx_commit AS flush, @@sync_binlog AS sb, @@log_bin AS lb',
+  );
+  await createDatabases(admin);
+
+  const schedulerEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(SCHEDULER_DEFAULTS)) schedulerEnv[k] = env[k] ?? v;
+  const workerId = `bench-worker-${RUN_ID}`;
+  console.log(
+    `scheduler benchmark ${RUN_ID}: ${TASKS} demo.echo tasks (warm-up ${WARMUP}), batches of ${BATCH}, ` +
+      `${IN_FLIGHT} create requests in flight; node ${process.version}, ${cpus().length} CPUs ` +
+      `(${cpus()[0]?.model ?? '?'}), load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(
+          ' ',
+        )}; MariaDB ${String(server.v)} innodb_flush_log_at_trx_commit=${String(server.flush)} ` +
+      `sync_binlog=${String(server.sb)} log_bin=${String(server.lb)}`,
+  );
+  console.log(
+    `scheduler settings: ${Object.entries(schedulerEnv)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')} BATON_DB=mysql BATON_QUEUE=redis BATON_LOCK=redis BATON_AUTH_MODE=hmac` +
+      (PROFILE_DIR ? ` node --cpu-prof (${PROFILE_DIR})` : ''),
+  );
+  console.log(
+    `worker: WORKER_CAPACITY=512, memory store; BullMQ pipeline: concurrency ${CONCURRENCY}, ` +
+      `MySQL pool ${POOL}, removeOnComplete, 1 attempt`,
+  );
+
+  const scheduler = await startChild(
+    'scheduler',
+    'dist/apps/scheduler/src/main.js',
+    {
+      SCHEDULER_PORT: '0',
+      BATON_INSTANCE_ID: `bench-${RUN_ID}`,
+      BATON_DB: 'mysql',
+      BATON_MYSQL_DATABASE: BATON_DB,
+      BATON_DB_MIGRATE: 'true',
+      BATON_QUEUE: 'redis',
+      BATON_QUEUE_PREFIX: `${KEY_PREFIX}:q`,
+      BATON_LOCK: 'redis',
+      BATON_LOCK_PREFIX: `${KEY_PREFIX}:lock:`,
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: SECRET,
+      ...schedulerEnv,
+    },
+    { nodeArgs: PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [] },
+  );
+  onCleanup('stop scheduler', () => scheduler.stop());
+  const worker = await startChild('worker', 'dist/apps/worker-template/src/main.js', {
+    WORKER_PORT: '0',
+    WORKER_ID: workerId,
+    WORKER_CAPACITY: '512',
+    WORKER_STORE: 'memory',
+    BATON_SCHEDULER_URL: scheduler.url,
+    BATON_AUTH_MODE: 'hmac',
+    BATON_AUTH_SECRET: SECRET,
+  });
+  onCleanup('stop worker', () => worker.stop());
+  await waitForHealthyWorker(scheduler.url, workerId);
+
+  const servers = { mariadb: pidOf('mariadbd') ?? pidOf('mysqld'), redis: pidOf('redis-server') };
+  const results: Figures[] = [];
+
+  if (SYSTEMS.includes('baton')) {
+    const db = createPool({ ...MYSQL, database: BATON_DB, connectionLimit: 2 });
+    onCleanup('close baton pool', () => db.end());
+    const probe: Probe = {
+      apps: { scheduler: scheduler.pid, worker: worker.pid },
+      ...servers,
+    };
+    if (WARMUP > 0) {
+      const w = await runBaton(scheduler, probe, db, 'w-', WARMUP, 0);
+      console.log(line('Baton warm-up', w));
+    }
+    const m = await runBaton(scheduler, probe, db, 'm-', TASKS, WARMUP);
+    console.log(line('Baton', m));
+    results.push(m);
+  }
+  // The scheduler's idle loops (runner claim, dispatcher, checker) must not load the machine
+  // while the other system runs; a profile is written when it exits.
+  await scheduler.stop();
+
+  if (SYSTEMS.includes('bullmq')) {
+    const db = createPool({ ...MYSQL, database: BULL_DB, connectionLimit: 2 });
+    onCleanup('close bullmq pool', () => db.end());
+    const pipeline = await startChild(
+      'bullmq pipeline',
+      'dist/bench/bullmq-pipeline.js',
+      {
+        BENCH_MYSQL_DATABASE: BULL_DB,
+        BENCH_BULL_PREFIX: `${KEY_PREFIX}:bull`,
+        BENCH_WORKER_URL: worker.url,
+        BATON_AUTH_SECRET: SECRET,
+        BENCH_CONCURRENCY: String(CONCURRENCY),
+        BENCH_POOL: String(POOL),
+        BENCH_BATCH: String(BATCH),
+        BENCH_CREATE_IN_FLIGHT: String(IN_FLIGHT),
+      },
+      { ipc: true },
+    );
+    onCleanup('stop bullmq pipeline', () => pipeline.stop());
+    const probe: Probe = { apps: { pipeline: pipeline.pid, worker: worker.pid }, ...servers };
+    if (WARMUP > 0) {
+      const w = await runBull(pipeline, probe, db, 'w-', WARMUP, 0);
+      console.log(line('BullMQ warm-up', w));
+    }
+    const m = await runBull(pipeline, probe, db, 'm-', TASKS, WARMUP);
+    console.log(line('BullMQ', m));
+    results.push(m);
+  }
+
+  console.log('');
+  console.log(table(results));
+  console.log('');
+  console.log(sqlTable(results));
+  const baton = results.find((r) => r.system === 'Baton');
+  const bull = results.find((r) => r.system === 'BullMQ');
+  if (baton && bull) {
+    console.log('');
+    console.log(ratios(baton, bull));
+    const target = baton.tasksPerS >= 1600 && baton.tasksPerS >= bull.tasksPerS;
+    console.log(
+      `target (>= 1600 tasks/s and >= 1.0x BullMQ): ${target ? 'MET' : 'NOT MET'} ` +
+        `(${f0(baton.tasksPerS)} tasks/s, ${f2(baton.tasksPerS / bull.tasksPerS)}x)`,
+    );
+  }
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`time limit of ${TIME_LIMIT_MS} ms (+60 s) exceeded: aborting`);
+  void cleanup().finally(() => process.exit(2));
+}, TIME_LIMIT_MS + 60_000);
+watchdog.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`${signal}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(`benchmark failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  })
+  .finally(() =>
+    cleanup().finally(() => {
+      clearTimeout(watchdog);
+      // Keep-alive sockets of the HTTP client must not hold the process open.
+      process.exit();
+    }),
+  );

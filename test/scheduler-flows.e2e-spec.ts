@@ -1,0 +1,477 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { authHeaders } from '@baton/task-contract';
+import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
+import {
+  Api,
+  Backend,
+  SECRET,
+  embeddedBackend,
+  productionBackend,
+  startScheduler,
+} from './support/baton';
+import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+
+const HAPPY = ['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH'];
+
+describe.each([
+  ['sqlite + memory + local locks', async () => embeddedBackend()],
+  ['mariadb + redis queue + redis locks', productionBackend],
+])('scheduler flows on %s', (_name, makeBackend: () => Promise<Backend>) => {
+  let backend: Backend;
+  let scheduler: RunningProcess;
+  let api: Api;
+  let dir: string;
+  /** Registered with callbacks (reports async outcomes). */
+  let workerA: RunningProcess;
+  /** Registered without callbacks: the scheduler polls it. */
+  let workerB: RunningProcess;
+  const runLogs: string[] = [];
+  /** When worker B was killed: its runs without an end line ended then. */
+  let killedAt = 0;
+
+  const startWorker = (name: string, extra: NodeJS.ProcessEnv = {}): Promise<RunningProcess> => {
+    const log = join(dir, `${name}.jsonl`);
+    if (!runLogs.includes(log)) runLogs.push(log);
+    return startProcess(WORKER_MAIN, {
+      WORKER_PORT: '0',
+      WORKER_ID: name,
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: SECRET,
+      BATON_SCHEDULER_URL: api.base,
+      WORKER_HEARTBEAT_MS: '300',
+      WORKER_RUN_LOG: log,
+      WORKER_ROLLBACK_DIR: join(dir, 'rollback'),
+      ...extra,
+    });
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-flows-'));
+    backend = await makeBackend();
+    scheduler = await startScheduler(backend);
+    api = new Api(scheduler.url);
+    workerA = await startWorker('worker-a');
+    await api.waitForWorkers(1);
+    // B registers like A, but its callbacks are switched off by pointing them nowhere useful:
+    // it still heartbeats its registration (so it is picked), and the scheduler must poll it.
+    workerB = await startWorker('worker-b', { WORKER_CALLBACKS: 'off' });
+    await api.waitForWorkers(2);
+    for (const type of ['demo.flaky', 'demo.rollback', 'demo.sleep', 'demo.echo']) {
+      const res = await api.call('PATCH', `/v1/task-types/${type}`, {
+        backoff_base_ms: 50,
+        backoff_max_ms: 200,
+        heartbeat_timeout_ms: 1500,
+      });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.all([workerA?.stop(), workerB?.stop()]);
+    await scheduler?.stop();
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs a sync task: INIT CREATE RUNNING SUCCESS FINISH', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'echo' },
+      params: { hello: 'world' },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({
+      outcome: 'SUCCESS',
+      attempt: 1,
+      result: { echo: { hello: 'world' } },
+    });
+    expect(await api.sequence(id)).toEqual(HAPPY);
+    const attempts = (await api.call<{ outcome: string }[]>('GET', `/v1/tasks/${id}/attempts`))
+      .data;
+    expect(attempts.map((a) => a.outcome)).toEqual(['SUCCESS']);
+  });
+
+  it('completes an async task by the worker’s callback', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'cb', http_url: workerA.url },
+      params: { seconds: 0.4, tick_ms: 100 },
+    });
+    await api.until(id);
+    const events = await api.events(id);
+    expect(events.map((e) => e.to)).toEqual(HAPPY);
+    expect(events.find((e) => e.to === 'SUCCESS')?.actor).toBe('worker:worker-a');
+  });
+
+  it('completes an async task by polling when the worker does not call back', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'poll', http_url: workerB.url },
+      params: { seconds: 0.4, tick_ms: 100 },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'SUCCESS', result: { slept_ms: 400 } });
+    const events = await api.events(id);
+    expect(events.map((e) => e.to)).toEqual(HAPPY);
+    expect(events.find((e) => e.to === 'SUCCESS')?.actor).toMatch(/^worker:worker-b/);
+    expect(events.find((e) => e.to === 'SUCCESS')?.reason).toBe('worker reported success');
+  });
+
+  it('retries a failing task with backoff until it succeeds', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.flaky', task_name: 'flaky' },
+      process_arg: { max_retry: 2 },
+      params: { fail_times: 2 },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'SUCCESS', attempt: 3 });
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'CREATE',
+      'RUNNING',
+      'FAIL',
+      'CREATE',
+      'RUNNING',
+      'FAIL',
+      'CREATE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
+  });
+
+  it('gives up after max_retry and finishes failed', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.flaky', task_name: 'hopeless' },
+      process_arg: { max_retry: 1 },
+      params: { fail_times: 5 },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 2 });
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'CREATE',
+      'RUNNING',
+      'FAIL',
+      'CREATE',
+      'RUNNING',
+      'FAIL',
+      'FINISH',
+    ]);
+  });
+
+  it('fails a task that runs past its deadline', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'slow', http_url: workerB.url },
+      process_arg: { deadline_second: 1, max_retry: 0 },
+      params: { seconds: 20 },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'FAIL' });
+    expect((done.error as { message: string }).message).toContain('deadline');
+    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
+  });
+
+  it('pauses and continues a running task', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'pausable', http_url: workerA.url },
+      params: { seconds: 1.5, tick_ms: 100 },
+    });
+    await api.until(id, 'RUNNING');
+    const paused = await eventually(async () => {
+      const r = await api.call('POST', `/v1/tasks/${id}/pause`);
+      return r.status === 200 ? r : undefined;
+    });
+    expect(paused.data).toMatchObject({ task_status: 'PAUSE' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await api.call('POST', `/v1/tasks/${id}/continue`)).status).toBe(200);
+    await api.until(id);
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'CREATE',
+      'RUNNING',
+      'PAUSE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
+  });
+
+  it('cancels a running task: it fails and is not retried', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'cancel', http_url: workerA.url },
+      process_arg: { max_retry: 3 },
+      params: { seconds: 30 },
+    });
+    await api.until(id, 'RUNNING');
+    await eventually(async () =>
+      (await api.call('POST', `/v1/tasks/${id}/cancel`)).status === 200 ? true : undefined,
+    );
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
+  });
+
+  it('rolls back a failed task when its type asks for it', async () => {
+    expect(
+      (await api.call('PATCH', '/v1/task-types/demo.rollback', { rollback_on_fail: true })).status,
+    ).toBe(200);
+    const id = await api.create({
+      create_info: { task_type: 'demo.rollback', task_name: 'rb' },
+      process_arg: { max_retry: 0 },
+      params: { fail: true },
+    });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'ROLLBACK' });
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'CREATE',
+      'RUNNING',
+      'FAIL',
+      'ROLLBACK',
+      'FINISH',
+    ]);
+    expect(existsSync(join(dir, 'rollback', `${id}.json`))).toBe(false);
+  });
+
+  it('postpones a task until its start_time', async () => {
+    const start = Date.now() + 1500;
+    const id = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'later' },
+      process_arg: { start_time: new Date(start).toISOString() },
+    });
+    const done = await api.until(id);
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'POSTPONE',
+      'CREATE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
+    expect(Date.parse(done.started_at as string)).toBeGreaterThanOrEqual(start);
+  });
+
+  it('postpones a task whose lock key is held, and never runs the two at once', async () => {
+    const key = `db-${Date.now()}`;
+    const first = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'holder', http_url: workerA.url },
+      lock_keys: [key],
+      params: { seconds: 1, tick_ms: 100 },
+    });
+    await api.until(first, 'RUNNING');
+    const second = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'waiter' },
+      lock_keys: [key],
+    });
+    await api.until(second, 'FINISH', 30_000);
+    await api.until(first);
+    expect(await api.sequence(second)).toEqual([
+      'INIT',
+      'POSTPONE',
+      'CREATE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
+    const runs = readRunLogs(runLogs.filter(existsSync)).filter(
+      (r) => r.task_id === first || r.task_id === second,
+    );
+    expect(runs).toHaveLength(2);
+    expect(findOverlaps(runs)).toEqual([]);
+  });
+
+  it('creates the task again when the worker forgot it (NONE)', async () => {
+    // Worker B keeps tasks in memory: after a restart it does not know the running task.
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'forgotten', http_url: workerB.url },
+      params: { seconds: 1.5, tick_ms: 100 },
+    });
+    await api.until(id, 'RUNNING');
+    const port = new URL(workerB.url).port;
+    await workerB.kill9();
+    killedAt = Date.now();
+    workerB = await startWorker('worker-b', { WORKER_CALLBACKS: 'off', WORKER_PORT: port });
+    const done = await api.until(id, 'FINISH', 30_000);
+    expect(done).toMatchObject({ outcome: 'SUCCESS', attempt: 2 });
+    expect(await api.sequence(id)).toEqual([
+      'INIT',
+      'CREATE',
+      'RUNNING',
+      'NONE',
+      'CREATE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
+  });
+
+  it('refuses bad input with a 4xx envelope and writes nothing', async () => {
+    const before = (await api.call<{ items: unknown[] }>('GET', '/v1/tasks?limit=500')).data.items
+      .length;
+    const cases: [unknown, number, number][] = [
+      [{ create_info: { task_type: 'demo.nope', task_name: 'x' } }, 400, 40000],
+      [
+        { create_info: { task_type: 'demo.echo', task_name: 'x', http_url: 'http://10.9.9.9:1' } },
+        400,
+        40000,
+      ],
+      [{ create_info: { task_type: 'demo.echo', task_name: 'x' }, surprise: 1 }, 400, 40000],
+      [
+        { create_info: { task_type: 'demo.echo', task_name: 'x', important_level: 11 } },
+        400,
+        40000,
+      ],
+      [
+        {
+          create_info: { task_type: 'demo.echo', task_name: 'x' },
+          process_arg: { task_status: 'RUNNING' },
+        },
+        400,
+        40000,
+      ],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await api.call('POST', '/v1/tasks', body);
+      expect([res.status, res.code]).toEqual([status, code]);
+    }
+    const batch = await api.call('POST', '/v1/tasks/batch', {
+      tasks: [
+        { create_info: { task_type: 'demo.echo', task_name: 'ok' } },
+        { create_info: { task_type: 'demo.nope', task_name: 'bad' } },
+      ],
+    });
+    expect([batch.status, batch.code]).toEqual([400, 40000]);
+    expect(batch.message).toContain('tasks[1]');
+    const after = (await api.call<{ items: unknown[] }>('GET', '/v1/tasks?limit=500')).data.items
+      .length;
+    expect(after).toBe(before);
+  });
+
+  it('honours Idempotency-Key: the stored answer replayed, 422 on another body', async () => {
+    const key = `k-${Date.now()}`;
+    const body = { create_info: { task_type: 'demo.echo', task_name: 'once' } };
+    const first = await api.call<{ task_id: string }>('POST', '/v1/tasks', body, {
+      'idempotency-key': key,
+    });
+    const again = await api.call<{ task_id: string }>('POST', '/v1/tasks', body, {
+      'idempotency-key': key,
+    });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.data.task_id).toBe(first.data.task_id);
+    const other = await api.call(
+      'POST',
+      '/v1/tasks',
+      { create_info: { task_type: 'demo.echo', task_name: 'other' } },
+      { 'idempotency-key': key },
+    );
+    expect([other.status, other.code]).toEqual([422, 42200]);
+  });
+
+  it('refuses a callback with a stale fence or attempt, and an unsigned one', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'fenced', http_url: workerB.url },
+      params: { seconds: 0.5 },
+    });
+    const running = await api.until(id, 'RUNNING');
+    const send = async (fence: number, attempt: number, signed = true) => {
+      const path = `/v1/tasks/${id}/notify`;
+      const body = JSON.stringify({ attempt, task_status: 'SUCCESS' });
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'x-baton-fence': String(fence),
+      };
+      if (signed)
+        Object.assign(
+          headers,
+          authHeaders(
+            { mode: 'hmac', secret: SECRET },
+            { method: 'PUT', pathWithQuery: path, fence: String(fence), body },
+          ),
+        );
+      const res = await request(`${api.base}${path}`, { method: 'PUT', headers, body });
+      return { status: res.statusCode, body: (await res.body.json()) as { code: number } };
+    };
+    const fence = running.fence as number;
+    expect(await send(fence, 1, false)).toMatchObject({ status: 401 });
+    expect(await send(fence - 1, 1)).toMatchObject({ status: 409, body: { code: 40901 } });
+    expect(await send(fence, 2)).toMatchObject({ status: 409, body: { code: 40901 } });
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'SUCCESS' });
+  });
+
+  it('fails a task that waits longer than its type’s queue timeout', async () => {
+    expect(
+      (
+        await api.call('PATCH', '/v1/task-types/demo.echo', {
+          queue_timeout_ms: 500,
+          timeout_policy: { queue: 'fail', heartbeat: 'retry', deadline: 'fail' },
+        })
+      ).status,
+    ).toBe(200);
+    try {
+      const key = `qt-${Date.now()}`;
+      const holder = await api.create({
+        create_info: { task_type: 'demo.sleep', task_name: 'qt-holder', http_url: workerA.url },
+        lock_keys: [key],
+        params: { seconds: 2, tick_ms: 100 },
+      });
+      await api.until(holder, 'RUNNING');
+      const waiter = await api.create({
+        create_info: { task_type: 'demo.echo', task_name: 'qt-waiter' },
+        lock_keys: [key],
+      });
+      const done = await api.until(waiter);
+      expect(done).toMatchObject({ outcome: 'FAIL', attempt: 0, error: { code: 'queue_timeout' } });
+      expect(await api.sequence(waiter)).toEqual(['INIT', 'POSTPONE', 'FAIL', 'FINISH']);
+      await api.until(holder);
+    } finally {
+      await api.call('PATCH', '/v1/task-types/demo.echo', { queue_timeout_ms: null });
+    }
+  });
+
+  it('holds a task type to its start-rate limit, postponing the excess', async () => {
+    expect(
+      (await api.call('PATCH', '/v1/task-types/demo.flaky', { rate_limit_per_sec: 4 })).status,
+    ).toBe(200);
+    try {
+      const res = await api.call<{ task_id: string }[]>('POST', '/v1/tasks/batch', {
+        tasks: Array.from({ length: 12 }, (_, i) => ({
+          create_info: { task_type: 'demo.flaky', task_name: `rate ${i}` },
+          params: { fail_times: 0 },
+        })),
+      });
+      expect(res.status).toBe(201);
+      const starts: number[] = [];
+      for (const t of res.data)
+        starts.push(Date.parse((await api.until(t.task_id)).started_at as string));
+      starts.sort((a, b) => a - b);
+      // A burst of 4, then 4 a second: no one-second window holds more than 4 + 4 starts,
+      // and the twelfth cannot start before two seconds have passed.
+      for (const s0 of starts)
+        expect(starts.filter((s) => s >= s0 && s < s0 + 1000).length).toBeLessThanOrEqual(8);
+      expect(starts[11] - starts[0]).toBeGreaterThanOrEqual(1900);
+      const postponed = await Promise.all(
+        res.data.map(async (t) =>
+          (await api.events(t.task_id)).some(
+            (e) => e.to === 'POSTPONE' && e.reason.startsWith('rate limit'),
+          ),
+        ),
+      );
+      expect(postponed.filter(Boolean).length).toBeGreaterThanOrEqual(8);
+    } finally {
+      await api.call('PATCH', '/v1/task-types/demo.flaky', { rate_limit_per_sec: null });
+    }
+  });
+
+  it('ran no task twice at the same time on any worker', () => {
+    const runs = readRunLogs(runLogs.filter(existsSync)).map((r) =>
+      r.end === undefined && r.worker_id === 'worker-b' && r.start < killedAt
+        ? { ...r, end: killedAt }
+        : r,
+    );
+    expect(runs.length).toBeGreaterThan(10);
+    expect(findOverlaps(runs, Date.now())).toEqual([]);
+  });
+});

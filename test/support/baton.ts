@@ -1,0 +1,193 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { createConnection } from 'mysql2/promise';
+import Redis from 'ioredis';
+import { RunningProcess, eventually, startProcess } from './processes';
+
+export const SCHEDULER_MAIN = 'dist/apps/scheduler/src/main.js';
+
+/** The backends one e2e suite runs against. */
+export interface Backend {
+  name: string;
+  env: NodeJS.ProcessEnv;
+  cleanup(): Promise<void>;
+}
+
+/** SQLite file + in-memory queue + local locks: the embedded default. */
+export function embeddedBackend(): Backend {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-e2e-db-'));
+  return {
+    name: 'sqlite + memory',
+    env: {
+      BATON_DB: 'sqlite',
+      BATON_DB_PATH: join(dir, 'baton.sqlite'),
+      BATON_QUEUE: 'memory',
+      BATON_LOCK: 'local',
+    },
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** A fresh MariaDB database + Redis queue and locks under a fresh prefix. Fails loudly when a server is down. */
+export async function productionBackend(): Promise<Backend> {
+  const id = randomBytes(4).toString('hex');
+  const database = `baton_e2e_${id}`;
+  let conn;
+  try {
+    conn = await createConnection({
+      host: '127.0.0.1',
+      port: 3306,
+      user: 'root',
+      password: '',
+      connectTimeout: 3000,
+    });
+  } catch (err) {
+    throw new Error(
+      `MariaDB at 127.0.0.1:3306 is not reachable (${(err as Error).message}); start it with \`bash scripts/services.sh\``,
+    );
+  }
+  await conn.query(`CREATE DATABASE ${database}`);
+  await conn.end();
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port: 6379,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+  });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    throw new Error(
+      `Redis at 127.0.0.1:6379 is not reachable (${(err as Error).message}); start it with \`bash scripts/services.sh\``,
+    );
+  }
+  return {
+    name: 'mariadb + redis',
+    env: {
+      BATON_DB: 'mysql',
+      BATON_MYSQL_DATABASE: database,
+      BATON_DB_MIGRATE: 'true',
+      BATON_QUEUE: 'redis',
+      BATON_QUEUE_PREFIX: `e2e:${id}:q`,
+      BATON_LOCK: 'redis',
+      BATON_LOCK_PREFIX: `e2e:${id}:lock:`,
+    },
+    cleanup: async () => {
+      const c = await createConnection({
+        host: '127.0.0.1',
+        port: 3306,
+        user: 'root',
+        password: '',
+      });
+      await c.query(`DROP DATABASE IF EXISTS ${database}`);
+      await c.end();
+      const keys = await redis.keys(`*e2e:${id}:*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}
+
+export const SECRET = 'e2e-scheduler-secret-0123456789';
+
+/** Fast settings so timeouts and polls happen within a test. */
+export const FAST: NodeJS.ProcessEnv = {
+  BATON_AUTH_MODE: 'hmac',
+  BATON_AUTH_SECRET: SECRET,
+  BATON_POLL_INTERVAL_MS: '200',
+  BATON_CHECKER_INTERVAL_MS: '200',
+  BATON_DISPATCH_INTERVAL_MS: '50',
+  BATON_CLAIM_LEASE_MS: '4000',
+  BATON_CALL_TIMEOUT_MS: '2000',
+  BATON_WORKER_STALE_MS: '3000',
+};
+
+export function startScheduler(
+  backend: Backend,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<RunningProcess> {
+  return startProcess(SCHEDULER_MAIN, { SCHEDULER_PORT: '0', ...FAST, ...backend.env, ...extra });
+}
+
+interface Answer<T> {
+  status: number;
+  code: number;
+  message: string;
+  data: T;
+}
+
+/** A tiny JSON client for the scheduler's public API. */
+export class Api {
+  constructor(readonly base: string) {}
+
+  async call<T = Record<string, unknown>>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH',
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer<T>> {
+    const res = await request(`${this.base}${path}`, {
+      method,
+      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.body.json()) as { code: number; message: string; data: T };
+    return { status: res.statusCode, ...json };
+  }
+
+  async create(body: Record<string, unknown>): Promise<string> {
+    const res = await this.call<{ task_id: string }>('POST', '/v1/tasks', body);
+    if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.message}`);
+    return res.data.task_id;
+  }
+
+  async task(id: string): Promise<Record<string, unknown>> {
+    return (await this.call('GET', `/v1/tasks/${id}`)).data;
+  }
+
+  /** The statuses of the lifecycle log, in order. */
+  async sequence(id: string): Promise<string[]> {
+    const events = (await this.call<{ to: string }[]>('GET', `/v1/tasks/${id}/events`)).data;
+    return events.map((e) => e.to);
+  }
+
+  async events(
+    id: string,
+  ): Promise<
+    { from: string | null; to: string; reason: string; actor: string; attempt: number }[]
+  > {
+    return (
+      await this.call<
+        { from: string | null; to: string; reason: string; actor: string; attempt: number }[]
+      >('GET', `/v1/tasks/${id}/events`)
+    ).data;
+  }
+
+  /** Waits until the task reaches FINISH (or `status`), and returns it. */
+  async until(id: string, status = 'FINISH', timeoutMs = 20_000): Promise<Record<string, unknown>> {
+    return eventually(
+      async () => {
+        const t = await this.task(id);
+        return t.task_status === status ? t : undefined;
+      },
+      timeoutMs,
+      `task ${id} reaching ${status}`,
+    );
+  }
+
+  async waitForWorkers(n: number, timeoutMs = 10_000): Promise<void> {
+    await eventually(
+      async () => {
+        const ws = (await this.call<{ health: string }[]>('GET', '/v1/workers')).data;
+        return ws.filter((w) => w.health === 'healthy').length >= n ? true : undefined;
+      },
+      timeoutMs,
+      `${n} healthy workers`,
+    );
+  }
+}

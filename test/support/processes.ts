@@ -1,0 +1,116 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+
+/** A real app process started for a test. */
+export interface RunningProcess {
+  url: string;
+  proc: ChildProcess;
+  output: () => string;
+  /** SIGTERM and wait for the exit. */
+  stop: () => Promise<void>;
+  /** SIGKILL: a crash. */
+  kill9: () => Promise<void>;
+}
+
+/**
+ * Starts `node <script>` and resolves once it prints `listening on http://...`. Fails with the
+ * process's own output when it exits or stays silent, so a broken start is easy to read.
+ */
+export async function startProcess(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 20_000,
+): Promise<RunningProcess> {
+  const file = join(ROOT, script);
+  if (!existsSync(file))
+    throw new Error(`${script} is missing: run \`npm run build\` first (npm test does)`);
+  const proc = spawn(process.execPath, [file], {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not start within ${timeoutMs} ms:\n${out}`)),
+      timeoutMs,
+    );
+    const onData = (): void => {
+      const m = /listening on (http:\/\/[0-9.:[\]a-z]+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    proc.stdout?.on('data', onData);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code} before listening:\n${out}`));
+    });
+  });
+
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    await exited;
+  };
+  return { url, proc, output: () => out, stop: () => end('SIGTERM'), kill9: () => end('SIGKILL') };
+}
+
+export const WORKER_MAIN = 'dist/apps/worker-template/src/main.js';
+export const PLAIN_WORKER = 'test/fixtures/plain-worker/plain-worker.js';
+export const CONTRACT_CLI = 'dist/libs/task-contract/src/conformance/cli.js';
+
+/** Runs a node script to its end and returns its exit code and output. */
+export function runScript(
+  script: string,
+  args: string[],
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [join(ROOT, script), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    let out = '';
+    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${script} ${args.join(' ')} ran over ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+/** Polls `probe` until it returns a value that is not undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what} not reached within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
