@@ -17,6 +17,7 @@ import {
   WorkerUnavailableError,
 } from '@baton/task-contract';
 import { Clock } from '../common/clock';
+import { crashPoint } from '../common/crash-points';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { TaskTypeModel } from '../task-types/task-type.model';
 import { TaskTypesService } from '../task-types/task-types.service';
@@ -424,19 +425,27 @@ export class TaskEngine {
       if (!next) return REST;
       t = next;
     }
+    return this.runOnWorker(t, type, worker);
+  }
+
+  /** The run call of the current attempt, then whatever the worker says it led to. */
+  private async runOnWorker(t: TaskModel, type: TaskTypeModel, worker: WorkerModel): Promise<Step> {
+    const sync = type.blocking === BlockingKind.SYNC;
+    let view: TaskViewDto;
+    crashPoint('before-run-call');
     try {
       view = await this.whileRenewing(
         t,
-        this.client.run(
-          worker.url,
-          t.taskType,
-          t.taskId,
-          opts(sync ? this.syncRunTimeoutMs(t, type) : undefined),
-        ),
+        this.client.run(worker.url, t.taskType, t.taskId, {
+          fence: t.fence,
+          requestId: `${t.taskId}/${t.attempt}`,
+          ...(sync ? { timeoutMs: this.syncRunTimeoutMs(t, type) } : {}),
+        }),
       );
     } catch (err) {
       return this.callFailed(t, type, worker, err, 'run', true);
     }
+    crashPoint('after-run-call');
     void this.workers.reportSuccess(worker.workerId);
     if (!sync && view.task_status === TaskStatus.RUNNING) {
       const now = this.clock.now();
@@ -531,7 +540,11 @@ export class TaskEngine {
     const now = this.clock.now();
     const url = t.workerUrl ?? '';
     const opts: CallOptions = { fence: t.fence, requestId: `${t.taskId}/${t.attempt}/poll` };
-    const deadlineS = t.deadlineSecond ?? type.deadlineSecond;
+    // A sync run has a bound even without a deadline: the same one its run call is given.
+    const deadlineS =
+      t.deadlineSecond ??
+      type.deadlineSecond ??
+      (type.blocking === BlockingKind.SYNC ? DEFAULT_SYNC_RUN_SECONDS : null);
     if (deadlineS !== null && t.startedAt !== null && now - t.startedAt > deadlineS * 1000) {
       await this.client
         .notify(url, t.taskType, t.taskId, { event: NotifyEvent.DEADLINE }, opts)
@@ -548,6 +561,11 @@ export class TaskEngine {
       if (!task) return this.workerLostTask(t, 'the worker does not know the task');
       if (task.attempt !== t.attempt)
         return this.workerLostTask(t, `the worker has attempt ${task.attempt}, not ${t.attempt}`);
+      if (task.task_status === TaskStatus.CREATE || task.task_status === TaskStatus.PREPARE) {
+        // RUNNING here but the run call never reached the worker (the scheduler that sent it died
+        // between its RUNNING write and the call): the attempt has not started there, so run it.
+        return this.resumeRun(t, type);
+      }
       if (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL) {
         const outcome = task.task_status;
         const accepted = await this.completeFromWorker(
@@ -612,6 +630,27 @@ export class TaskEngine {
         return REST;
       }
       throw err;
+    }
+  }
+
+  /** Sends the run call of the current attempt again, to the worker that has the attempt. */
+  private async resumeRun(t: TaskModel, type: TaskTypeModel): Promise<Step> {
+    const worker = t.workerId ? await this.workers.find(t.workerId) : undefined;
+    if (!worker || worker.url !== t.workerUrl)
+      return this.workerLostTask(t, `worker ${t.workerId ?? '?'} of attempt ${t.attempt} is gone`);
+    const renewed = await this.step(t, {
+      patch: { heartbeatAt: this.clock.now() },
+      reason: `the run call of attempt ${t.attempt} never reached ${worker.workerId}; run again`,
+    });
+    if (!renewed) return REST;
+    this.logger.warn(
+      `task ${t.taskId}: the run call of attempt ${t.attempt} never reached ${worker.workerId}; sending it again`,
+    );
+    this.workers.acquireSlot(worker.workerId);
+    try {
+      return await this.runOnWorker(renewed, type, worker);
+    } finally {
+      this.workers.releaseSlot(worker.workerId);
     }
   }
 

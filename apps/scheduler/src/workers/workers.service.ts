@@ -122,6 +122,11 @@ export class WorkersService {
     return best[this.turn++ % best.length];
   }
 
+  /** The registered worker with this id (from the cached view of the registry). */
+  async find(workerId: string): Promise<WorkerModel | undefined> {
+    return (await this.snapshot()).find((w) => w.workerId === workerId);
+  }
+
   acquireSlot(workerId: string): void {
     this.inflight.set(workerId, (this.inflight.get(workerId) ?? 0) + 1);
   }

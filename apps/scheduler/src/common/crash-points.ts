@@ -1,0 +1,24 @@
+/**
+ * Named places in the engine where a test can make the scheduler die as `kill -9` would
+ * (`BATON_CRASH_AT=before-run-call,...`), to prove that a crash at that exact point loses no task
+ * and runs none twice. Unset in production: then a crash point is one Set lookup.
+ */
+export type CrashPoint =
+  /** The RUNNING write of a sync attempt is committed; the run call is not sent yet. */
+  | 'before-run-call'
+  /** The worker answered the run call; nothing of its answer is written yet. */
+  | 'after-run-call';
+
+const armed = new Set(
+  (process.env.BATON_CRASH_AT ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
+export function crashPoint(name: CrashPoint): void {
+  if (armed.size > 0 && armed.has(name)) {
+    process.stderr.write(`[baton] crash point ${name}: dying as by kill -9\n`);
+    process.kill(process.pid, 'SIGKILL');
+  }
+}

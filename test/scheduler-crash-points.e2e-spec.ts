@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
+import {
+  Api,
+  Backend,
+  SECRET,
+  embeddedBackend,
+  productionBackend,
+  startScheduler,
+} from './support/baton';
+import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+
+jest.setTimeout(120_000);
+
+/** The worker heartbeats the first (doomed) scheduler only: its registration must not go stale. */
+const NEVER_STALE = { BATON_WORKER_STALE_MS: '600000' };
+
+/**
+ * A scheduler dies at an exact point of a task's life (BATON_CRASH_AT, as kill -9 would), a second
+ * scheduler on the same database takes over: the task ends, and the worker ran it exactly once.
+ */
+describe.each([
+  ['sqlite + memory + local locks', async () => embeddedBackend()],
+  ['mariadb + redis queue + redis locks', productionBackend],
+])('crash points on %s', (_name, makeBackend: () => Promise<Backend>) => {
+  let backend: Backend;
+  let dir: string;
+  let log: string;
+  let worker: RunningProcess;
+  const procs: RunningProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-crash-points-'));
+    backend = await makeBackend();
+    log = join(dir, 'worker.jsonl');
+  });
+
+  // Only one scheduler at a time: the next test's doomed one must be the one that takes its task.
+  afterEach(async () => {
+    await Promise.all(procs.splice(0).map((p) => p.stop()));
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Starts a scheduler armed at `point`, creates one task, waits for the crash, then a healthy scheduler. */
+  async function crashThenRecover(
+    point: string,
+    task: Record<string, unknown>,
+  ): Promise<{ api: Api; id: string; healthy: RunningProcess }> {
+    const doomed = await startScheduler(backend, {
+      BATON_INSTANCE_ID: `doomed-${point}`,
+      BATON_CRASH_AT: point,
+      ...NEVER_STALE,
+    });
+    procs.push(doomed);
+    if (!worker) {
+      worker = await startProcess(WORKER_MAIN, {
+        WORKER_PORT: '0',
+        WORKER_ID: 'points-w1',
+        BATON_AUTH_MODE: 'hmac',
+        BATON_AUTH_SECRET: SECRET,
+        BATON_SCHEDULER_URL: doomed.url,
+        WORKER_HEARTBEAT_MS: '300',
+        WORKER_RUN_LOG: log,
+      });
+    }
+    let api = new Api(doomed.url);
+    await api.waitForWorkers(1);
+    const id = await api.create(task);
+    await eventually(
+      async () => (doomed.proc.signalCode === 'SIGKILL' ? true : undefined),
+      20_000,
+      `the scheduler dying at ${point}`,
+    );
+    expect(doomed.output()).toContain(`crash point ${point}`);
+    const healthy = await startScheduler(backend, {
+      BATON_INSTANCE_ID: `healthy-${point}`,
+      ...NEVER_STALE,
+    });
+    procs.push(healthy);
+    api = new Api(healthy.url);
+    return { api, id, healthy };
+  }
+
+  const runsOf = (id: string) => readRunLogs([log]).filter((r) => r.task_id === id);
+
+  it('sync task, killed after its RUNNING write and before the run call: run once, then FINISH', async () => {
+    const { api, id, healthy } = await crashThenRecover('before-run-call', {
+      create_info: { task_type: 'demo.echo', task_name: 'crash before run' },
+      params: { n: 1 },
+    });
+    const done = await api.until(id, 'FINISH', 30_000);
+    expect(done.outcome).toBe('SUCCESS');
+    expect(done.result).toEqual({ echo: { n: 1 } });
+    const events = await api.events(id);
+    expect(events.map((e) => e.to)).toEqual(['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH']);
+    expect(healthy.output()).toMatch(
+      new RegExp(`task ${id}: the run call of attempt 1 never reached`),
+    );
+    // Same attempt throughout: the run was resumed, not retried.
+    expect(new Set(events.filter((e) => e.attempt > 0).map((e) => e.attempt))).toEqual(
+      new Set([1]),
+    );
+    expect(runsOf(id)).toHaveLength(1);
+  });
+
+  it('sync task, killed after the worker answered and before the outcome was written: not run again', async () => {
+    const { api, id } = await crashThenRecover('after-run-call', {
+      create_info: { task_type: 'demo.echo', task_name: 'crash after run' },
+      params: { n: 2 },
+    });
+    const done = await api.until(id, 'FINISH', 30_000);
+    expect(done.outcome).toBe('SUCCESS');
+    expect(done.result).toEqual({ echo: { n: 2 } });
+    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH']);
+    expect(runsOf(id)).toHaveLength(1);
+  });
+
+  it('async task, killed after the worker accepted the run: the new scheduler follows it to FINISH', async () => {
+    const { api, id } = await crashThenRecover('after-run-call', {
+      create_info: { task_type: 'demo.sleep', task_name: 'crash after async run' },
+      params: { ms: 600 },
+    });
+    const done = await api.until(id, 'FINISH', 30_000);
+    expect(done.outcome).toBe('SUCCESS');
+    const seq = await api.sequence(id);
+    expect(seq[0]).toBe('INIT');
+    expect(seq.slice(-2)).toEqual(['SUCCESS', 'FINISH']);
+    expect(seq).not.toContain('FAIL');
+    expect(runsOf(id)).toHaveLength(1);
+  });
+
+  it('ran no task twice at the same time', () => {
+    expect(findOverlaps(readRunLogs([log]))).toEqual([]);
+  });
+});
