@@ -27,6 +27,12 @@ import { TasksService } from './tasks/tasks.service';
 import { WorkersController } from './workers/workers.controller';
 import { WorkersRepository } from './workers/workers.repository';
 import { WorkersService } from './workers/workers.service';
+import { Metrics } from './common/metrics';
+import { ProducerOwnership } from './producer/ownership';
+import { ProducerService } from './producer/producer.service';
+import { TimersController } from './producer/timers.controller';
+import { TimersRepository } from './producer/timers.repository';
+import { TimersService } from './producer/timers.service';
 
 /** The TaskScheduler: API, Dispatcher, Checker and runner over one database, queue and lock backend. */
 @Module({})
@@ -51,6 +57,7 @@ export class SchedulerAppModule {
         CallbacksController,
         TaskTypesController,
         WorkersController,
+        TimersController,
       ],
       providers: [
         Clock,
@@ -77,6 +84,11 @@ export class SchedulerAppModule {
         CheckerService,
         TasksService,
         IdempotencyService,
+        Metrics,
+        TimersRepository,
+        ProducerOwnership,
+        ProducerService,
+        TimersService,
       ],
     };
   }

@@ -45,6 +45,18 @@ export interface SchedulerConfig {
     blacklistAfter: number;
     blacklistMs: number;
   };
+  producer: {
+    /** standby: one elected leader fires every timer; distributed: timers hashed over live members. */
+    mode: 'standby' | 'distributed';
+    /** TTL of the leader / member lease in the lock backend: a dead owner is replaced after it. */
+    leaseMs: number;
+    /** How often a standby tries for the lead, and members are probed. */
+    probeMs: number;
+    /** How often the timers are read again (changes made through another instance). */
+    refreshMs: number;
+    /** Most slots one timer fires in one pass (a long outage under fire_all catches up in passes). */
+    maxCatchUp: number;
+  };
   bodyLimitBytes: number;
 }
 
@@ -240,8 +252,22 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       blacklistAfter: int(env, 'BATON_WORKER_BLACKLIST_AFTER', 3, 1, 1000),
       blacklistMs: int(env, 'BATON_WORKER_BLACKLIST_MS', 30_000, 100, 3_600_000),
     },
+    producer: {
+      mode: oneOf(env, 'BATON_PRODUCER_MODE', ['standby', 'distributed'] as const, 'standby'),
+      leaseMs: int(env, 'BATON_PRODUCER_LEASE_MS', 5000, 500, 600_000),
+      probeMs: 0,
+      refreshMs: int(env, 'BATON_PRODUCER_REFRESH_MS', 1000, 10, 600_000),
+      maxCatchUp: int(env, 'BATON_PRODUCER_MAX_CATCH_UP', 1000, 1, 100_000),
+    },
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
   };
+  config.producer.probeMs = int(
+    env,
+    'BATON_PRODUCER_PROBE_MS',
+    Math.max(100, Math.floor(config.producer.leaseMs / 3)),
+    10,
+    600_000,
+  );
   // Worker calls other than a sync run are not renewed while in flight: the claim must outlast them.
   if (config.runner.claimLeaseMs < 2 * config.runner.callTimeoutMs) {
     throw new SchedulerConfigError(

@@ -9,6 +9,8 @@ import { WorkerEntity } from '../workers/worker.entity';
 import { DatabaseConfig } from './database.config';
 import { Init1763800000000 } from './migrations/1763800000000-Init';
 import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskTypeRateLimit';
+import { Timers1764000000000 } from './migrations/1764000000000-Timers';
+import { ProducerMemberEntity, TimerEntity } from '../producer/timer.entity';
 
 export const ENTITIES = [
   TaskEntity,
@@ -18,8 +20,10 @@ export const ENTITIES = [
   TaskTypeEntity,
   WorkerEntity,
   IdempotencyRecordEntity,
+  TimerEntity,
+  ProducerMemberEntity,
 ];
-export const MIGRATIONS = [Init1763800000000, TaskTypeRateLimit1763900000000];
+export const MIGRATIONS = [Init1763800000000, TaskTypeRateLimit1763900000000, Timers1764000000000];
 
 /**
  * Builds (does not open) the TypeORM data source. Never `synchronize`: the schema comes only from

@@ -65,15 +65,18 @@ export class TasksService {
   ) {}
 
   /** Creates one task; a repeated idempotency_key answers the existing task. */
-  async create(dto: CreateTaskDto): Promise<{ task: TaskModel; created: boolean }> {
+  async create(
+    dto: CreateTaskDto,
+    opts: { repetition?: RepetitionKind; actor?: string } = {},
+  ): Promise<{ task: TaskModel; created: boolean }> {
     const tenant = dto.tenant ?? 'default';
     if (dto.idempotency_key) {
       const existing = await this.repo.findByIdempotencyKey(tenant, dto.idempotency_key);
       if (existing) return { task: existing, created: false };
     }
-    const task = await this.build(dto, this.clock.now());
+    const task = await this.build(dto, this.clock.now(), opts.repetition);
     try {
-      await this.repo.insert(task, 'created', ACTOR);
+      await this.repo.insert(task, 'created', opts.actor ?? ACTOR);
     } catch (err) {
       // Two creates with one key raced: the loser answers the winner's task.
       if (
@@ -88,6 +91,11 @@ export class TasksService {
     }
     await this.enqueue([task]);
     return { task, created: true };
+  }
+
+  /** Checks a create body as `create` would (type registered, http_url, params, labels), writing nothing. */
+  async check(dto: CreateTaskDto): Promise<void> {
+    await this.build(dto, this.clock.now());
   }
 
   /** Creates every task or none (validated first, inserted in one transaction). */
@@ -311,7 +319,11 @@ export class TasksService {
 
   // ---- helpers -----------------------------------------------------------------------------
 
-  private async build(dto: CreateTaskDto, now: number): Promise<TaskModel> {
+  private async build(
+    dto: CreateTaskDto,
+    now: number,
+    repetition = RepetitionKind.SIMPLE,
+  ): Promise<TaskModel> {
     const info = dto.create_info;
     const type = await this.types.find(info.task_type);
     if (!type) {
@@ -358,7 +370,7 @@ export class TasksService {
       attempt: 0,
       priority: info.important_level ?? 5,
       blocking: type.blocking,
-      repetition: RepetitionKind.SIMPLE,
+      repetition,
       params,
       lockKeys: [...new Set(dto.lock_keys ?? [])].sort(),
       requestedUrl: info.http_url ?? null,

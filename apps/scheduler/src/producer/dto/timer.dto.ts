@@ -1,0 +1,278 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  IsBoolean,
+  IsDateString,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+import { CreateTaskDto } from '../../tasks/dto/create-task.dto';
+import {
+  MISFIRE_POLICIES,
+  MisfirePolicy,
+  OVERLAP_POLICIES,
+  OverlapPolicy,
+  TimerModel,
+} from '../timer.model';
+
+const KINDS = ['cron', 'interval', 'once'] as const;
+
+/** When a timer fires. Exactly the fields of its kind are allowed. */
+export class ScheduleDto {
+  @ApiProperty({ enum: KINDS })
+  @IsIn(KINDS)
+  kind!: (typeof KINDS)[number];
+
+  @ApiPropertyOptional({
+    description: 'kind=cron: 6 fields with seconds first (`*/5 * * * * *`) or the classic 5',
+    example: '0 */5 * * * *',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  cron?: string;
+
+  @ApiPropertyOptional({
+    description: 'kind=cron: IANA time zone',
+    default: 'UTC',
+    example: 'Europe/Berlin',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  time_zone?: string;
+
+  @ApiPropertyOptional({ description: 'kind=interval: milliseconds between fires (at least 100)' })
+  @IsOptional()
+  @IsInt()
+  @Min(100)
+  @Max(366 * 24 * 3600 * 1000)
+  every_ms?: number;
+
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description:
+      'kind=once: the instant (schedule_task(timestamp, task_data)); kind=interval: the first fire (default: start_at, else now + every_ms)',
+  })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  at?: string;
+}
+
+/** Body of `POST /v1/timers`. */
+export class CreateTimerDto {
+  @ApiProperty({ maxLength: 200 })
+  @IsString()
+  @Length(1, 200)
+  name!: string;
+
+  @ApiProperty({ type: ScheduleDto })
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ScheduleDto)
+  schedule!: ScheduleDto;
+
+  @ApiProperty({
+    type: CreateTaskDto,
+    description:
+      'the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`)',
+  })
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CreateTaskDto)
+  task!: CreateTaskDto;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'no slot before this instant' })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  start_at?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'no slot after this instant' })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  end_at?: string;
+
+  @ApiPropertyOptional({ default: true })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @ApiPropertyOptional({
+    enum: OVERLAP_POLICIES,
+    default: 'allow',
+    description:
+      "while the previous fire's task is not finished: skip this fire, fire anyway, or cancel the previous",
+  })
+  @IsOptional()
+  @IsIn(OVERLAP_POLICIES)
+  overlap_policy?: OverlapPolicy;
+
+  @ApiPropertyOptional({
+    enum: MISFIRE_POLICIES,
+    default: 'fire_once',
+    description:
+      'slots missed while no owner ran (outage, failover): one fire now, a fire per missed slot, or none',
+  })
+  @IsOptional()
+  @IsIn(MISFIRE_POLICIES)
+  misfire_policy?: MisfirePolicy;
+
+  @ApiPropertyOptional({
+    default: 5000,
+    description: 'a slot reached later than this (ms) is a misfire; earlier it just fires',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(24 * 3600 * 1000)
+  misfire_grace_ms?: number;
+}
+
+/** Body of `PATCH /v1/timers/{id}`: any field of the create body. */
+export class UpdateTimerDto {
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  name?: string;
+
+  @ApiPropertyOptional({ type: ScheduleDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ScheduleDto)
+  schedule?: ScheduleDto;
+
+  @ApiPropertyOptional({ type: CreateTaskDto })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CreateTaskDto)
+  task?: CreateTaskDto;
+
+  @ApiPropertyOptional({ format: 'date-time', nullable: true })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  start_at?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', nullable: true })
+  @IsOptional()
+  @IsDateString({ strict: true })
+  end_at?: string;
+
+  @ApiPropertyOptional({
+    description:
+      'false stops fires; true starts again from the next slot (the slots in between are not misfires)',
+  })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+
+  @ApiPropertyOptional({ enum: OVERLAP_POLICIES })
+  @IsOptional()
+  @IsIn(OVERLAP_POLICIES)
+  overlap_policy?: OverlapPolicy;
+
+  @ApiPropertyOptional({ enum: MISFIRE_POLICIES })
+  @IsOptional()
+  @IsIn(MISFIRE_POLICIES)
+  misfire_policy?: MisfirePolicy;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(24 * 3600 * 1000)
+  misfire_grace_ms?: number;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export class TimerDto {
+  @ApiProperty() timer_id!: string;
+  @ApiProperty() name!: string;
+  @ApiProperty() tenant!: string;
+  @ApiProperty({ type: ScheduleDto }) schedule!: ScheduleDto;
+  @ApiProperty({ type: CreateTaskDto }) task!: CreateTaskDto;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) start_at!: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) end_at!: string | null;
+  @ApiProperty() enabled!: boolean;
+  @ApiProperty({ enum: OVERLAP_POLICIES }) overlap_policy!: OverlapPolicy;
+  @ApiProperty({ enum: MISFIRE_POLICIES }) misfire_policy!: MisfirePolicy;
+  @ApiProperty() misfire_grace_ms!: number;
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'null: no slot left',
+  })
+  next_fire_at!: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_fire_at!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_task_id!: string | null;
+  @ApiProperty({ description: 'tasks created by this timer' }) fire_count!: number;
+  @ApiProperty({ description: 'missed slots that did not fire (misfire policy fire_once or skip)' })
+  misfire_count!: number;
+  @ApiProperty({
+    description: 'slots not fired by the overlap policy, or whose task could not be created',
+  })
+  skip_count!: number;
+  @ApiProperty() version!: number;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+}
+
+export function toTimerDto(t: TimerModel): TimerDto {
+  const s = t.schedule;
+  return {
+    timer_id: t.timerId,
+    name: t.name,
+    tenant: t.tenant,
+    schedule:
+      s.kind === 'cron'
+        ? { kind: 'cron', cron: s.cron, time_zone: s.timeZone }
+        : s.kind === 'interval'
+          ? { kind: 'interval', every_ms: s.everyMs, at: new Date(s.anchor).toISOString() }
+          : { kind: 'once', at: new Date(s.at).toISOString() },
+    task: t.template,
+    start_at: iso(t.startAt),
+    end_at: iso(t.endAt),
+    enabled: t.enabled,
+    overlap_policy: t.overlapPolicy,
+    misfire_policy: t.misfirePolicy,
+    misfire_grace_ms: t.misfireGraceMs,
+    next_fire_at: iso(t.nextFireAt),
+    last_fire_at: iso(t.lastFireAt),
+    last_task_id: t.lastTaskId,
+    fire_count: t.fireCount,
+    misfire_count: t.misfireCount,
+    skip_count: t.skipCount,
+    version: t.version,
+    created_at: new Date(t.createdAt).toISOString(),
+    updated_at: new Date(t.updatedAt).toISOString(),
+  };
+}
+
+export class ProducerStatusDto {
+  @ApiProperty({ enum: ['standby', 'distributed'] }) mode!: string;
+  @ApiProperty({
+    description: 'standby: this instance leads; distributed: it holds its member lease',
+  })
+  active!: boolean;
+  @ApiProperty({ type: [String], description: 'distributed: the live members this instance sees' })
+  members!: string[];
+  @ApiProperty({ description: 'this instance' }) instance_id!: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'number' },
+    description: 'counters of this instance since it started',
+  })
+  counters!: Record<string, number>;
+}

@@ -1,0 +1,59 @@
+import { ScheduleError, isTimeZone, nextSlot, slotsBetween, validateCron } from './schedule';
+
+const at = (iso: string): number => Date.parse(iso);
+
+describe('schedules', () => {
+  it('cron with seconds: every slot of */1 within a window, in order', () => {
+    const s = { kind: 'cron' as const, cron: '*/1 * * * * *', timeZone: 'UTC' };
+    const from = at('2026-11-22T10:00:00.000Z');
+    expect(slotsBetween(s, from, from + 3000, 100)).toEqual([
+      from,
+      from + 1000,
+      from + 2000,
+      from + 3000,
+    ]);
+    expect(nextSlot(s, from + 500)).toBe(from + 1000);
+  });
+
+  it('cron in a time zone: 02:30 Berlin on a normal day is 01:30 UTC in winter, 00:30 UTC in summer', () => {
+    const s = { kind: 'cron' as const, cron: '0 30 2 * * *', timeZone: 'Europe/Berlin' };
+    expect(new Date(nextSlot(s, at('2026-01-10T00:00:00Z')) as number).toISOString()).toBe(
+      '2026-01-10T01:30:00.000Z',
+    );
+    expect(new Date(nextSlot(s, at('2026-07-10T00:00:00Z')) as number).toISOString()).toBe(
+      '2026-07-10T00:30:00.000Z',
+    );
+  });
+
+  it('five-field cron fires at second 0 of the minute', () => {
+    const s = { kind: 'cron' as const, cron: '*/15 * * * *', timeZone: 'UTC' };
+    expect(new Date(nextSlot(s, at('2026-11-22T10:07:31Z')) as number).toISOString()).toBe(
+      '2026-11-22T10:15:00.000Z',
+    );
+  });
+
+  it('interval: slots on the anchor grid, never drifting', () => {
+    const s = { kind: 'interval' as const, everyMs: 250, anchor: 1000 };
+    expect(nextSlot(s, 0)).toBe(1000);
+    expect(nextSlot(s, 1000)).toBe(1250);
+    expect(nextSlot(s, 1100)).toBe(1250);
+    expect(slotsBetween(s, 1250, 2000, 10)).toEqual([1250, 1500, 1750, 2000]);
+    expect(slotsBetween(s, 1250, 100_000, 3)).toEqual([1250, 1500, 1750]);
+  });
+
+  it('once: one slot, then none', () => {
+    const s = { kind: 'once' as const, at: 5000 };
+    expect(nextSlot(s, 4999)).toBe(5000);
+    expect(nextSlot(s, 5000)).toBeNull();
+    expect(slotsBetween(s, 5000, 9000, 10)).toEqual([5000]);
+  });
+
+  it('refuses bad cron expressions and unknown zones with a reason', () => {
+    expect(() => validateCron('not a cron', 'UTC')).toThrow(ScheduleError);
+    expect(() => validateCron('* * *', 'UTC')).toThrow(/5 or 6 fields/);
+    expect(() => validateCron('61 * * * * *', 'UTC')).toThrow(ScheduleError);
+    expect(() => validateCron('* * * * * *', 'Mars/Olympus')).toThrow(/unknown time zone/);
+    expect(() => validateCron('*/5 * * * * *', 'Asia/Tokyo')).not.toThrow();
+    expect(isTimeZone('America/New_York')).toBe(true);
+  });
+});

@@ -1,0 +1,39 @@
+import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { Schedule } from './schedule';
+
+/** Skip a fire while the previous fire's task is not finished, fire anyway, or cancel the previous. */
+export type OverlapPolicy = 'skip' | 'allow' | 'cancel_previous';
+/** After downtime: one fire for all the missed slots, a fire per missed slot, or none. */
+export type MisfirePolicy = 'fire_once' | 'fire_all' | 'skip';
+
+export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'allow', 'cancel_previous'];
+export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['fire_once', 'fire_all', 'skip'];
+
+/** A timed definition: a task template and when to create it (ARCHITECTURE.md §2, §6 Producer). */
+export interface TimerModel {
+  timerId: string;
+  name: string;
+  tenant: string;
+  schedule: Schedule;
+  /** No slot before this (epoch ms). */
+  startAt: number | null;
+  /** No slot after this. */
+  endAt: number | null;
+  enabled: boolean;
+  overlapPolicy: OverlapPolicy;
+  misfirePolicy: MisfirePolicy;
+  /** A slot later than this when it is reached is a misfire (the owner was down or taking over). */
+  misfireGraceMs: number;
+  /** The body of the task each fire creates. */
+  template: CreateTaskDto;
+  /** The next slot to fire; null when the schedule has no more. */
+  nextFireAt: number | null;
+  lastFireAt: number | null;
+  lastTaskId: string | null;
+  fireCount: number;
+  misfireCount: number;
+  skipCount: number;
+  version: number;
+  createdAt: number;
+  updatedAt: number;
+}

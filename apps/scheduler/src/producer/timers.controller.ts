@@ -1,0 +1,95 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+} from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Envelope, ok } from '@baton/task-contract';
+import { Metrics } from '../common/metrics';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import {
+  CreateTimerDto,
+  ProducerStatusDto,
+  TimerDto,
+  UpdateTimerDto,
+  toTimerDto,
+} from './dto/timer.dto';
+import { ProducerOwnership } from './ownership';
+import { TimersService } from './timers.service';
+
+@ApiTags('timers')
+@Controller('v1')
+export class TimersController {
+  constructor(
+    private readonly timers: TimersService,
+    private readonly ownership: ProducerOwnership,
+    private readonly metrics: Metrics,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  @Post('timers')
+  @HttpCode(201)
+  @ApiOperation({
+    summary:
+      'define a timer: a task template fired by cron (with seconds and a time zone), interval, or once',
+    description:
+      'Each fire creates a task with repetition=timed, labels timer_id and fire_time, and the idempotency key timer:<id>:<slot ms>: no slot fires twice.',
+  })
+  @ApiOkResponse({ type: TimerDto })
+  async create(@Body() dto: CreateTimerDto): Promise<Envelope<TimerDto>> {
+    return ok(toTimerDto(await this.timers.create(dto)));
+  }
+
+  @Get('timers')
+  @ApiOperation({ summary: 'list timers' })
+  @ApiOkResponse({ type: [TimerDto] })
+  async list(): Promise<Envelope<TimerDto[]>> {
+    return ok((await this.timers.list()).map(toTimerDto));
+  }
+
+  @Get('timers/:timer_id')
+  @ApiOperation({ summary: 'get a timer' })
+  @ApiOkResponse({ type: TimerDto })
+  async get(@Param('timer_id') id: string): Promise<Envelope<TimerDto>> {
+    return ok(toTimerDto(await this.timers.get(id)));
+  }
+
+  @Patch('timers/:timer_id')
+  @ApiOperation({ summary: 'change a timer; enabled=false stops it, true starts it again' })
+  @ApiOkResponse({ type: TimerDto })
+  async update(
+    @Param('timer_id') id: string,
+    @Body() dto: UpdateTimerDto,
+  ): Promise<Envelope<TimerDto>> {
+    return ok(toTimerDto(await this.timers.update(id, dto)));
+  }
+
+  @Delete('timers/:timer_id')
+  @ApiOperation({ summary: 'delete a timer (the tasks it created stay)' })
+  async remove(@Param('timer_id') id: string): Promise<Envelope<{ timer_id: string }>> {
+    await this.timers.remove(id);
+    return ok({ timer_id: id });
+  }
+
+  @Get('producer')
+  @ApiOperation({
+    summary: "this instance's Producer: ownership model, whether it fires, counters",
+  })
+  @ApiOkResponse({ type: ProducerStatusDto })
+  status(): Envelope<ProducerStatusDto> {
+    const view = this.ownership.view();
+    return ok({
+      mode: view.mode,
+      active: view.active,
+      members: view.members,
+      instance_id: this.config.instanceId,
+      counters: this.metrics.snapshot(),
+    });
+  }
+}

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { Schedule } from './schedule';
+import { ProducerMemberEntity, TimerEntity } from './timer.entity';
+import { MisfirePolicy, OverlapPolicy, TimerModel } from './timer.model';
+
+const toModel = (e: TimerEntity): TimerModel => ({
+  timerId: e.timer_id,
+  name: e.name,
+  tenant: e.tenant,
+  schedule: JSON.parse(e.schedule) as Schedule,
+  startAt: e.start_at,
+  endAt: e.end_at,
+  enabled: Number(e.enabled) === 1,
+  overlapPolicy: e.overlap_policy as OverlapPolicy,
+  misfirePolicy: e.misfire_policy as MisfirePolicy,
+  misfireGraceMs: Number(e.misfire_grace_ms),
+  template: JSON.parse(e.template) as CreateTaskDto,
+  nextFireAt: e.next_fire_at,
+  lastFireAt: e.last_fire_at,
+  lastTaskId: e.last_task_id,
+  fireCount: Number(e.fire_count),
+  misfireCount: Number(e.misfire_count),
+  skipCount: Number(e.skip_count),
+  version: Number(e.version),
+  createdAt: e.created_at,
+  updatedAt: e.updated_at,
+});
+
+const toEntity = (m: TimerModel): TimerEntity => ({
+  timer_id: m.timerId,
+  name: m.name,
+  tenant: m.tenant,
+  schedule: JSON.stringify(m.schedule),
+  start_at: m.startAt,
+  end_at: m.endAt,
+  enabled: m.enabled ? 1 : 0,
+  overlap_policy: m.overlapPolicy,
+  misfire_policy: m.misfirePolicy,
+  misfire_grace_ms: m.misfireGraceMs,
+  template: JSON.stringify(m.template),
+  next_fire_at: m.nextFireAt,
+  last_fire_at: m.lastFireAt,
+  last_task_id: m.lastTaskId,
+  fire_count: m.fireCount,
+  misfire_count: m.misfireCount,
+  skip_count: m.skipCount,
+  version: m.version,
+  created_at: m.createdAt,
+  updated_at: m.updatedAt,
+});
+
+/** Timers and the producer member directory. Every change of a timer is a compare-and-set on version. */
+@Injectable()
+export class TimersRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async insert(m: TimerModel): Promise<void> {
+    await this.db.manager.insert(TimerEntity, toEntity(m));
+  }
+
+  async find(timerId: string): Promise<TimerModel | undefined> {
+    const e = await this.db.manager.findOneBy(TimerEntity, { timer_id: timerId });
+    return e ? toModel(e) : undefined;
+  }
+
+  async list(): Promise<TimerModel[]> {
+    return (await this.db.manager.find(TimerEntity, { order: { timer_id: 'ASC' } })).map(toModel);
+  }
+
+  /** Enabled timers that still have a slot to fire: what a Producer owner looks at. */
+  async active(): Promise<TimerModel[]> {
+    const rows = await this.db.manager
+      .createQueryBuilder(TimerEntity, 't')
+      .where('t.enabled = 1')
+      .andWhere('t.next_fire_at IS NOT NULL')
+      .getMany();
+    return rows.map(toModel);
+  }
+
+  /** Writes `next` if the row is still at `prev.version`; returns the stored row, or undefined. */
+  async replace(prev: TimerModel, next: TimerModel): Promise<TimerModel | undefined> {
+    const stored: TimerModel = { ...next, version: prev.version + 1 };
+    const { timer_id: _id, ...set } = toEntity(stored);
+    const res = await this.db.manager
+      .createQueryBuilder()
+      .update(TimerEntity)
+      .set(set)
+      .where('timer_id = :id AND version = :v', { id: prev.timerId, v: prev.version })
+      .execute();
+    return res.affected === 1 ? stored : undefined;
+  }
+
+  async remove(timerId: string): Promise<boolean> {
+    const res = await this.db.manager.delete(TimerEntity, { timer_id: timerId });
+    return (res.affected ?? 0) > 0;
+  }
+
+  // ---- member directory (who may be alive; the lock backend says who is) --------------------
+
+  async upsertMember(memberId: string, now: number): Promise<void> {
+    const res = await this.db.manager.update(
+      ProducerMemberEntity,
+      { member_id: memberId },
+      { seen_at: now },
+    );
+    if ((res.affected ?? 0) === 0) {
+      await this.db.manager
+        .createQueryBuilder()
+        .insert()
+        .into(ProducerMemberEntity)
+        .values({ member_id: memberId, joined_at: now, seen_at: now })
+        .orIgnore()
+        .execute();
+    }
+  }
+
+  async members(): Promise<{ memberId: string; seenAt: number }[]> {
+    const rows = await this.db.manager.find(ProducerMemberEntity, {
+      order: { member_id: 'ASC' },
+    });
+    return rows.map((r) => ({ memberId: r.member_id, seenAt: r.seen_at }));
+  }
+
+  async removeMember(memberId: string): Promise<void> {
+    await this.db.manager.delete(ProducerMemberEntity, { member_id: memberId });
+  }
+}

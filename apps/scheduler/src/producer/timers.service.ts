@@ -1,0 +1,183 @@
+import { Injectable } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { Clock } from '../common/clock';
+import { IdGenerator } from '../common/id-generator';
+import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { TasksService } from '../tasks/tasks.service';
+import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
+import { firstSlotFrom } from './producer.service';
+import { ProducerService } from './producer.service';
+import { Schedule, ScheduleError, validateCron } from './schedule';
+import { TimerModel } from './timer.model';
+import { TimersRepository } from './timers.repository';
+
+const invalid = (message: string, data?: Record<string, unknown>): ContractException =>
+  new ContractException(ContractErrorCode.VALIDATION_FAILED, message, data);
+
+/** The rules of `/v1/timers`: what a definition may say, and where its next slot is. */
+@Injectable()
+export class TimersService {
+  constructor(
+    private readonly repo: TimersRepository,
+    private readonly tasks: TasksService,
+    private readonly producer: ProducerService,
+    private readonly ids: IdGenerator,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(dto: CreateTimerDto): Promise<TimerModel> {
+    const now = this.clock.now();
+    const startAt = dto.start_at ? Date.parse(dto.start_at) : null;
+    const endAt = dto.end_at ? Date.parse(dto.end_at) : null;
+    const schedule = this.schedule(dto.schedule, startAt, now);
+    this.checkWindow(startAt, endAt);
+    await this.checkTemplate(dto.task);
+    const base = { schedule, startAt, endAt };
+    const timer: TimerModel = {
+      timerId: this.ids.taskId(),
+      name: dto.name,
+      tenant: dto.task.tenant ?? 'default',
+      ...base,
+      enabled: dto.enabled ?? true,
+      overlapPolicy: dto.overlap_policy ?? 'allow',
+      misfirePolicy: dto.misfire_policy ?? 'fire_once',
+      misfireGraceMs: dto.misfire_grace_ms ?? 5000,
+      template: dto.task,
+      // A one-shot in the past still fires (now, as a misfire by its policy); others start from now.
+      nextFireAt: schedule.kind === 'once' ? schedule.at : firstSlotFrom(base, now),
+      lastFireAt: null,
+      lastTaskId: null,
+      fireCount: 0,
+      misfireCount: 0,
+      skipCount: 0,
+      version: 0,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (timer.nextFireAt === null)
+      throw invalid('the schedule has no slot between start_at and end_at');
+    await this.repo.insert(timer);
+    this.producer.poke(true);
+    return timer;
+  }
+
+  list(): Promise<TimerModel[]> {
+    return this.repo.list();
+  }
+
+  async get(timerId: string): Promise<TimerModel> {
+    const t = await this.repo.find(timerId);
+    if (!t)
+      throw new ContractException(ContractErrorCode.NOT_FOUND, `timer ${timerId} does not exist`, {
+        timer_id: timerId,
+      });
+    return t;
+  }
+
+  async update(timerId: string, dto: UpdateTimerDto): Promise<TimerModel> {
+    const t = await this.get(timerId);
+    const now = this.clock.now();
+    const startAt = dto.start_at !== undefined ? Date.parse(dto.start_at) : t.startAt;
+    const endAt = dto.end_at !== undefined ? Date.parse(dto.end_at) : t.endAt;
+    const schedule = dto.schedule ? this.schedule(dto.schedule, startAt, now) : t.schedule;
+    this.checkWindow(startAt, endAt);
+    if (dto.task) await this.checkTemplate(dto.task);
+    const enabled = dto.enabled ?? t.enabled;
+    const base = { schedule, startAt, endAt };
+    // A new schedule or window, or a timer enabled again, starts from the next slot: the slots
+    // while it was off are not misfires.
+    const restart =
+      dto.schedule !== undefined ||
+      dto.start_at !== undefined ||
+      dto.end_at !== undefined ||
+      (enabled && !t.enabled);
+    const next: TimerModel = {
+      ...t,
+      ...base,
+      name: dto.name ?? t.name,
+      template: dto.task ?? t.template,
+      tenant: dto.task ? (dto.task.tenant ?? 'default') : t.tenant,
+      enabled,
+      overlapPolicy: dto.overlap_policy ?? t.overlapPolicy,
+      misfirePolicy: dto.misfire_policy ?? t.misfirePolicy,
+      misfireGraceMs: dto.misfire_grace_ms ?? t.misfireGraceMs,
+      nextFireAt: restart
+        ? schedule.kind === 'once'
+          ? schedule.at
+          : firstSlotFrom(base, now)
+        : t.nextFireAt,
+      updatedAt: now,
+    };
+    const stored = await this.repo.replace(t, next);
+    if (!stored)
+      throw new ContractException(
+        ContractErrorCode.VERSION_CONFLICT,
+        `timer ${timerId} changed while this change was made (it fired); send it again`,
+        { timer_id: timerId },
+      );
+    this.producer.poke(true);
+    return stored;
+  }
+
+  async remove(timerId: string): Promise<void> {
+    if (!(await this.repo.remove(timerId)))
+      throw new ContractException(ContractErrorCode.NOT_FOUND, `timer ${timerId} does not exist`, {
+        timer_id: timerId,
+      });
+    this.producer.poke(true);
+  }
+
+  private schedule(dto: ScheduleDto, startAt: number | null, now: number): Schedule {
+    const allowed: Record<ScheduleDto['kind'], (keyof ScheduleDto)[]> = {
+      cron: ['kind', 'cron', 'time_zone'],
+      interval: ['kind', 'every_ms', 'at'],
+      once: ['kind', 'at'],
+    };
+    const extra = (Object.keys(dto) as (keyof ScheduleDto)[]).filter(
+      (k) => dto[k] !== undefined && !allowed[dto.kind].includes(k),
+    );
+    if (extra.length > 0)
+      throw invalid(`schedule of kind ${dto.kind} does not take ${extra.join(', ')}`);
+    switch (dto.kind) {
+      case 'cron': {
+        if (!dto.cron) throw invalid('schedule.cron is required for kind cron');
+        const timeZone = dto.time_zone ?? 'UTC';
+        try {
+          validateCron(dto.cron, timeZone);
+        } catch (err) {
+          if (err instanceof ScheduleError) throw invalid(`schedule: ${err.message}`);
+          throw err;
+        }
+        return { kind: 'cron', cron: dto.cron.trim(), timeZone };
+      }
+      case 'interval': {
+        if (!dto.every_ms) throw invalid('schedule.every_ms is required for kind interval');
+        const anchor = dto.at ? Date.parse(dto.at) : (startAt ?? now + dto.every_ms);
+        return { kind: 'interval', everyMs: dto.every_ms, anchor };
+      }
+      case 'once':
+        if (!dto.at) throw invalid('schedule.at is required for kind once');
+        return { kind: 'once', at: Date.parse(dto.at) };
+    }
+  }
+
+  private checkWindow(startAt: number | null, endAt: number | null): void {
+    if (startAt !== null && endAt !== null && endAt < startAt)
+      throw invalid('end_at is before start_at');
+  }
+
+  /** The template must create a task today (type registered, http_url, sizes); the key is ours. */
+  private async checkTemplate(task: CreateTaskDto): Promise<void> {
+    if (task.idempotency_key !== undefined)
+      throw invalid(
+        'task.idempotency_key is set by the Producer (timer:<id>:<slot>); leave it out',
+      );
+    try {
+      await this.tasks.check(task);
+    } catch (err) {
+      if (err instanceof ContractException)
+        throw new ContractException(err.code, `task: ${err.message}`, err.data);
+      throw err;
+    }
+  }
+}
