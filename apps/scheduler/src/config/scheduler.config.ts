@@ -169,6 +169,8 @@ function locks(env: Env): LockConfig {
             'BATON_ZOOKEEPER',
             'when BATON_LOCK=zookeeper (host:port[,host:port])',
           ),
+          rootPath: env.BATON_ZOOKEEPER_ROOT ?? '/baton/locks',
+          sessionTimeoutMs: int(env, 'BATON_ZOOKEEPER_SESSION_MS', 4000, 500, 600_000),
         },
       };
     case 'etcd':

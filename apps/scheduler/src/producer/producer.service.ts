@@ -5,7 +5,12 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import {
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+} from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { Metrics } from '../common/metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
@@ -67,6 +72,11 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     if (this.wake) clearTimeout(this.wake);
     await this.running;
     await this.ownership.stop();
+  }
+
+  /** The timers (as last read) this instance fires now. */
+  ownedTimers(): string[] {
+    return this.timers.filter((t) => this.ownership.owns(t.timerId)).map((t) => t.timerId);
   }
 
   /** Look again now (a timer changed through this instance, or ownership moved). */
@@ -187,6 +197,24 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     return this.repo.replace(t, next);
   }
 
+  /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */
+  private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
+    for (let tries = 0; ; tries++) {
+      try {
+        await this.tasks.cancel(previous);
+        return;
+      } catch (err) {
+        const busy =
+          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+        if (!busy || tries >= 200 || this.stopped) {
+          this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
   /** One slot: the overlap policy, then the task. Returns its task id, or why there is none. */
   private async fireSlot(
     t: TimerModel,
@@ -200,11 +228,8 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
           this.metrics.inc('baton_timer_overlap_skips_total', { timer: t.timerId });
           return 'skipped';
         }
-        await this.tasks
-          .cancel(previous)
-          .catch((err: unknown) =>
-            this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),
-          );
+        // In the background: a task being driven answers 409 for a moment, and the fire must not wait.
+        void this.cancelPrevious(t, previous);
         this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
       }
     }

@@ -21,6 +21,7 @@ import {
   toTimerDto,
 } from './dto/timer.dto';
 import { ProducerOwnership } from './ownership';
+import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
 
 @ApiTags('timers')
@@ -29,6 +30,7 @@ export class TimersController {
   constructor(
     private readonly timers: TimersService,
     private readonly ownership: ProducerOwnership,
+    private readonly producer: ProducerService,
     private readonly metrics: Metrics,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
@@ -89,6 +91,7 @@ export class TimersController {
       active: view.active,
       members: view.members,
       instance_id: this.config.instanceId,
+      owned_timers: this.producer.ownedTimers(),
       counters: this.metrics.snapshot(),
     });
   }

@@ -269,6 +269,8 @@ export class ProducerStatusDto {
   @ApiProperty({ type: [String], description: 'distributed: the live members this instance sees' })
   members!: string[];
   @ApiProperty({ description: 'this instance' }) instance_id!: string;
+  @ApiProperty({ type: [String], description: 'the timers this instance fires now' })
+  owned_timers!: string[];
   @ApiProperty({
     type: 'object',
     additionalProperties: { type: 'number' },
