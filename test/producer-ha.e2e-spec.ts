@@ -1,0 +1,254 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createConnection } from 'mysql2/promise';
+import { Api, Backend, SECRET, productionBackend, startScheduler } from './support/baton';
+import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+
+jest.setTimeout(240_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Fires of a timer straight from the database: slot (from the unique key) and creation time. */
+async function fireRows(
+  database: string,
+  timerId: string,
+): Promise<{ slot: number; createdAt: number }[]> {
+  const c = await createConnection({ host: '127.0.0.1', user: 'root', password: '', database });
+  try {
+    const [rows] = await c.query(
+      'SELECT idempotency_key AS k, created_at AS c FROM baton_task WHERE idempotency_key LIKE ?',
+      [`timer:${timerId}:%`],
+    );
+    return (rows as { k: string; c: string | number }[])
+      .map((r) => ({ slot: Number(r.k.split(':')[2]), createdAt: Number(r.c) }))
+      .sort((a, b) => a.slot - b.slot);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Slots from the first to the last, each exactly once: the gaps (missing slots) listed. */
+function gaps(slots: number[], stepMs: number): number[] {
+  const missing: number[] = [];
+  for (let i = 1; i < slots.length; i++)
+    for (let s = slots[i - 1] + stepMs; s < slots[i]; s += stepMs) missing.push(s);
+  return missing;
+}
+
+/**
+ * The Producer under failure, on MariaDB + Redis queue + ZooKeeper locks: three schedulers, the
+ * owner killed with SIGKILL twice, and still every slot of a one-second cron fired exactly once.
+ */
+describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
+  let backend: Backend;
+  let dir: string;
+  let database: string;
+  let worker: RunningProcess | undefined;
+  const procs = new Map<string, RunningProcess>();
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-producer-ha-'));
+    backend = await productionBackend();
+    database = backend.env.BATON_MYSQL_DATABASE as string;
+    Object.assign(backend.env, {
+      BATON_LOCK: 'zookeeper',
+      BATON_ZOOKEEPER: '127.0.0.1:2181',
+      BATON_ZOOKEEPER_ROOT: `/baton-e2e/${randomBytes(4).toString('hex')}`,
+      BATON_ZOOKEEPER_SESSION_MS: '2000',
+      BATON_PRODUCER_LEASE_MS: '2000',
+      BATON_WORKER_STALE_MS: '600000',
+    });
+  });
+
+  afterEach(async () => {
+    await Promise.all([...procs.values()].map((p) => p.stop()));
+    procs.clear();
+    await worker?.stop();
+    worker = undefined;
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = async (id: string, extra: NodeJS.ProcessEnv = {}): Promise<Api> => {
+    const p = await startScheduler(backend, { BATON_INSTANCE_ID: id, ...extra });
+    procs.set(id, p);
+    if (!worker) {
+      worker = await startProcess(WORKER_MAIN, {
+        WORKER_PORT: '0',
+        WORKER_ID: 'ha-w1',
+        BATON_AUTH_MODE: 'hmac',
+        BATON_AUTH_SECRET: SECRET,
+        BATON_SCHEDULER_URL: p.url,
+        WORKER_HEARTBEAT_MS: '300',
+        WORKER_RUN_LOG: join(dir, 'w1.jsonl'),
+      });
+      await new Api(p.url).waitForWorkers(1);
+    }
+    return new Api(p.url);
+  };
+
+  const status = async (id: string) =>
+    (
+      await new Api((procs.get(id) as RunningProcess).url).call<{
+        active: boolean;
+        members: string[];
+        owned_timers: string[];
+      }>('GET', '/v1/producer')
+    ).data;
+
+  /** The instance that fires `timerId` now (the one owner). */
+  const ownerOf = (timerId: string): Promise<string> =>
+    eventually(
+      async () => {
+        const owners: string[] = [];
+        for (const id of procs.keys())
+          if ((await status(id)).owned_timers.includes(timerId)) owners.push(id);
+        return owners.length === 1 ? owners[0] : undefined;
+      },
+      20_000,
+      `one owner of ${timerId}`,
+    );
+
+  const everySecond = (name: string) => ({
+    name,
+    schedule: { kind: 'cron', cron: '*/1 * * * * *' },
+    task: { create_info: { task_type: 'demo.echo', task_name: name }, params: {} },
+    misfire_policy: 'fire_all',
+    misfire_grace_ms: 60_000,
+  });
+
+  /** Kills the owner, and reports how long until the next fire was written by someone else. */
+  const killOwner = async (timerId: string): Promise<{ victim: string; failoverMs: number }> => {
+    const victim = await ownerOf(timerId);
+    const before = (await fireRows(database, timerId)).length;
+    const killedAt = Date.now();
+    await (procs.get(victim) as RunningProcess).kill9();
+    procs.delete(victim);
+    const firstAfter = await eventually(
+      async () => {
+        const rows = await fireRows(database, timerId);
+        const next = rows.filter((r) => r.createdAt > killedAt);
+        return rows.length > before && next.length > 0
+          ? Math.min(...next.map((r) => r.createdAt))
+          : undefined;
+      },
+      30_000,
+      'a fire after the owner was killed',
+    );
+    return { victim, failoverMs: firstAfter - killedAt };
+  };
+
+  it.each(['standby', 'distributed'])(
+    '%s ownership: a */1 s cron over 60 s, its owner killed twice, fires every slot exactly once',
+    async (mode) => {
+      const env = { BATON_PRODUCER_MODE: mode };
+      const api = await start('p1', env);
+      await start('p2', env);
+      await start('p3', env);
+      // Several timers in distributed mode, so they spread over the members.
+      const n = mode === 'distributed' ? 6 : 1;
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const res = await api.call<{ timer_id: string }>(
+          'POST',
+          '/v1/timers',
+          everySecond(`ha ${mode} ${i}`),
+        );
+        expect(res.status).toBe(201);
+        ids.push(res.data.timer_id);
+      }
+      const t0 = Date.now();
+      if (mode === 'distributed') {
+        const owners = new Set(await Promise.all(ids.map(ownerOf)));
+        expect(owners.size).toBeGreaterThan(1);
+      }
+      await sleep(15_000 - (Date.now() - t0));
+      const first = await killOwner(ids[0]);
+      // A member joins (a new instance, and in standby a new standby).
+      await start('p4', env);
+      await sleep(35_000 - (Date.now() - t0));
+      const second = await killOwner(ids[0]);
+      await sleep(60_000 - (Date.now() - t0));
+      const stopAt = Date.now();
+      const live = [...procs.keys()][0];
+      const liveApi = new Api((procs.get(live) as RunningProcess).url);
+      for (const id of ids) await liveApi.call('PATCH', `/v1/timers/${id}`, { enabled: false });
+      await sleep(500);
+
+      const report: string[] = [];
+      for (const id of ids) {
+        const rows = await fireRows(database, id);
+        const slots = rows.map((r) => r.slot);
+        // Exactly once: no slot twice (the unique key), none missing between the first and last.
+        expect(new Set(slots).size).toBe(slots.length);
+        expect(gaps(slots, 1000)).toEqual([]);
+        // From the first slot after creation to about when it was disabled.
+        expect(slots[0]).toBeLessThanOrEqual(t0 + 2000);
+        expect(slots[slots.length - 1]).toBeGreaterThanOrEqual(stopAt - 3000);
+        const lateness = rows.map((r) => r.createdAt - r.slot);
+        report.push(
+          `timer ${id}: ${slots.length} slots, each once, max lateness ${Math.max(...lateness)} ms`,
+        );
+      }
+      console.log(
+        `${mode}: failover ${first.failoverMs} ms (killed ${first.victim}), ${second.failoverMs} ms (killed ${second.victim})\n${report.join('\n')}`,
+      );
+      // Failover is bounded by the ZooKeeper session (2 s) plus a probe; allow for a loaded machine.
+      expect(first.failoverMs).toBeLessThan(15_000);
+      expect(second.failoverMs).toBeLessThan(15_000);
+    },
+  );
+
+  it('misfire policies after a 10 s outage of every instance', async () => {
+    let api = await start('m1');
+    const mk = async (policy: string) =>
+      (
+        await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+          ...everySecond(`misfire ${policy}`),
+          misfire_policy: policy,
+          misfire_grace_ms: 1000,
+        })
+      ).data.timer_id;
+    const ids = {
+      fire_once: await mk('fire_once'),
+      fire_all: await mk('fire_all'),
+      skip: await mk('skip'),
+    };
+    await sleep(3000);
+    const downAt = Date.now();
+    await (procs.get('m1') as RunningProcess).kill9();
+    procs.delete('m1');
+    await sleep(10_000);
+    const upAt = Date.now();
+    api = await start('m2');
+    await sleep(4000);
+    for (const id of Object.values(ids))
+      await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
+    await sleep(500);
+
+    // Slots that fell due while nobody ran, past the 1 s grace.
+    const missedWindow = (s: number) => s > downAt + 1000 && s < upAt - 1000;
+    const all = (await fireRows(database, ids.fire_all)).map((r) => r.slot);
+    expect(gaps(all, 1000)).toEqual([]);
+    expect(all.filter(missedWindow).length).toBeGreaterThanOrEqual(7);
+
+    const once = (await fireRows(database, ids.fire_once)).map((r) => r.slot);
+    expect(once.filter(missedWindow).length).toBeLessThanOrEqual(1);
+    expect(gaps(once, 1000).length).toBeGreaterThanOrEqual(7);
+    const onceTimer = (
+      await api.call<{ misfire_count: number }>('GET', `/v1/timers/${ids.fire_once}`)
+    ).data;
+    expect(onceTimer.misfire_count).toBeGreaterThanOrEqual(7);
+
+    const skip = (await fireRows(database, ids.skip)).map((r) => r.slot);
+    expect(skip.filter(missedWindow)).toEqual([]);
+    const skipTimer = (await api.call<{ misfire_count: number }>('GET', `/v1/timers/${ids.skip}`))
+      .data;
+    expect(skipTimer.misfire_count).toBeGreaterThanOrEqual(8);
+    // After the outage all three fire on time again.
+    for (const slots of [all, once, skip])
+      expect(slots[slots.length - 1]).toBeGreaterThan(upAt + 1000);
+  });
+});
