@@ -8,6 +8,7 @@ import { SCHEDULER_CONFIG, SchedulerConfig } from './config/scheduler.config';
 import { DatabaseModule } from './database/database.module';
 import { DispatcherService } from './dispatcher/dispatcher.service';
 import { HealthController } from './health/health.controller';
+import { LOGDUMPER_CONTROLLERS, LOGDUMPER_PROVIDERS } from './logdumper/logdumper.providers';
 import { QueueModule } from './queue/queue.module';
 import { EnqueueTracker } from './runner/enqueue-tracker';
 import { RateLimiter } from './runner/rate-limiter';
@@ -28,7 +29,7 @@ import { WorkersController } from './workers/workers.controller';
 import { WorkersRepository } from './workers/workers.repository';
 import { WorkersService } from './workers/workers.service';
 
-/** The TaskScheduler: API, Dispatcher, Checker and runner over one database, queue and lock backend. */
+/** The TaskScheduler: API, Dispatcher, Checker, runner and LogDumper over one database, queue and lock backend. */
 @Module({})
 export class SchedulerAppModule {
   static forConfig(config: SchedulerConfig): DynamicModule {
@@ -51,6 +52,7 @@ export class SchedulerAppModule {
         CallbacksController,
         TaskTypesController,
         WorkersController,
+        ...LOGDUMPER_CONTROLLERS,
       ],
       providers: [
         Clock,
@@ -77,6 +79,7 @@ export class SchedulerAppModule {
         CheckerService,
         TasksService,
         IdempotencyService,
+        ...LOGDUMPER_PROVIDERS,
       ],
     };
   }

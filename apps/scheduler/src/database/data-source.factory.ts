@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { LogOffsetEntity } from '../logdumper/log-offset.entity';
+import { LogRuleEntity } from '../logdumper/log-rule.entity';
 import { IdempotencyRecordEntity } from '../tasks/idempotency-record.entity';
 import { TaskAttemptEntity } from '../tasks/task-attempt.entity';
 import { TaskEventEntity } from '../tasks/task-event.entity';
@@ -9,6 +11,7 @@ import { WorkerEntity } from '../workers/worker.entity';
 import { DatabaseConfig } from './database.config';
 import { Init1763800000000 } from './migrations/1763800000000-Init';
 import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskTypeRateLimit';
+import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
 
 export const ENTITIES = [
   TaskEntity,
@@ -18,8 +21,14 @@ export const ENTITIES = [
   TaskTypeEntity,
   WorkerEntity,
   IdempotencyRecordEntity,
+  LogRuleEntity,
+  LogOffsetEntity,
 ];
-export const MIGRATIONS = [Init1763800000000, TaskTypeRateLimit1763900000000];
+export const MIGRATIONS = [
+  Init1763800000000,
+  TaskTypeRateLimit1763900000000,
+  LogDumper1764100000000,
+];
 
 /**
  * Builds (does not open) the TypeORM data source. Never `synchronize`: the schema comes only from
