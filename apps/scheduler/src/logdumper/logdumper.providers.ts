@@ -5,6 +5,7 @@ import { LogProcessorService } from './log-processor.service';
 import { LogRulesController } from './log-rules.controller';
 import { LogRulesRepository } from './log-rules.repository';
 import { LogRulesService } from './log-rules.service';
+import { LogSourcesService } from './log-sources.service';
 import { LogDumperCounters } from './logdumper.counters';
 import { LogsController } from './logs.controller';
 
@@ -21,4 +22,5 @@ export const LOGDUMPER_PROVIDERS: Provider[] = [
   LogRulesService,
   LogProcessorService,
   LogIngestService,
+  LogSourcesService,
 ];
