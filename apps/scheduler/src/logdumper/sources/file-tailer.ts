@@ -3,7 +3,7 @@ import { Lease, LockProvider } from '@baton/locks';
 import { LogOffsetsRepository } from '../log-offsets.repository';
 import { LogProcessorService } from '../log-processor.service';
 import { MalformedRecord, sourceId } from '../log-record';
-import { LogFile, findRotated, identify } from './log-file';
+import { LogFile, findRotated, findSuccessor, identify } from './log-file';
 import { splitLines } from './line-splitter';
 
 /** Bytes read at a time; a line longer than this is dropped. */
@@ -172,10 +172,11 @@ export class FileTailer {
   }
 
   private async moveToNewFile(old: LogFile): Promise<boolean> {
-    this.logger.log(`${old.path} was rotated; moving to the new ${this.opts.path}`);
+    const nextPath = await findSuccessor(this.opts.path, old.fileId, await old.mtimeMs());
+    this.logger.log(`finished ${old.path} (rotated); moving to ${nextPath}`);
     await old.close();
     this.file = null;
-    const next = await LogFile.open(this.opts.path);
+    const next = await LogFile.open(nextPath);
     await this.use(next, 0);
     return this.commit(next.fileId, 0);
   }

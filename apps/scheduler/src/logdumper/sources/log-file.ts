@@ -5,10 +5,12 @@ import { basename, dirname, join } from 'node:path';
 export type FileId = string;
 
 /** What is at a path right now, or null when nothing is. */
-export async function identify(path: string): Promise<{ fileId: FileId; size: number } | null> {
+export async function identify(
+  path: string,
+): Promise<{ fileId: FileId; size: number; mtimeMs: number } | null> {
   try {
     const s = await stat(path, { bigint: true });
-    return { fileId: s.ino.toString(), size: Number(s.size) };
+    return { fileId: s.ino.toString(), size: Number(s.size), mtimeMs: Number(s.mtimeMs) };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -29,6 +31,30 @@ export async function findRotated(path: string, fileId: FileId): Promise<string 
     if (found?.fileId === fileId) return join(dir, name);
   }
   return null;
+}
+
+/**
+ * The file that followed `fileId` in the rotation chain of `path`: of the path and its rotated
+ * siblings, the one last written soonest after the old file was (each file of a chain stops
+ * being written when the next one starts). The current file at the path wins only when no
+ * rotated sibling fits, so a reader that was down across several rotations reads them in order.
+ */
+export async function findSuccessor(
+  path: string,
+  fileId: FileId,
+  oldMtimeMs: number,
+): Promise<string> {
+  const dir = dirname(path);
+  const base = basename(path);
+  let best: { path: string; mtimeMs: number } | null = null;
+  for (const name of await readdir(dir)) {
+    if (name === base || !name.startsWith(base)) continue;
+    const found = await identify(join(dir, name)).catch(() => null);
+    if (!found || found.fileId === fileId || found.mtimeMs < oldMtimeMs) continue;
+    if (!best || found.mtimeMs < best.mtimeMs)
+      best = { path: join(dir, name), mtimeMs: found.mtimeMs };
+  }
+  return best?.path ?? path;
 }
 
 /** An open log file, read by byte offset. Kept open so a renamed file can still be finished. */
@@ -52,6 +78,10 @@ export class LogFile {
 
   async size(): Promise<number> {
     return Number((await this.handle.stat({ bigint: true })).size);
+  }
+
+  async mtimeMs(): Promise<number> {
+    return Number((await this.handle.stat({ bigint: true })).mtimeMs);
   }
 
   /** Up to `max` bytes from `offset` (fewer at the end of the file). */
