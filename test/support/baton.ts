@@ -126,7 +126,7 @@ export class Api {
   constructor(readonly base: string) {}
 
   async call<T = Record<string, unknown>>(
-    method: 'GET' | 'POST' | 'PUT' | 'PATCH',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},

@@ -8,6 +8,7 @@ import { SCHEDULER_CONFIG, SchedulerConfig } from './config/scheduler.config';
 import { DatabaseModule } from './database/database.module';
 import { DispatcherService } from './dispatcher/dispatcher.service';
 import { HealthController } from './health/health.controller';
+import { LOGDUMPER_CONTROLLERS, LOGDUMPER_PROVIDERS } from './logdumper/logdumper.providers';
 import { QueueModule } from './queue/queue.module';
 import { EnqueueTracker } from './runner/enqueue-tracker';
 import { RateLimiter } from './runner/rate-limiter';
@@ -34,7 +35,7 @@ import { TimersController } from './producer/timers.controller';
 import { TimersRepository } from './producer/timers.repository';
 import { TimersService } from './producer/timers.service';
 
-/** The TaskScheduler: API, Dispatcher, Checker and runner over one database, queue and lock backend. */
+/** The TaskScheduler: API, Dispatcher, Checker, runner and LogDumper over one database, queue and lock backend. */
 @Module({})
 export class SchedulerAppModule {
   static forConfig(config: SchedulerConfig): DynamicModule {
@@ -58,6 +59,7 @@ export class SchedulerAppModule {
         TaskTypesController,
         WorkersController,
         TimersController,
+        ...LOGDUMPER_CONTROLLERS,
       ],
       providers: [
         Clock,
@@ -89,6 +91,7 @@ export class SchedulerAppModule {
         ProducerOwnership,
         ProducerService,
         TimersService,
+        ...LOGDUMPER_PROVIDERS,
       ],
     };
   }

@@ -18,7 +18,7 @@ export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
     .setVersion('1.0.0')
     .setDescription(
       'The TaskScheduler API: tasks (create, batch, list, lifecycle log, attempts, pause, continue, cancel, retry, rollback, change), ' +
-        'task types, workers, and the callbacks async workers report to. Every answer is `{code, message, data}`; ' +
+        'task types, workers, LogDumper rules and log ingest, and the callbacks async workers report to. Every answer is `{code, message, data}`; ' +
         'error codes are those of the worker contract (openapi/worker.v1.json), code / 100 being the HTTP status.',
     )
     .addApiKey(

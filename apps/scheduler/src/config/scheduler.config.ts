@@ -58,6 +58,29 @@ export interface SchedulerConfig {
     maxCatchUp: number;
   };
   bodyLimitBytes: number;
+  logdumper: LogDumperConfig;
+}
+
+/** LogDumper sources read by this instance (HTTP ingest needs no configuration). */
+export interface LogDumperConfig {
+  /** Tailed files: `BATON_LOG_FILES=name=/path/app.log,...`; one lease-holding reader per file. */
+  files: { name: string; path: string }[];
+  /** Redis streams: `BATON_LOG_STREAMS=name=streamKey,...`, read in a consumer group. */
+  streams: { name: string; key: string }[];
+  /** Where the streams live (the BATON_REDIS_* server). */
+  redis: { host: string; port: number; db: number };
+  /** Consumer group of every stream source; the consumer name is the instance id. */
+  streamGroup: string;
+  /** Pause between passes over a file that had nothing new. */
+  pollIntervalMs: number;
+  /** Lines (file) or entries (stream) processed before the position is stored. */
+  batch: number;
+  /** TTL of a file's reader lease; a crashed reader's file is taken over after it. */
+  fileLeaseMs: number;
+  /** A pending stream entry idle this long belongs to a dead consumer and is claimed. */
+  streamClaimIdleMs: number;
+  /** XREADGROUP BLOCK: how long one read waits for new entries. */
+  streamBlockMs: number;
 }
 
 /** A configuration problem: the process must not start. */
@@ -222,6 +245,45 @@ function auth(env: Env): AuthConfig {
   };
 }
 
+const SOURCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** `name=value,...` pairs of a LogDumper source list; names are unique. */
+function namedList(env: Env, name: string, what: string): { name: string; value: string }[] {
+  const out: { name: string; value: string }[] = [];
+  for (const part of (env[name] ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const eq = part.indexOf('=');
+    const key = eq > 0 ? part.slice(0, eq) : '';
+    const value = eq > 0 ? part.slice(eq + 1) : '';
+    if (!SOURCE_NAME.test(key) || value === '' || out.some((o) => o.name === key)) {
+      throw new SchedulerConfigError(
+        `${name}: ${JSON.stringify(part)} is not a unique name=${what} (name: 1-64 of [A-Za-z0-9._-])`,
+      );
+    }
+    out.push({ name: key, value });
+  }
+  return out;
+}
+
+function logdumper(env: Env): LogDumperConfig {
+  return {
+    files: namedList(env, 'BATON_LOG_FILES', 'path').map((f) => ({ name: f.name, path: f.value })),
+    streams: namedList(env, 'BATON_LOG_STREAMS', 'streamKey').map((s) => ({
+      name: s.name,
+      key: s.value,
+    })),
+    redis: redisNode(env),
+    streamGroup: env.BATON_LOG_STREAM_GROUP ?? 'baton-logdumper',
+    pollIntervalMs: int(env, 'BATON_LOG_POLL_MS', 500, 10, 60_000),
+    batch: int(env, 'BATON_LOG_BATCH', 200, 1, 10_000),
+    fileLeaseMs: int(env, 'BATON_LOG_FILE_LEASE_MS', 10_000, 500, 600_000),
+    streamClaimIdleMs: int(env, 'BATON_LOG_STREAM_CLAIM_IDLE_MS', 30_000, 100, 3_600_000),
+    streamBlockMs: int(env, 'BATON_LOG_STREAM_BLOCK_MS', 1000, 10, 60_000),
+  };
+}
+
 /** Builds and validates the config; the only place in the scheduler that reads process.env. */
 export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
   const port = int(env, 'SCHEDULER_PORT', 3000, 0, 65535);
@@ -262,6 +324,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       maxCatchUp: int(env, 'BATON_PRODUCER_MAX_CATCH_UP', 1000, 1, 100_000),
     },
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    logdumper: logdumper(env),
   };
   config.producer.probeMs = int(
     env,

@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { LogOffsetEntity } from '../logdumper/log-offset.entity';
+import { LogRuleEntity } from '../logdumper/log-rule.entity';
 import { IdempotencyRecordEntity } from '../tasks/idempotency-record.entity';
 import { TaskAttemptEntity } from '../tasks/task-attempt.entity';
 import { TaskEventEntity } from '../tasks/task-event.entity';
@@ -11,6 +13,7 @@ import { Init1763800000000 } from './migrations/1763800000000-Init';
 import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskTypeRateLimit';
 import { Timers1764000000000 } from './migrations/1764000000000-Timers';
 import { ProducerMemberEntity, TimerEntity } from '../producer/timer.entity';
+import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
 
 export const ENTITIES = [
   TaskEntity,
@@ -22,8 +25,15 @@ export const ENTITIES = [
   IdempotencyRecordEntity,
   TimerEntity,
   ProducerMemberEntity,
+  LogRuleEntity,
+  LogOffsetEntity,
 ];
-export const MIGRATIONS = [Init1763800000000, TaskTypeRateLimit1763900000000, Timers1764000000000];
+export const MIGRATIONS = [
+  Init1763800000000,
+  TaskTypeRateLimit1763900000000,
+  Timers1764000000000,
+  LogDumper1764100000000,
+];
 
 /**
  * Builds (does not open) the TypeORM data source. Never `synchronize`: the schema comes only from

@@ -1,0 +1,52 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Envelope, ok } from '@baton/task-contract';
+import { CreateLogRuleDto, LogRuleDto, UpdateLogRuleDto, toLogRuleDto } from './dto/log-rule.dto';
+import { LogRulesService } from './log-rules.service';
+
+@ApiTags('log rules')
+@Controller('v1/log-rules')
+export class LogRulesController {
+  constructor(private readonly rules: LogRulesService) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({
+    summary: 'create a LogDumper rule: a match and a task template filled from its captures',
+  })
+  @ApiOkResponse({ type: LogRuleDto })
+  async create(@Body() dto: CreateLogRuleDto): Promise<Envelope<LogRuleDto>> {
+    return ok(toLogRuleDto(await this.rules.create(dto)));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'list LogDumper rules' })
+  @ApiOkResponse({ type: [LogRuleDto] })
+  async list(): Promise<Envelope<LogRuleDto[]>> {
+    return ok((await this.rules.list()).map(toLogRuleDto));
+  }
+
+  @Get(':rule_id')
+  @ApiOperation({ summary: 'get a LogDumper rule' })
+  @ApiOkResponse({ type: LogRuleDto })
+  async get(@Param('rule_id') ruleId: string): Promise<Envelope<LogRuleDto>> {
+    return ok(toLogRuleDto(await this.rules.get(ruleId)));
+  }
+
+  @Patch(':rule_id')
+  @ApiOperation({ summary: 'change a rule, or enable / disable it with {"enabled": false}' })
+  @ApiOkResponse({ type: LogRuleDto })
+  async update(
+    @Param('rule_id') ruleId: string,
+    @Body() dto: UpdateLogRuleDto,
+  ): Promise<Envelope<LogRuleDto>> {
+    return ok(toLogRuleDto(await this.rules.update(ruleId, dto)));
+  }
+
+  @Delete(':rule_id')
+  @ApiOperation({ summary: 'delete a rule (the tasks it made stay)' })
+  async remove(@Param('rule_id') ruleId: string): Promise<Envelope<null>> {
+    await this.rules.remove(ruleId);
+    return ok(null);
+  }
+}

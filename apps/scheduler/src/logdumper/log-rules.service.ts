@@ -1,0 +1,150 @@
+import { Injectable } from '@nestjs/common';
+import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
+import { Clock } from '../common/clock';
+import { IdGenerator } from '../common/id-generator';
+import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
+import { LogRuleModel } from './log-rule.model';
+import { LogRulesRepository } from './log-rules.repository';
+import {
+  BUILTIN_PLACEHOLDERS,
+  MatchSpec,
+  Matcher,
+  compileMatcher,
+  groupNamesOf,
+  parseMatchSpec,
+  placeholdersOf,
+} from './rule-matcher';
+
+const SOURCE_PATTERN = /^(\*|(http|file|stream):(\*|[A-Za-z0-9._-]{1,64}))$/;
+
+/** A rule ready to run: its matcher compiled once per load. */
+export interface ActiveRule {
+  rule: LogRuleModel;
+  matcher: Matcher;
+}
+
+function invalid(message: string): ContractException {
+  return new ContractException(ContractErrorCode.VALIDATION_FAILED, message, {
+    errors: [message],
+  });
+}
+
+function appliesTo(patterns: readonly string[], sourceId: string): boolean {
+  const [kind] = sourceId.split(':', 1);
+  return patterns.some((p) => p === '*' || p === sourceId || p === `${kind}:*`);
+}
+
+/**
+ * The rules of LogDumper rules: a rule is checked whole before it is stored (sources, match,
+ * template and its placeholders, and the template as a create body), so a stored rule can always
+ * run; a bad one is refused with 400 and nothing is written.
+ */
+@Injectable()
+export class LogRulesService {
+  constructor(
+    private readonly repo: LogRulesRepository,
+    private readonly ids: IdGenerator,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(dto: CreateLogRuleDto): Promise<LogRuleModel> {
+    const now = this.clock.now();
+    const rule = this.checked({
+      ruleId: this.ids.taskId(),
+      name: dto.name,
+      sources: dto.sources ?? ['*'],
+      match: parseMatchSpec(dto.match),
+      template: dto.template,
+      enabled: dto.enabled ?? true,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.repo.save(rule);
+    return rule;
+  }
+
+  list(): Promise<LogRuleModel[]> {
+    return this.repo.list();
+  }
+
+  async get(ruleId: string): Promise<LogRuleModel> {
+    const rule = await this.repo.find(ruleId);
+    if (!rule)
+      throw new ContractException(
+        ContractErrorCode.NOT_FOUND,
+        `log rule ${ruleId} does not exist`,
+        {
+          rule_id: ruleId,
+        },
+      );
+    return rule;
+  }
+
+  async update(ruleId: string, dto: UpdateLogRuleDto): Promise<LogRuleModel> {
+    const current = await this.get(ruleId);
+    const rule = this.checked({
+      ...current,
+      name: dto.name ?? current.name,
+      sources: dto.sources ?? current.sources,
+      match: dto.match ? parseMatchSpec(dto.match) : current.match,
+      template: dto.template ?? current.template,
+      enabled: dto.enabled ?? current.enabled,
+      updatedAt: this.clock.now(),
+    });
+    await this.repo.save(rule);
+    return rule;
+  }
+
+  async remove(ruleId: string): Promise<void> {
+    if (!(await this.repo.remove(ruleId))) await this.get(ruleId);
+  }
+
+  /** The enabled rules that apply to a source, compiled. */
+  async activeFor(sourceId: string): Promise<ActiveRule[]> {
+    return (await this.repo.listEnabled())
+      .filter((r) => appliesTo(r.sources, sourceId))
+      .map((rule) => ({ rule, matcher: compileMatcher(rule.match) }));
+  }
+
+  private checked(rule: LogRuleModel): LogRuleModel {
+    for (const s of rule.sources) {
+      if (!SOURCE_PATTERN.test(s))
+        throw invalid(
+          `sources: ${JSON.stringify(s)} is not *, http:<name>, file:<name> or stream:<name> (name may be *)`,
+        );
+    }
+    this.checkTemplate(rule.match, rule.template);
+    return rule;
+  }
+
+  private checkTemplate(match: MatchSpec, template: Record<string, unknown>): void {
+    if ('idempotency_key' in template)
+      throw invalid(
+        'template.idempotency_key is set by the LogDumper (source, position, rule): leave it out',
+      );
+    const used = placeholdersOf(template);
+    const groups = groupNamesOf(match);
+    if (groups) {
+      const unknown = [...used].filter(
+        (n) => !groups.has(n) && !(BUILTIN_PLACEHOLDERS as readonly string[]).includes(n),
+      );
+      if (unknown.length)
+        throw invalid(
+          `template uses {{${unknown.join('}}, {{')}}} but the regex has no such named group`,
+        );
+    }
+    // The template with every placeholder filled must be a valid create body; a sample value
+    // stands in for the captures (a record can still fill a field badly: that task is rejected).
+    const sample = JSON.parse(
+      JSON.stringify(template).replace(/\{\{\s*[A-Za-z_$][\w$.-]*\s*\}\}/g, 'x'),
+    ) as unknown;
+    try {
+      validateDto(CreateTaskDto, sample);
+    } catch (err) {
+      if (err instanceof ContractException)
+        throw new ContractException(err.code, `template: ${err.message}`, err.data);
+      throw err;
+    }
+  }
+}
