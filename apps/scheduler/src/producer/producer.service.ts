@@ -79,6 +79,14 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     return this.timers.filter((t) => this.ownership.owns(t.timerId)).map((t) => t.timerId);
   }
 
+  /** A timer created through this instance: known at once, without reading every timer again. */
+  track(t: TimerModel): void {
+    const i = this.timers.findIndex((x) => x.timerId === t.timerId);
+    if (i >= 0) this.timers[i] = t;
+    else this.timers.push(t);
+    this.poke();
+  }
+
   /** Look again now (a timer changed through this instance, or ownership moved). */
   poke(reload = false): void {
     if (reload) this.loadedAt = 0;

@@ -57,7 +57,7 @@ export class TimersService {
     if (timer.nextFireAt === null)
       throw invalid('the schedule has no slot between start_at and end_at');
     await this.repo.insert(timer);
-    this.producer.poke(true);
+    this.producer.track(timer);
     return timer;
   }
 

@@ -1,0 +1,171 @@
+/**
+ * Timer lateness benchmark (`npm run bench:timers`; not part of the test suite).
+ *
+ * BENCH_TIMERS one-shot timers (default 2,000) spread evenly over BENCH_SPREAD_MS (20 s), each
+ * creating a sync `demo.echo` task, on one scheduler (SQLite + memory queue + local lock, the
+ * embedded default) with the template worker. Lateness per fire: task created_at − slot (the
+ * Producer's part) and started_at − slot (until the worker was called). Then, in the same run,
+ * the peer: the same number of BullMQ delayed jobs (Redis on this machine) with the same spread,
+ * lateness = processing start − (added + delay). Prints p50/p99/max of each and the ratios.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue, Worker } from 'bullmq';
+import Redis from 'ioredis';
+import { request } from 'undici';
+import { BenchError, percentile, sleep, startChild } from './bench-support';
+
+const TIMERS = Number(process.env.BENCH_TIMERS ?? 2000);
+const SPREAD_MS = Number(process.env.BENCH_SPREAD_MS ?? 20_000);
+const LEAD_MS = Number(process.env.BENCH_LEAD_MS ?? 8000);
+const SECRET = `bench-${randomBytes(16).toString('hex')}`;
+
+async function call<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown) {
+  const res = await request(`${base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.body.json()) as { code: number; message: string; data: T };
+  if (res.statusCode >= 300) throw new BenchError(`${method} ${path}: ${json.message}`);
+  return json.data;
+}
+
+function stats(xs: number[]): string {
+  const s = [...xs].sort((a, b) => a - b);
+  return `p50 ${percentile(s, 50).toFixed(1)} ms, p99 ${percentile(s, 99).toFixed(1)} ms, max ${s[s.length - 1].toFixed(1)} ms (n=${s.length})`;
+}
+
+async function baton(): Promise<{ fire: number[]; start: number[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-timer-bench-'));
+  const scheduler = await startChild('scheduler', 'dist/apps/scheduler/src/main.js', {
+    SCHEDULER_PORT: '0',
+    BATON_DB: 'sqlite',
+    BATON_DB_PATH: join(dir, 'baton.sqlite'),
+    BATON_QUEUE: 'memory',
+    BATON_LOCK: 'local',
+    BATON_AUTH_MODE: 'hmac',
+    BATON_AUTH_SECRET: SECRET,
+  });
+  const worker = await startChild('worker', 'dist/apps/worker-template/src/main.js', {
+    WORKER_PORT: '0',
+    WORKER_ID: 'timer-bench',
+    WORKER_CAPACITY: '512',
+    WORKER_STORE: 'memory',
+    BATON_SCHEDULER_URL: scheduler.url,
+    BATON_AUTH_MODE: 'hmac',
+    BATON_AUTH_SECRET: SECRET,
+  });
+  try {
+    for (let i = 0; ; i++) {
+      const ws = await call<{ health: string }[]>(scheduler.url, 'GET', '/v1/workers');
+      if (ws.some((w) => w.health === 'healthy')) break;
+      if (i > 300) throw new BenchError('worker not healthy');
+      await sleep(100);
+    }
+    const t0 = Date.now() + LEAD_MS;
+    const slots = Array.from(
+      { length: TIMERS },
+      (_, i) => t0 + Math.floor((i * SPREAD_MS) / TIMERS),
+    );
+    for (let i = 0; i < slots.length; i += 50) {
+      await Promise.all(
+        slots.slice(i, i + 50).map((at, k) =>
+          call(scheduler.url, 'POST', '/v1/timers', {
+            name: `lateness ${i + k}`,
+            schedule: { kind: 'once', at: new Date(at).toISOString() },
+            task: { create_info: { task_type: 'demo.echo', task_name: 'late' }, params: {} },
+          }),
+        ),
+      );
+    }
+    if (Date.now() > t0)
+      throw new BenchError(`creating the timers took past the lead of ${LEAD_MS} ms`);
+    await sleep(t0 + SPREAD_MS + 3000 - Date.now());
+    const fire: number[] = [];
+    const start: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: {
+        items: { labels: Record<string, string>; created_at: string; started_at: string | null }[];
+        next_cursor: string | null;
+      } = await call(
+        scheduler.url,
+        'GET',
+        `/v1/tasks?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      for (const t of page.items) {
+        const slot = Date.parse(t.labels.fire_time);
+        fire.push(Date.parse(t.created_at) - slot);
+        if (t.started_at) start.push(Date.parse(t.started_at) - slot);
+      }
+      cursor = page.next_cursor;
+    } while (cursor);
+    if (fire.length !== TIMERS) throw new BenchError(`${fire.length} fires of ${TIMERS}`);
+    return { fire, start };
+  } finally {
+    await worker.stop();
+    await scheduler.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function bullmq(): Promise<number[]> {
+  const prefix = `bench:${randomBytes(4).toString('hex')}:bull`;
+  const connection = { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null };
+  const queue = new Queue('timers', { connection, prefix });
+  const late: number[] = [];
+  const worker = new Worker(
+    'timers',
+    async (job) => {
+      late.push(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
+    },
+    { connection, prefix, concurrency: 64 },
+  );
+  try {
+    const t0 = Date.now() + LEAD_MS;
+    const jobs = Array.from({ length: TIMERS }, (_, i) => {
+      const at = t0 + Math.floor((i * SPREAD_MS) / TIMERS);
+      return { name: 'late', data: { i }, opts: { delay: at - Date.now() } };
+    });
+    await queue.addBulk(jobs);
+    await sleep(t0 + SPREAD_MS + 3000 - Date.now());
+    if (late.length !== TIMERS) throw new BenchError(`${late.length} BullMQ jobs of ${TIMERS}`);
+    return late;
+  } finally {
+    await worker.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    const redis = new Redis(connection);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `timer lateness: ${TIMERS} one-shots over ${SPREAD_MS} ms, loopback, node ${process.version}`,
+  );
+  const b = await baton();
+  console.log(`baton  fire  (created_at - slot): ${stats(b.fire)}`);
+  console.log(`baton  start (started_at - slot): ${stats(b.start)}`);
+  const q = await bullmq();
+  console.log(`bullmq start (processing - due):  ${stats(q)}`);
+  const p99 = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, c) => a - c),
+      99,
+    );
+  console.log(
+    `p99 ratio baton fire / bullmq start: ${(p99(b.fire) / Math.max(0.001, p99(q))).toFixed(2)}x; baton start / bullmq start: ${(p99(b.start) / Math.max(0.001, p99(q))).toFixed(2)}x`,
+  );
+  console.log(`target p99 <= 10 ms (fire): ${p99(b.fire) <= 10 ? 'met' : 'NOT met'}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exitCode = 1;
+});
