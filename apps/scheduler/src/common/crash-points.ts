@@ -7,7 +7,11 @@ export type CrashPoint =
   /** The RUNNING write of a sync attempt is committed; the run call is not sent yet. */
   | 'before-run-call'
   /** The worker answered the run call; nothing of its answer is written yet. */
-  | 'after-run-call';
+  | 'after-run-call'
+  /** A timer's due slots have their tasks; the timer is not advanced yet. */
+  | 'after-timer-fire'
+  /** The tasks of a batch of log records exist; the file offset / stream ack is not written yet. */
+  | 'after-log-tasks';
 
 const armed = new Set(
   (process.env.BATON_CRASH_AT ?? '')
