@@ -420,6 +420,22 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       expect(ran).toMatchObject({ task_status: TaskStatus.SUCCESS, fence: 8 });
     });
 
+    it('remembers a newer fence from a repeated create of the same attempt', async () => {
+      const id = newId('refence');
+      await client.create(url, 'demo.echo', body('demo.echo', id), f(1));
+      // The same attempt again, from a scheduler that took the claim over: idempotent answer...
+      await expect(
+        client.create(url, 'demo.echo', body('demo.echo', id), f(2)),
+      ).resolves.toMatchObject({ task_status: TaskStatus.CREATE, attempt: 1, fence: 2 });
+      // ...and the holder it replaced can no longer start the run.
+      const err = await client.run(url, 'demo.echo', id, f(1)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StaleFenceError);
+      expect((err as StaleFenceError).data).toEqual({ seen: 2, given: 1 });
+      await expect(client.run(url, 'demo.echo', id, f(2))).resolves.toMatchObject({
+        task_status: TaskStatus.SUCCESS,
+      });
+    });
+
     it('answers 404 for an unknown task type and an unknown task', async () => {
       await expect(
         client.create(url, 'demo.nope', body('demo.nope', newId('t')), f()),

@@ -1,25 +1,47 @@
 import { Injectable } from '@nestjs/common';
 
+/** One labelled series of a counter. */
+export interface Series {
+  labels: Readonly<Record<string, string>>;
+  value: number;
+}
+
 /**
  * Every counter of the scheduler in one place, named like Prometheus counters
  * (`baton_timer_fires_total{timer="..."}`), so the observability issue only has to expose them.
+ * Views of one module (the LogDumper's `/v1/logs/stats`) are read from here, not kept apart.
  */
 @Injectable()
 export class Metrics {
-  private readonly counters = new Map<string, number>();
+  /** Keyed `name{label="value",...}`; each series keeps its name and labels for `series()`. */
+  private readonly counters = new Map<string, { name: string; labels: Series['labels']; value: number }>();
 
   inc(name: string, labels: Record<string, string> = {}, by = 1): void {
     const key = Metrics.key(name, labels);
-    this.counters.set(key, (this.counters.get(key) ?? 0) + by);
+    const c = this.counters.get(key);
+    if (c) c.value += by;
+    else this.counters.set(key, { name, labels: Object.freeze({ ...labels }), value: by });
   }
 
   get(name: string, labels: Record<string, string> = {}): number {
-    return this.counters.get(Metrics.key(name, labels)) ?? 0;
+    return this.counters.get(Metrics.key(name, labels))?.value ?? 0;
+  }
+
+  /** Every series of the counter `name`, with its labels (copies). */
+  series(name: string): Series[] {
+    const out: Series[] = [];
+    for (const c of this.counters.values())
+      if (c.name === name) out.push({ labels: { ...c.labels }, value: c.value });
+    return out;
   }
 
   /** Every counter, keyed `name{label="value",...}`, sorted. */
   snapshot(): Record<string, number> {
-    return Object.fromEntries([...this.counters.entries()].sort(([a], [b]) => a.localeCompare(b)));
+    return Object.fromEntries(
+      [...this.counters.entries()]
+        .map(([k, c]) => [k, c.value] as const)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
   }
 
   private static key(name: string, labels: Record<string, string>): string {

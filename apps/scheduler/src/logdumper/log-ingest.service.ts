@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { isPlainObject } from './checks';
 import { IngestLogsDto, IngestResultDto, RecordErrorDto } from './dto/ingest.dto';
 import {
   LogRecord,
@@ -11,10 +12,6 @@ import {
 import { Incoming, LogProcessorService } from './log-processor.service';
 
 const RECORD_FIELDS = new Set(['position', 'line', 'fields']);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Reads one record of an HTTP batch; a record that cannot be read is kept as malformed. */
 export function readHttpRecord(source: string, raw: unknown): Incoming {

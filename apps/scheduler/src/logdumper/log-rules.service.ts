@@ -4,6 +4,7 @@ import { Clock } from '../common/clock';
 import { IdGenerator } from '../common/id-generator';
 import { CreateTaskDto } from '../tasks/dto/create-task.dto';
 import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
+import { invalid } from './checks';
 import { LogRuleModel } from './log-rule.model';
 import { LogRulesRepository } from './log-rules.repository';
 import {
@@ -16,18 +17,15 @@ import {
   placeholdersOf,
 } from './rule-matcher';
 
+/** How long the compiled enabled rules are reused before the database is read again. */
+const CACHE_MS = 2000;
+
 const SOURCE_PATTERN = /^(\*|(http|file|stream):(\*|[A-Za-z0-9._-]{1,64}))$/;
 
 /** A rule ready to run: its matcher compiled once per load. */
 export interface ActiveRule {
   rule: LogRuleModel;
   matcher: Matcher;
-}
-
-function invalid(message: string): ContractException {
-  return new ContractException(ContractErrorCode.VALIDATION_FAILED, message, {
-    errors: [message],
-  });
 }
 
 function appliesTo(patterns: readonly string[], sourceId: string): boolean {
@@ -42,6 +40,13 @@ function appliesTo(patterns: readonly string[], sourceId: string): boolean {
  */
 @Injectable()
 export class LogRulesService {
+  /**
+   * Every enabled rule, compiled, and when it was read: sources ask for their rules on every batch.
+   * A change made through this instance drops it at once; one made through another instance is
+   * seen within CACHE_MS.
+   */
+  private cache: { rules: Promise<ActiveRule[]>; at: number } | null = null;
+
   constructor(
     private readonly repo: LogRulesRepository,
     private readonly ids: IdGenerator,
@@ -61,6 +66,7 @@ export class LogRulesService {
       updatedAt: now,
     });
     await this.repo.save(rule);
+    this.cache = null;
     return rule;
   }
 
@@ -93,18 +99,35 @@ export class LogRulesService {
       updatedAt: this.clock.now(),
     });
     await this.repo.save(rule);
+    this.cache = null;
     return rule;
   }
 
   async remove(ruleId: string): Promise<void> {
-    if (!(await this.repo.remove(ruleId))) await this.get(ruleId);
+    const removed = await this.repo.remove(ruleId);
+    this.cache = null;
+    if (!removed) await this.get(ruleId);
   }
 
   /** The enabled rules that apply to a source, compiled. */
   async activeFor(sourceId: string): Promise<ActiveRule[]> {
-    return (await this.repo.listEnabled())
-      .filter((r) => appliesTo(r.sources, sourceId))
-      .map((rule) => ({ rule, matcher: compileMatcher(rule.match) }));
+    return (await this.enabled()).filter((a) => appliesTo(a.rule.sources, sourceId));
+  }
+
+  private enabled(): Promise<ActiveRule[]> {
+    const now = this.clock.now();
+    const hit = this.cache;
+    if (hit && now - hit.at >= 0 && now - hit.at < CACHE_MS) return hit.rules;
+    const rules = this.repo
+      .listEnabled()
+      .then((list) => list.map((rule) => ({ rule, matcher: compileMatcher(rule.match) })));
+    const entry = { rules, at: now };
+    this.cache = entry;
+    // A failed read is not kept: the next batch reads again.
+    rules.catch(() => {
+      if (this.cache === entry) this.cache = null;
+    });
+    return rules;
   }
 
   private checked(rule: LogRuleModel): LogRuleModel {

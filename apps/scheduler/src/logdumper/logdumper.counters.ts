@@ -31,32 +31,41 @@ const zero = (): SourceCounts => ({
   rejected: 0,
 });
 
+const NAMES = Object.keys(zero()) as CounterName[];
+
+/** The `Metrics` counter that holds one of the LogDumper's counts, labelled by source. */
+export const metricName = (name: CounterName): string => `baton_log_records_${name}_total`;
+
 /**
- * The LogDumper's counters per source (its `/v1/logs/stats` view), mirrored into `Metrics`, the
- * one registry a metrics exporter will read. They
- * count since this process started; each instance counts what it processed itself.
+ * The LogDumper's counters per source (its `/v1/logs/stats` view). They live in `Metrics`, the
+ * scheduler's one registry, as `baton_log_records_<name>_total{source="..."}`; this is a view of
+ * them. They count since this process started; each instance counts what it processed itself.
  */
 @Injectable()
 export class LogDumperCounters {
-  private readonly bySource = new Map<string, SourceCounts>();
-
   constructor(private readonly metrics: Metrics) {}
 
   add(sourceId: string, name: CounterName, n = 1): void {
-    // Also in the scheduler-wide registry, next to the Producer's counters.
-    this.metrics.inc(`baton_log_records_${name}_total`, { source: sourceId }, n);
-    let c = this.bySource.get(sourceId);
-    if (!c) this.bySource.set(sourceId, (c = zero()));
-    c[name] += n;
+    this.metrics.inc(metricName(name), { source: sourceId }, n);
   }
 
   /** A copy: callers cannot change the counts. */
   snapshot(): { sources: Record<string, SourceCounts>; totals: SourceCounts } {
+    const bySource = new Map<string, SourceCounts>();
+    for (const name of NAMES) {
+      for (const { labels, value } of this.metrics.series(metricName(name))) {
+        const source = labels.source;
+        if (source === undefined) continue;
+        let c = bySource.get(source);
+        if (!c) bySource.set(source, (c = zero()));
+        c[name] += value;
+      }
+    }
     const totals = zero();
     const sources: Record<string, SourceCounts> = {};
-    for (const [id, c] of [...this.bySource.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-      sources[id] = { ...c };
-      for (const k of Object.keys(totals) as CounterName[]) totals[k] += c[k];
+    for (const [id, c] of [...bySource.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+      sources[id] = c;
+      for (const k of NAMES) totals[k] += c[k];
     }
     return { sources, totals };
   }

@@ -1,4 +1,4 @@
-import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { invalid, isPlainObject } from './checks';
 
 /** One condition on a JSON field: equal to a scalar, or present / absent. */
 export type JsonCondition = { equals: string | number | boolean | null } | { exists: boolean };
@@ -23,16 +23,6 @@ const WHOLE_PLACEHOLDER = /^\{\{\s*([A-Za-z_$][\w$.-]*)\s*\}\}$/;
 const FIELD_PATH = /^[A-Za-z_$][\w$-]*(\.[A-Za-z_$0-9][\w$-]*)*$/;
 const MAX_REGEX = 2000;
 const MAX_CONDITIONS = 32;
-
-function invalid(message: string): ContractException {
-  return new ContractException(ContractErrorCode.VALIDATION_FAILED, message, {
-    errors: [message],
-  });
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Checks an untrusted match spec and returns it typed; VALIDATION_FAILED on anything off. */
 export function parseMatchSpec(raw: unknown): MatchSpec {

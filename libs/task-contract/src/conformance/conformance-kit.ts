@@ -231,6 +231,16 @@ export class ConformanceKit {
         ContractErrorCode.STALE_FENCE,
         'create (attempt 2) with fence 4 after 10',
       );
+      // A repeated create of the same attempt by a newer holder answers idempotently, but the
+      // worker must remember its fence: the holder it replaced is refused from then on.
+      await this.ok(this.create(id, 12), 'repeated create (attempt 1) with fence 12');
+      const replaced = await this.write(id, 'running', 11);
+      this.expectError(
+        replaced,
+        409,
+        ContractErrorCode.STALE_FENCE,
+        'run with fence 11 after a repeated create with fence 12',
+      );
       const after = await this.ok(this.read(id, 'status'), 'status');
       this.expectStatus(after, TaskStatus.CREATE, 'status after stale calls');
       const missing = await this.send({
@@ -243,7 +253,7 @@ export class ConformanceKit {
       this.expectError(missing, 400, undefined, 'run without X-Baton-Fence');
       const after2 = await this.ok(this.read(id, 'status'), 'status');
       this.expectStatus(after2, TaskStatus.CREATE, 'status after a call without fence');
-      return 'stale fence 409, missing fence 400, status unchanged';
+      return 'stale fence 409 (also after an idempotent create), missing fence 400, status unchanged';
     });
     await check('retry: a higher attempt re-creates a failed task', async () => {
       const id = this.taskId('retry');

@@ -162,8 +162,8 @@ export class TaskWorkerService implements OnModuleDestroy {
           `task ${req.task_id} exists with type ${existing.task_type}`,
         );
       }
-      if (existing) this.checkFence(existing, fence);
-      // Idempotent: the same (or an older) attempt answers what is there and changes nothing.
+      if (existing) await this.acceptFence(existing, fence);
+      // Idempotent: the same (or an older) attempt answers what is there (a newer fence is kept).
       if (existing && attempt <= existing.attempt) return toTaskView(existing);
       if (existing) {
         assertTransition(existing.status, TaskStatus.CREATE);
@@ -302,8 +302,7 @@ export class TaskWorkerService implements OnModuleDestroy {
     const req = validateDto(NotifyRequestDto, body);
     return this.mutex.run(taskId, async () => {
       const record = await this.require(taskType, taskId);
-      this.checkFence(record, fence);
-      record.fence = fence;
+      await this.acceptFence(record, fence);
       if (handler.notify) await handler.notify(this.snapshot(record), req.event, req.data);
       if (req.event === NotifyEvent.CANCEL || req.event === NotifyEvent.DEADLINE) {
         const reason =
@@ -451,7 +450,7 @@ export class TaskWorkerService implements OnModuleDestroy {
   ): Promise<TaskViewDto> {
     const started = await this.mutex.run(taskId, async () => {
       const record = await this.require(taskType, taskId);
-      this.checkFence(record, fence);
+      await this.acceptFence(record, fence);
       if (this.executions.has(taskId)) {
         throw new ContractException(
           ContractErrorCode.ILLEGAL_TRANSITION,
@@ -469,7 +468,6 @@ export class TaskWorkerService implements OnModuleDestroy {
           { from: record.status },
         );
       }
-      record.fence = fence;
       this.move(record, TaskStatus.RUNNING);
       record.heartbeat_at = record.updated_at;
       record.result = null;
@@ -616,8 +614,7 @@ export class TaskWorkerService implements OnModuleDestroy {
   ): Promise<TaskViewDto> {
     return this.mutex.run(taskId, async () => {
       const record = await this.require(taskType, taskId);
-      this.checkFence(record, fence);
-      record.fence = fence;
+      await this.acceptFence(record, fence);
       await change(record);
       await this.save(record);
       return toTaskView(record);
@@ -656,6 +653,19 @@ export class TaskWorkerService implements OnModuleDestroy {
       );
     }
     return record;
+  }
+
+  /**
+   * Every changing call passes here first, under the task's mutex: a lower fence than already
+   * seen is refused (nothing changes), and a higher one is stored at once — even when the call is
+   * then refused or answered idempotently — so the holder it replaced is refused from now on.
+   */
+  private async acceptFence(record: TaskRecord, fence: number): Promise<void> {
+    this.checkFence(record, fence);
+    if (fence > record.fence) {
+      record.fence = fence;
+      await this.store.save(record);
+    }
   }
 
   /** A lower fence than already seen means another lock holder has taken over: refuse, change nothing. */
