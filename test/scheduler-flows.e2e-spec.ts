@@ -465,6 +465,47 @@ describe.each([
     }
   });
 
+  it('a retry that must wait (rate limit) waits in FAIL with a logged reason, not a lapsed claim', async () => {
+    expect(
+      (await api.call('PATCH', '/v1/task-types/demo.flaky', { rate_limit_per_sec: 1 })).status,
+    ).toBe(200);
+    try {
+      const id = await api.create({
+        create_info: { task_type: 'demo.flaky', task_name: 'retry under a rate limit' },
+        process_arg: { max_retry: 1 },
+        params: { fail_times: 1 },
+      });
+      const done = await api.until(id, 'FINISH', 20_000);
+      expect(done).toMatchObject({ outcome: 'SUCCESS', attempt: 2 });
+      expect(await api.sequence(id)).toEqual([
+        'INIT',
+        'CREATE',
+        'RUNNING',
+        'FAIL',
+        'CREATE',
+        'RUNNING',
+        'SUCCESS',
+        'FINISH',
+      ]);
+      const events = await api.events(id);
+      expect(
+        events.some(
+          (e) => e.from === 'FAIL' && e.to === 'FAIL' && /waiting: rate limit/.test(e.reason),
+        ),
+      ).toBe(true);
+      // The wait is the limiter's (about a second), not a claim lease running out after a throw.
+      const failedAt = Date.parse(
+        (await api.call<{ to: string; at: string }[]>('GET', `/v1/tasks/${id}/events`)).data.find(
+          (e) => e.to === 'FAIL',
+        )?.at as string,
+      );
+      expect(Date.parse(done.started_at as string) - failedAt).toBeLessThan(3000);
+      expect(scheduler.output()).not.toContain(`driving ${id} failed`);
+    } finally {
+      await api.call('PATCH', '/v1/task-types/demo.flaky', { rate_limit_per_sec: null });
+    }
+  });
+
   it('ran no task twice at the same time on any worker', () => {
     const runs = readRunLogs(runLogs.filter(existsSync)).map((r) =>
       r.end === undefined && r.worker_id === 'worker-b' && r.start < killedAt

@@ -150,10 +150,12 @@ export class Api {
     return (await this.call('GET', `/v1/tasks/${id}`)).data;
   }
 
-  /** The statuses of the lifecycle log, in order. */
+  /** The statuses of the lifecycle log, in order: its moves (notes, from = to, left out). */
   async sequence(id: string): Promise<string[]> {
-    const events = (await this.call<{ to: string }[]>('GET', `/v1/tasks/${id}/events`)).data;
-    return events.map((e) => e.to);
+    const events = (
+      await this.call<{ from: string | null; to: string }[]>('GET', `/v1/tasks/${id}/events`)
+    ).data;
+    return events.filter((e) => e.from !== e.to).map((e) => e.to);
   }
 
   async events(

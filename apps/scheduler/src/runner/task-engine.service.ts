@@ -9,6 +9,7 @@ import {
   NotifyEvent,
   StaleFenceError,
   TaskNotFoundError,
+  canTransition,
   TaskStatus,
   TaskViewDto,
   WorkerCallError,
@@ -446,10 +447,14 @@ export class TaskEngine {
       return this.callFailed(t, type, worker, err, 'run', true);
     }
     crashPoint('after-run-call');
-    void this.workers.reportSuccess(worker.workerId);
+    this.workers
+      .reportSuccess(worker.workerId)
+      .catch((err: unknown) =>
+        this.logger.warn(`recording a success of ${worker.workerId}: ${message(err)}`),
+      );
     if (!sync && view.task_status === TaskStatus.RUNNING) {
       const now = this.clock.now();
-      const next = await this.step(t, {
+      await this.step(t, {
         to: TaskStatus.RUNNING,
         patch: {
           startedAt: now,
@@ -460,7 +465,7 @@ export class TaskEngine {
         },
         reason: 'running; the worker reports back',
       });
-      return next ? REST : REST;
+      return REST;
     }
     return this.adoptWorkerState(t, type, view);
   }
@@ -512,7 +517,7 @@ export class TaskEngine {
       case TaskStatus.RUNNING:
       case TaskStatus.PAUSE: {
         const now = this.clock.now();
-        const next = await this.step(t, {
+        await this.step(t, {
           to: TaskStatus.RUNNING,
           patch: {
             dueAt: now + this.config.checker.pollIntervalMs,
@@ -522,7 +527,7 @@ export class TaskEngine {
           },
           reason: 'running on the worker',
         });
-        return next ? REST : REST;
+        return REST;
       }
       default:
         return this.failed(
@@ -681,6 +686,7 @@ export class TaskEngine {
           leaseUntil: null,
         },
         reason: `alert: ${why}`,
+        note: true,
       });
       this.logger.warn(`task ${t.taskId}: ${why}`);
       return REST;
@@ -840,12 +846,19 @@ export class TaskEngine {
     );
   }
 
+  /**
+   * The task may not start yet. A first start waits in POSTPONE; a retry (FAIL) or a re-create
+   * (NONE) waits where it is, since the table has no move from there to POSTPONE (and a retry
+   * stays in the retry lane): the wait and its reason are logged as an event either way.
+   */
   private async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
-    await this.step(t, {
-      to: TaskStatus.POSTPONE,
-      patch: { dueAt: until, owner: null, leaseUntil: null },
-      reason: why,
-    });
+    const patch = { dueAt: until, owner: null, leaseUntil: null };
+    await this.step(
+      t,
+      canTransition(t.status, TaskStatus.POSTPONE)
+        ? { to: TaskStatus.POSTPONE, patch, reason: why }
+        : { patch, reason: `waiting: ${why}`, note: true },
+    );
     return REST;
   }
 

@@ -56,6 +56,11 @@ export interface TaskChange {
   >;
   /** Close the current attempt's row in the same transaction. */
   attemptEnd?: { outcome: TaskStatus; error: string | null };
+  /**
+   * Log an event even when the status does not move (from = to): a request from a person or a
+   * worker's report that changes what happens next (cancel requested, an alert, a wait).
+   */
+  note?: boolean;
 }
 
 /** A task in the queue's terms. */
@@ -411,7 +416,7 @@ export class TasksRepository {
     const path = statusPath(task.status, change);
     for (let i = 1; i < path.length; i++) assertTransition(path[i - 1], path[i]);
     // A change that logs nothing and touches no attempt is one statement: no transaction needed.
-    if (path.length === 1 && !change.attemptStart && !change.attemptEnd) {
+    if (path.length === 1 && !change.attemptStart && !change.attemptEnd && !change.note) {
       return this.tx.single((m) => this.applyIn(m, task, change, now));
     }
     return this.tx.run((m) => this.applyIn(m, task, change, now));
@@ -450,11 +455,21 @@ export class TasksRepository {
       [...set.map(([, v]) => v), task.taskId, task.version],
     );
     if (res.affected !== 1) return undefined;
-    if (path.length > 1) {
+    if (path.length > 1 || change.note) {
       const reason = clip(change.reason, 1000);
-      const rows = path
-        .slice(1)
-        .map((to, k) => [task.taskId, path[k], to, reason, change.actor, next.attempt, now]);
+      const moves: [TaskStatus, TaskStatus][] =
+        path.length > 1
+          ? path.slice(1).map((to, k) => [path[k], to])
+          : [[task.status, task.status]];
+      const rows = moves.map(([from, to]) => [
+        task.taskId,
+        from,
+        to,
+        reason,
+        change.actor,
+        next.attempt,
+        now,
+      ]);
       await this.exec(
         m,
         `INSERT INTO baton_task_event (task_id, from_status, to_status, reason, actor, attempt, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,

@@ -214,7 +214,8 @@ export class TasksService {
     return next;
   }
 
-  async cancel(taskId: string): Promise<TaskModel> {
+  /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
+  async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (
       t.status === TaskStatus.FINISH ||
@@ -233,7 +234,11 @@ export class TasksService {
         { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
         { fence: t.fence },
       );
-      return this.change(t, { patch: { cancelRequested: true }, reason: 'cancel requested' });
+      return this.change(
+        t,
+        { patch: { cancelRequested: true }, reason: 'cancel requested' },
+        actor,
+      );
     }
     if (
       t.workerUrl &&
@@ -251,16 +256,20 @@ export class TasksService {
         )
         .catch(() => undefined);
     }
-    const next = await this.change(t, {
-      to: TaskStatus.FAIL,
-      patch: {
-        cancelRequested: true,
-        outcome: TaskStatus.FAIL,
-        error: { message: 'cancelled', code: 'cancelled' },
-        dueAt: this.clock.now(),
+    const next = await this.change(
+      t,
+      {
+        to: TaskStatus.FAIL,
+        patch: {
+          cancelRequested: true,
+          outcome: TaskStatus.FAIL,
+          error: { message: 'cancelled', code: 'cancelled' },
+          dueAt: this.clock.now(),
+        },
+        reason: 'cancelled',
       },
-      reason: 'cancelled',
-    });
+      actor,
+    );
     await this.enqueue([next]);
     return next;
   }
@@ -426,11 +435,13 @@ export class TasksService {
     return t;
   }
 
+  /** An action of the API: every one is logged, a request that moves no status too (a note). */
   private async change(
     t: TaskModel,
     change: Omit<TaskChange, 'actor'> & { patch?: TaskPatch },
+    actor = ACTOR,
   ): Promise<TaskModel> {
-    const next = await this.repo.apply(t, { ...change, actor: ACTOR }, this.clock.now());
+    const next = await this.repo.apply(t, { ...change, actor, note: true }, this.clock.now());
     if (!next) {
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,
