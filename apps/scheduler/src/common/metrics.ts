@@ -14,7 +14,10 @@ export interface Series {
 @Injectable()
 export class Metrics {
   /** Keyed `name{label="value",...}`; each series keeps its name and labels for `series()`. */
-  private readonly counters = new Map<string, { name: string; labels: Series['labels']; value: number }>();
+  private readonly counters = new Map<
+    string,
+    { name: string; labels: Series['labels']; value: number }
+  >();
 
   inc(name: string, labels: Record<string, string> = {}, by = 1): void {
     const key = Metrics.key(name, labels);
