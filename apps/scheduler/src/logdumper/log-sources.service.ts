@@ -66,6 +66,7 @@ export class LogSourcesService implements OnApplicationBootstrap, OnApplicationS
         },
         driver,
         this.processor,
+        () => this.clock.now(),
       );
       // The blocking read is the wait between passes; the loop only adds a short pause.
       this.run(consumer.sourceId, consumer, 10);

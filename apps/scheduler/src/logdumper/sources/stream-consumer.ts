@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { crashPoint } from '../../common/crash-points';
 import { Incoming, LogProcessorService } from '../log-processor.service';
 import { MAX_LINE_CHARS, MalformedRecord, contentOfLine, sourceId } from '../log-record';
 import { RedisStreamDriver, StreamEntry } from './redis-stream.driver';
@@ -47,29 +48,50 @@ export function entryToRecord(source: string, entry: StreamEntry): Incoming {
  * after its tasks exist (or it was dropped or matched nothing), so a consumer that dies leaves it
  * pending: its own restart reads its pending list first, and any other consumer claims entries
  * idle longer than `claimIdleMs`. Replays are harmless: the entry id is the idempotency key.
+ *
+ * Its own pending list can only fill when a pass fails between reading and acknowledging, so it is
+ * read at start and after a failed pass, not every pass; dead consumers' entries cannot be claimed
+ * before they are `claimIdleMs` idle, so XAUTOCLAIM runs every `claimIdleMs / 2`.
  */
 export class StreamConsumer {
   readonly sourceId: string;
   private readonly logger: Logger;
   private groupReady = false;
+  /** Own pending entries may exist: at start, and after a pass that failed. */
+  private ownPendingToDrain = true;
+  private lastClaimAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly opts: StreamConsumerOptions,
     private readonly stream: RedisStreamDriver,
     private readonly processor: LogProcessorService,
+    private readonly now: () => number = Date.now,
   ) {
     this.sourceId = sourceId('stream', opts.name);
     this.logger = new Logger(`LogDumper ${this.sourceId}`);
   }
 
   async pass(): Promise<void> {
-    if (!this.groupReady) {
-      await this.stream.ensureGroup();
-      this.groupReady = true;
+    try {
+      if (!this.groupReady) {
+        await this.stream.ensureGroup();
+        this.groupReady = true;
+      }
+      if (this.ownPendingToDrain) {
+        await this.drainOwnPending();
+        this.ownPendingToDrain = false;
+      }
+      const now = this.now();
+      if (now - this.lastClaimAt >= this.opts.claimIdleMs / 2) {
+        // A backlog larger than one call takes is worked off on the next passes.
+        if (await this.claimFromDeadConsumers()) this.lastClaimAt = now;
+      }
+      await this.handle(await this.stream.readNew(this.opts.batch, this.opts.blockMs));
+    } catch (err) {
+      // Entries read in this pass may be left pending to this consumer: read them next time.
+      this.ownPendingToDrain = true;
+      throw err;
     }
-    await this.drainOwnPending();
-    await this.claimFromDeadConsumers();
-    await this.handle(await this.stream.readNew(this.opts.batch, this.opts.blockMs));
   }
 
   close(): Promise<void> {
@@ -87,7 +109,8 @@ export class StreamConsumer {
     }
   }
 
-  private async claimFromDeadConsumers(): Promise<void> {
+  /** True when the group's pending list was scanned to its end. */
+  private async claimFromDeadConsumers(): Promise<boolean> {
     let cursor = '0-0';
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const { next, entries } = await this.stream.claimStale(
@@ -99,9 +122,10 @@ export class StreamConsumer {
         this.logger.log(`claimed ${entries.length} entries a stopped consumer left pending`);
         await this.handle(entries);
       }
-      if (next === '0-0') return;
+      if (next === '0-0') return true;
       cursor = next;
     }
+    return false;
   }
 
   private async handle(entries: readonly StreamEntry[]): Promise<void> {
@@ -112,6 +136,7 @@ export class StreamConsumer {
       this.sourceId,
       live.map((e) => entryToRecord(this.sourceId, e)),
     );
+    crashPoint('after-log-tasks');
     await this.stream.ack(entries.map((e) => e.id));
   }
 }
