@@ -1,7 +1,16 @@
-import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { createConnection } from 'mysql2/promise';
 import {
   Api,
   Backend,
@@ -235,6 +244,9 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
   let redis: Redis;
   let streamKey: string;
   let logPath: string;
+  let truncPath: string;
+  let crashPath: string;
+  let crashStreamKey: string;
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
@@ -244,10 +256,15 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     streamKey = String(backend.env.BATON_QUEUE_PREFIX).replace(/:q$/, ':logs');
     logPath = join(dir, 'app.log');
     writeFileSync(logPath, '');
+    truncPath = join(dir, 'trunc.log');
+    writeFileSync(truncPath, '');
+    crashPath = join(dir, 'crashed.log');
+    writeFileSync(crashPath, '');
+    crashStreamKey = `${streamKey}-crashed`;
     redis = new Redis({ host: '127.0.0.1', port: 6379 });
     env = {
-      BATON_LOG_FILES: `app=${logPath}`,
-      BATON_LOG_STREAMS: `events=${streamKey}`,
+      BATON_LOG_FILES: `app=${logPath},trunc=${truncPath},crashed=${crashPath}`,
+      BATON_LOG_STREAMS: `events=${streamKey},crashed=${crashStreamKey}`,
       BATON_LOG_POLL_MS: '50',
       BATON_LOG_BATCH: '4',
       BATON_LOG_FILE_LEASE_MS: '1500',
@@ -278,6 +295,27 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
       },
     });
     expect(streamRule.status).toBe(201);
+    // The same rules for the sources of the truncation and crash-point tests.
+    const moreFiles = await api.call('POST', '/v1/log-rules', {
+      name: 'file errors (truncated, crashed)',
+      sources: ['file:trunc', 'file:crashed'],
+      match: { regex: 'ERROR job=(?<job>\\d+)' },
+      template: {
+        create_info: { task_type: 'demo.echo', task_name: 'job {{job}}' },
+        params: { job: '{{job}}' },
+      },
+    });
+    expect(moreFiles.status).toBe(201);
+    const moreStreams = await api.call('POST', '/v1/log-rules', {
+      name: 'stream errors (crashed)',
+      sources: ['stream:crashed'],
+      match: { json: { level: { equals: 'error' } } },
+      template: {
+        create_info: { task_type: 'demo.echo', task_name: 'job {{job}}' },
+        params: { job: '{{job}}' },
+      },
+    });
+    expect(moreStreams.status).toBe(201);
   });
 
   afterAll(async () => {
@@ -372,5 +410,135 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
       '/v1/logs/stats',
     );
     expect(stats.data.sources['stream:events'].dropped).toBe(1);
+  });
+
+  /** Jobs of every ERROR line written to trunc.log, across its truncations. */
+  const truncJobs: number[] = [];
+  const writeTrunc = (from: number, to: number): void => {
+    for (let i = from; i < to; i++) {
+      if (i % 2 === 0) truncJobs.push(i);
+      appendFileSync(truncPath, i % 2 === 0 ? `t=${i} ERROR job=${i}\n` : `t=${i} INFO ok\n`);
+    }
+  };
+
+  it('reads a file truncated in place (copytruncate) again: every new ERROR line makes a task', async () => {
+    writeTrunc(1000, 1040);
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+    // Truncated, then fewer bytes than before: the same inode, the same offsets as old lines.
+    truncateSync(truncPath, 0);
+    writeTrunc(2000, 2010);
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+    truncateSync(truncPath, 0);
+    writeTrunc(2100, 2104);
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+  });
+
+  it('notices a truncation the reader never saw (more bytes than before written while it was down)', async () => {
+    const before = statSync(truncPath).size;
+    await scheduler.stop();
+    truncateSync(truncPath, 0);
+    writeTrunc(3000, 3100);
+    expect(statSync(truncPath).size).toBeGreaterThan(before);
+    await start();
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+    // And once more while it runs: truncated and rewritten longer between two of its reads.
+    const running = statSync(truncPath).size;
+    truncateSync(truncPath, 0);
+    writeTrunc(4000, 4200);
+    expect(statSync(truncPath).size).toBeGreaterThan(running);
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+  });
+
+  /** Stops the scheduler, starts one armed to die once a batch's tasks exist, waits for its death. */
+  const crashAfterLogTasks = async (
+    name: string,
+    feed: () => Promise<void>,
+  ): Promise<RunningProcess> => {
+    await scheduler.stop();
+    const doomed = await startScheduler(backend, {
+      ...env,
+      BATON_INSTANCE_ID: `doomed-${name}`,
+      BATON_CRASH_AT: 'after-log-tasks',
+    });
+    scheduler = doomed;
+    await feed();
+    await eventually(
+      async () => (doomed.proc.signalCode === 'SIGKILL' ? true : undefined),
+      20_000,
+      'the scheduler dying at after-log-tasks',
+    );
+    expect(doomed.output()).toContain('crash point after-log-tasks');
+    await start();
+    return doomed;
+  };
+
+  /** Matches the new scheduler replayed (their tasks existed): the crash was after the tasks. */
+  const duplicatesOf = async (source: string): Promise<number> => {
+    const stats = await api.call<{ sources: Record<string, Record<string, number>> }>(
+      'GET',
+      '/v1/logs/stats',
+    );
+    return stats.data.sources[source]?.duplicate ?? 0;
+  };
+
+  it('a scheduler dies after a batch of file lines made tasks, before storing the offset: one task per line', async () => {
+    const expected: number[] = [];
+    await crashAfterLogTasks('file', async () => {
+      for (let i = 0; i < 30; i++) {
+        if (i % 3 === 0) expected.push(i);
+        appendFileSync(crashPath, i % 3 === 0 ? `t=${i} ERROR job=${i}\n` : `t=${i} INFO ok\n`);
+      }
+    });
+    await expectExactlyOnce(api, 'file:crashed', expected);
+    expect(await duplicatesOf('file:crashed')).toBeGreaterThan(0);
+  });
+
+  it('a scheduler dies after a batch of stream entries made tasks, before XACK: one task per entry, none pending', async () => {
+    const expected: number[] = [];
+    await crashAfterLogTasks('stream', async () => {
+      for (let i = 0; i < 30; i++) {
+        const level = i % 2 === 0 ? 'error' : 'info';
+        if (level === 'error') expected.push(i);
+        await redis.xadd(crashStreamKey, '*', 'json', JSON.stringify({ level, job: i }));
+      }
+    });
+    await expectExactlyOnce(api, 'stream:crashed', expected);
+    expect(await duplicatesOf('stream:crashed')).toBeGreaterThan(0);
+    await eventually(
+      async () => {
+        const pending = (await redis.xpending(crashStreamKey, 'baton-logdumper')) as [number];
+        return pending[0] === 0 ? true : undefined;
+      },
+      10_000,
+      'empty pending list',
+    );
+  });
+
+  it('takes a file over from a stored fence the lock never hands out, once that row is stale, with a warning', async () => {
+    await scheduler.stop();
+    // As after a switch of lock driver, or a Redis that lost its fence counter.
+    const db = await createConnection({
+      host: '127.0.0.1',
+      port: 3306,
+      user: 'root',
+      password: '',
+      database: String(backend.env.BATON_MYSQL_DATABASE),
+    });
+    await db.query(
+      "UPDATE baton_log_offset SET fence = 1000000000, owner = 'gone', updated_at = ? WHERE source_id = 'file:trunc'",
+      [Date.now()],
+    );
+    await db.end();
+    await start();
+    writeTrunc(5000, 5010);
+    await eventually(
+      async () =>
+        /not reading .*trunc\.log: the lock gave fence/.test(scheduler.output()) ? true : undefined,
+      10_000,
+      'a warning that the claim was refused',
+    );
+    // 3 lease lengths (4.5 s) after the row's last write, the reader takes the file over.
+    await expectExactlyOnce(api, 'file:trunc', truncJobs);
+    expect(scheduler.output()).toMatch(/took .*trunc\.log over from fence 1000000000 of gone/);
   });
 });

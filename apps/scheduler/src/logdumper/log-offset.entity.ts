@@ -1,7 +1,10 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { bigintNumber } from '../database/column-transformers';
 
-/** Where the reader of a tailed file has got to: every line before `byte_offset` has its tasks. */
+/**
+ * Where the reader of a tailed file has got to: every line before `byte_offset` of the file
+ * generation (`file_id`, `generation`, `head_hash`) has its tasks.
+ */
 @Entity('baton_log_offset')
 export class LogOffsetEntity {
   @PrimaryColumn({ type: 'varchar', length: 200 })
@@ -9,6 +12,17 @@ export class LogOffsetEntity {
 
   @Column({ type: 'varchar', length: 64, nullable: true })
   file_id!: string | null;
+
+  /** Counts the files (and truncations) this source has read; part of every line's position. */
+  @Column({ type: 'bigint', transformer: bigintNumber, default: 0 })
+  generation!: number;
+
+  /** How many of the generation's first bytes `head_hash` covers (up to 1 KiB). */
+  @Column({ type: 'bigint', transformer: bigintNumber, default: 0 })
+  head_bytes!: number;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  head_hash!: string | null;
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   byte_offset!: number;

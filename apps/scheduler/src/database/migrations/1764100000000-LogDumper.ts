@@ -44,8 +44,16 @@ export class LogDumper1764100000000 implements MigrationInterface {
         name: 'baton_log_offset',
         columns: [
           { ...str('source_id', 200), isPrimary: true },
-          // Identity of the file the offset is in (device:inode), so a rotation is noticed.
+          // Inode of the file the offset is in, so a rotation is noticed.
           str('file_id', 64, true),
+          // Which file (or which life of one inode, after a truncation or an inode reuse) the
+          // offset is in: it counts up each time the reader starts a file, and is part of every
+          // line's position, so a truncated file's new lines never reuse an old line's key.
+          { ...big('generation'), default: 0 },
+          // Hash of the generation's first head_bytes bytes (up to 1 KiB, as far as read): a file
+          // that no longer starts with them was truncated and rewritten, or is another file.
+          { ...big('head_bytes'), default: 0 },
+          str('head_hash', 64, true),
           big('byte_offset'),
           // Fence of the lease under which the offset was written: a stale reader cannot move it.
           big('fence'),

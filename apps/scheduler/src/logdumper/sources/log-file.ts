@@ -1,8 +1,21 @@
+import { createHash } from 'node:crypto';
 import { FileHandle, open, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** The identity of a file across renames: its inode number. */
 export type FileId = string;
+
+/**
+ * How many of a file's first bytes identify its content. Log lines start with timestamps or
+ * sequence numbers, so a truncated and rewritten file (or another file that got a freed inode)
+ * almost never starts with the same 1 KiB; a file shorter than that is identified by what it has.
+ */
+export const HEAD_BYTES = 1024;
+
+/** The fingerprint of a file's first bytes, as stored beside the offset. */
+export function hashHead(head: Buffer): string {
+  return createHash('sha256').update(head).digest('hex');
+}
 
 /** What is at a path right now, or null when nothing is. */
 export async function identify(
