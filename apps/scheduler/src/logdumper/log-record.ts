@@ -17,7 +17,7 @@ export const MAX_LINE_CHARS = 64 * 1024;
 export interface LogRecord {
   /** `<kind>:<name>`, e.g. `file:app`. */
   sourceId: string;
-  /** Where the record sits in its source: `<file id>:<byte offset>`, a stream entry id, a client sequence. */
+  /** Where the record sits in its source: `<inode>.g<generation>:<byte offset>`, a stream entry id, a client sequence. */
   position: string;
   content: RecordContent;
 }

@@ -12,9 +12,10 @@ export interface LineBatch {
 }
 
 /**
- * Cuts complete lines (ended by `\n`) out of `chunk`, read at `offset` of the file `fileId`. A
- * partial last line is left for later: its writer has not finished it. Each record's position is
- * `<fileId>:<offset of the line start>`, which names the line for good. `final` (the file was
+ * Cuts complete lines (ended by `\n`) out of `chunk`, read at `offset` of the file generation
+ * `fileId` (`<inode>.g<generation>`). A partial last line is left for later: its writer has not
+ * finished it. Each record's position is `<fileId>:<offset of the line start>`, which names the
+ * line for good. `final` (the file was
  * rotated away) also takes a last line without a newline, since nobody will end it.
  */
 export function splitLines(
