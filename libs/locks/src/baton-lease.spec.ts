@@ -34,6 +34,15 @@ function fakeKey(
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('BatonLease', () => {
+  it('auto-renews in time even when each renewal takes a third of the TTL', async () => {
+    const key = fakeKey('slow');
+    key.extend = () => sleep(60);
+    const lease = new BatonLease([key], 200, Date.now() + 200, true);
+    await sleep(1000); // five TTLs
+    expect(lease.lost).toBe(false);
+    await lease.release();
+  });
+
   it('is born lost when a key was lost before the lease set its handlers', () => {
     const first = fakeKey('a');
     first.loss.report('revoked');

@@ -39,6 +39,7 @@ export class BatonLease implements Lease {
     if (autoRenew && !this.lost) {
       this.renewer = new LeaseRenewer(
         ttlMs,
+        () => this.expiresAt.getTime(),
         () => this.extend(),
         (error) => this.markLost('renewal_failed', error),
       );

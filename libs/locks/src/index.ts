@@ -4,7 +4,6 @@ export * from './lock.exception';
 export * from './lock-provider.factory';
 export * from './fence-guard';
 export * from './locks.module';
-export { LeaseRenewer } from './lease-renewer';
 export { LocalLockDriver } from './drivers/local.lock.driver';
 export { MysqlLockDriver } from './drivers/mysql.lock.driver';
 export { RedisLockDriver } from './drivers/redis.lock.driver';

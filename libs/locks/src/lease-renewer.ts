@@ -8,11 +8,13 @@ export class LeaseRenewer {
 
   constructor(
     private readonly ttlMs: number,
+    /** When the lease ends now: renewals are timed from it, not from the last renewal's end. */
+    private readonly expiresAt: () => number,
     private readonly renew: () => Promise<void>,
     private readonly onFailure: (error: unknown) => void,
   ) {}
 
-  /** Schedules the first renewal at half the TTL. */
+  /** Schedules the first renewal, half a TTL before the lease ends. */
   start(): void {
     this.schedule();
   }
@@ -26,7 +28,10 @@ export class LeaseRenewer {
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), Math.max(10, Math.floor(this.ttlMs / 2)));
+    // Half a TTL before the end (as AcquisitionKeeper does): a slow renewal does not push the
+    // next one past the expiry.
+    const due = this.expiresAt() - this.ttlMs / 2;
+    this.timer = setTimeout(() => void this.tick(), Math.max(10, Math.floor(due - Date.now())));
     // A renewal alone must not keep a process alive.
     this.timer.unref();
   }

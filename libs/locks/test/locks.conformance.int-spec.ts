@@ -578,6 +578,33 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
     });
   }
 
+  if (driver === 'redis') {
+    it('keeps working with one of three Redis nodes down (the quorum is two)', async () => {
+      const n0 = config.redis!.nodes[0];
+      // Two independent keyspaces of the machine's Redis, and a node that refuses connections.
+      const locks = createLockProvider({
+        driver: 'redis',
+        redis: { nodes: [n0, { ...n0, db: 3 }, { host: '127.0.0.1', port: 1 }], maxPollMs: 5000 },
+      });
+      try {
+        const k = key('one-down');
+        const first = await locks.acquire(k, { ttlMs: 5000 });
+        // A waiter is woken by the release (published on the nodes that are up), not by polling.
+        const waiting = locks.acquire(k, { ttlMs: 5000, waitMs: 4000 });
+        await sleep(100);
+        await first.release();
+        const releasedAt = Date.now();
+        const second = await waiting;
+        // Well under the 5 s poll: woken by the release message.
+        expect(Date.now() - releasedAt).toBeLessThan(2500);
+        expect(second.fence).toBeGreaterThan(first.fence);
+        await second.release();
+      } finally {
+        await locks.close();
+      }
+    });
+  }
+
   if (driver === 'zookeeper') {
     /** A provider talking to ZooKeeper through a proxy that can fail like a network. */
     const viaProxy = async (

@@ -6,9 +6,8 @@ import { LockErrorCode, LockException } from '../lock.exception';
 import { KeyWaiters } from '../wait';
 
 interface LocalEntry {
-  holder: string | undefined;
+  holder: string;
   expiresAt: number;
-  fence: number;
 }
 
 /** Last fence handed out by any local provider of this process. */
@@ -19,9 +18,9 @@ let lastFence = 0;
  * the process (assuming a sane clock and fewer than one new holder per microsecond), and from
  * a process-wide counter, so they also increase between providers of one process.
  */
-function nextFence(previous: number): number {
+function nextFence(): number {
   const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
-  lastFence = Math.max(previous + 1, lastFence + 1, micros);
+  lastFence = Math.max(lastFence + 1, micros);
   return lastFence;
 }
 
@@ -42,10 +41,10 @@ export class LocalLockDriver extends BaseLockProvider {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'local provider is closed');
       const now = Date.now();
       const entry = this.entries.get(key);
-      if (!entry || entry.holder === undefined || entry.expiresAt <= now) {
-        const fence = nextFence(entry?.fence ?? 0);
+      if (!entry || entry.expiresAt <= now) {
+        const fence = nextFence();
         const holder = randomUUID();
-        this.entries.set(key, { holder, expiresAt: now + ttlMs, fence });
+        this.entries.set(key, { holder, expiresAt: now + ttlMs });
         return {
           key,
           fence,
@@ -68,8 +67,9 @@ export class LocalLockDriver extends BaseLockProvider {
   }
 
   private releaseKey(key: string, holder: string): void {
-    const entry = this.ownedEntry(key, holder);
-    entry.holder = undefined;
+    this.ownedEntry(key, holder);
+    // Forgotten once free: the process-wide fence counter, not the entry, keeps fences rising.
+    this.entries.delete(key);
     this.waiters.notify(key);
   }
 

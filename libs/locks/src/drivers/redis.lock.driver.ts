@@ -217,7 +217,8 @@ export class RedisLockDriver extends BaseLockProvider {
           }
           throw unavailable('release', error);
         }
-        await this.clients[0].publish(this.channel, key).catch(() => undefined);
+        // On every node: a waiter subscribed to a node that is up hears it.
+        await Promise.allSettled(this.clients.map((c) => c.publish(this.channel, key)));
       },
       // Redis pushes nothing to a holder: loss shows as a refused extend (renewer reports it).
       setLostHandler: () => undefined,
@@ -226,7 +227,7 @@ export class RedisLockDriver extends BaseLockProvider {
 
   private subscribe(): Promise<void> {
     this.subscribed ??= (async () => {
-      await Promise.all(
+      const results = await Promise.allSettled(
         this.subscribers.map(async (s) => {
           // Once per connection: a retried subscribe must not add a second listener.
           if (s.listenerCount('message') === 0) {
@@ -235,6 +236,10 @@ export class RedisLockDriver extends BaseLockProvider {
           await s.subscribe(this.channel);
         }),
       );
+      // Wake-ups are an optimisation (waiters also poll): one node down must not fail every
+      // acquire when redlock still has its quorum. None subscribed is a Redis that is down.
+      const failed = results.filter((r) => r.status === 'rejected');
+      if (failed.length === results.length) throw failed[0].reason;
     })().catch((error: unknown) => {
       this.subscribed = undefined;
       throw unavailable('subscribe', error);
@@ -252,7 +257,11 @@ async function isContention(error: unknown): Promise<boolean> {
   if (error.attempts.length === 0) return true; // "Cannot extend an already-expired lock."
   const stats = await error.attempts[error.attempts.length - 1];
   const against = [...stats.votesAgainst.values()];
-  return against.length > 0 && against.every((e) => e instanceof ResourceLockedError);
+  const locked = against.filter((e) => e instanceof ResourceLockedError).length;
+  if (locked === 0) return false;
+  // Held: the "held" votes alone keep a quorum out of reach, whatever the unreachable nodes do
+  // (one node down of three must not turn a held key into "Redis unavailable").
+  return locked > stats.membershipSize - stats.quorumSize;
 }
 
 function unavailable(operation: string, error: unknown): LockException {
