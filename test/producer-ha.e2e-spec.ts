@@ -201,6 +201,35 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     },
   );
 
+  it('a crash between a fire and the timer advance fires that slot once, and goes on', async () => {
+    let api = await start('c1', { BATON_CRASH_AT: 'after-timer-fire' });
+    const doomed = procs.get('c1') as RunningProcess;
+    const id = (
+      await api.call<{ timer_id: string }>('POST', '/v1/timers', everySecond('crash window'))
+    ).data.timer_id;
+    await eventually(
+      async () => (doomed.proc.signalCode === 'SIGKILL' ? true : undefined),
+      10_000,
+      'the scheduler dying after its first fire',
+    );
+    procs.delete('c1');
+    expect(doomed.output()).toContain('crash point after-timer-fire');
+    const firstSlots = (await fireRows(database, id)).map((r) => r.slot);
+    expect(firstSlots).toHaveLength(1);
+    // The timer was not advanced: the next owner starts at that same slot.
+    api = await start('c2');
+    await sleep(3500);
+    await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
+    await sleep(300);
+    const slots = (await fireRows(database, id)).map((r) => r.slot);
+    expect(slots[0]).toBe(firstSlots[0]);
+    expect(new Set(slots).size).toBe(slots.length);
+    expect(gaps(slots, 1000)).toEqual([]);
+    expect(slots.length).toBeGreaterThanOrEqual(3);
+    const timer = (await api.call<{ fire_count: number }>('GET', `/v1/timers/${id}`)).data;
+    expect(timer.fire_count).toBe(slots.length);
+  });
+
   it('misfire policies after a 10 s outage of every instance', async () => {
     let api = await start('m1');
     const mk = async (policy: string) =>
@@ -222,7 +251,8 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     procs.delete('m1');
     await sleep(10_000);
     const upAt = Date.now();
-    api = await start('m2');
+    // A small catch-up batch: fire_once must still fire once, not once per batch.
+    api = await start('m2', { BATON_PRODUCER_MAX_CATCH_UP: '3' });
     await sleep(4000);
     for (const id of Object.values(ids))
       await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });

@@ -123,6 +123,12 @@ describe.each([
         misfire_policy: 'sometimes',
       },
       { name: 'x', schedule: { kind: 'interval', every_ms: 1000 }, task: echo, surprise: 1 },
+      {
+        name: 'x',
+        schedule: { kind: 'once', at: new Date(Date.now() + 60_000).toISOString() },
+        end_at: new Date(Date.now() + 30_000).toISOString(),
+        task: echo,
+      },
     ];
     for (const body of bad) {
       const res = await api.call('POST', '/v1/timers', body);
@@ -132,6 +138,26 @@ describe.each([
     }
     expect((await api.call<unknown[]>('GET', '/v1/timers')).data).toEqual([]);
     expect((await api.call('GET', '/v1/timers/nope')).status).toBe(404);
+    // A timer's tenant is part of its fire key: it cannot change.
+    const made = await api.call<{ timer_id: string; tenant: string }>('POST', '/v1/timers', {
+      name: 'tenant a',
+      schedule: { kind: 'interval', every_ms: 60_000 },
+      task: { ...echo, tenant: 'team-a' },
+    });
+    expect(made.data.tenant).toBe('team-a');
+    const moved = await api.call('PATCH', `/v1/timers/${made.data.timer_id}`, {
+      task: { ...echo, tenant: 'team-b' },
+    });
+    expect(moved.status).toBe(400);
+    const kept = await api.call<{ tenant: string; task: { tenant: string } }>(
+      'PATCH',
+      `/v1/timers/${made.data.timer_id}`,
+      { task: echo },
+    );
+    expect(kept.status).toBe(200);
+    expect(kept.data.tenant).toBe('team-a');
+    expect(kept.data.task.tenant).toBe('team-a');
+    await api.call('DELETE', `/v1/timers/${made.data.timer_id}`);
   });
 
   it('fires an interval timer once per slot as timed tasks, and stops when disabled', async () => {

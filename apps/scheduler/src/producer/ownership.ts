@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { Clock } from '../common/clock';
+import { PeriodicLoop } from '../common/periodic-loop';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { TimersRepository } from './timers.repository';
 
@@ -47,8 +48,7 @@ export class ProducerOwnership {
   private lease: Lease | undefined;
   private ring: { point: number; member: string }[] = [];
   private members: string[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private loop: PeriodicLoop | undefined;
   private changeListeners: (() => void)[] = [];
 
   constructor(
@@ -66,14 +66,16 @@ export class ProducerOwnership {
     return this.config.instanceId;
   }
 
-  start(): void {
-    this.stopped = false;
-    void this.loop();
+  /** One look at once (so a lone instance leads from its first moment), then every probeMs. */
+  async start(): Promise<void> {
+    await this.tick();
+    this.loop = new PeriodicLoop(this.logger, this.config.producer.probeMs, () => this.tick());
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    // A look in progress finishes first: it must not take a lease after this one is let go.
+    await this.loop?.stop();
     const lease = this.lease;
     this.lease = undefined;
     await lease?.release().catch(() => undefined);
@@ -114,7 +116,7 @@ export class ProducerOwnership {
     );
   }
 
-  private async loop(): Promise<void> {
+  private async tick(): Promise<void> {
     const before = `${this.holding()}|${this.members.join(',')}`;
     try {
       await this.refresh();
@@ -129,24 +131,23 @@ export class ProducerOwnership {
       );
       for (const l of this.changeListeners) l();
     }
-    if (this.stopped) return;
-    this.timer = setTimeout(() => void this.loop(), this.config.producer.probeMs);
-    this.timer.unref();
   }
 
   private async refresh(): Promise<void> {
     const ttlMs = this.config.producer.leaseMs;
     if (!this.holding()) {
+      // Past its expiry but not (yet) reported lost: let it go before taking a new one.
+      await this.lease?.release().catch(() => undefined);
       this.lease = undefined;
       const key = this.mode === 'standby' ? LEADER_KEY : memberKey(this.self);
       const lease = await this.locks.tryAcquire(key, { ttlMs, autoRenew: true });
-      if (lease && !this.stopped) {
+      if (lease) {
         lease.onLost((reason) => {
           this.logger.warn(`producer lease ${key} lost (${reason})`);
           for (const l of this.changeListeners) l();
         });
         this.lease = lease;
-      } else await lease?.release().catch(() => undefined);
+      }
     }
     if (this.mode === 'distributed') await this.refreshMembers();
   }

@@ -12,26 +12,20 @@ import {
   TaskStatus,
 } from '@baton/task-contract';
 import { Clock } from '../common/clock';
+import { crashPoint } from '../common/crash-points';
 import { Metrics } from '../common/metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { TasksService } from '../tasks/tasks.service';
 import { ProducerOwnership } from './ownership';
-import { nextSlot, slotsBetween } from './schedule';
+import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
 import { TimerModel } from './timer.model';
 import { TimersRepository } from './timers.repository';
 
 /** The idempotency key of one fire: the unique (tenant, key) index makes every slot fire once. */
 export const fireKey = (timerId: string, slot: number): string => `timer:${timerId}:${slot}`;
 
-/** The first slot at or after `from` that lies within the timer's start/end window, or null. */
-export function firstSlotFrom(
-  t: Pick<TimerModel, 'schedule' | 'startAt' | 'endAt'>,
-  from: number,
-): number | null {
-  const start = Math.max(from, t.startAt ?? from);
-  const slot = nextSlot(t.schedule, start - 1);
-  return slot !== null && (t.endAt === null || slot <= t.endAt) ? slot : null;
-}
+/** How long a timer whose fire failed (database down, ...) waits before it is tried again. */
+const RETRY_AFTER_FAILURE_MS = 1000;
 
 /**
  * The Producer (ARCHITECTURE.md §6): turns timed definitions into tasks. It fires only the timers
@@ -46,6 +40,12 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   private readonly logger = new Logger('Producer');
   private timers: TimerModel[] = [];
   private loadedAt = 0;
+  /** Read every timer again at the next pass (set again if asked while a read is under way). */
+  private reload = true;
+  /** Timers created here since the last read began: a read that started earlier may miss them. */
+  private tracked: TimerModel[] = [];
+  /** Timers whose last fire failed, and when they may be tried again. */
+  private readonly retryAt = new Map<string, number>();
   private wake: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
@@ -60,10 +60,10 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     this.stopped = false;
     this.ownership.onChange(() => this.poke(true));
-    this.ownership.start();
+    await this.ownership.start();
     this.poke(true);
   }
 
@@ -79,17 +79,22 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     return this.timers.filter((t) => this.ownership.owns(t.timerId)).map((t) => t.timerId);
   }
 
-  /** A timer created through this instance: known at once, without reading every timer again. */
+  /** A timer created or changed through this instance: known at once, without reading every timer. */
   track(t: TimerModel): void {
-    const i = this.timers.findIndex((x) => x.timerId === t.timerId);
-    if (i >= 0) this.timers[i] = t;
-    else this.timers.push(t);
+    this.tracked.push(t);
+    this.put(t);
     this.poke();
   }
 
-  /** Look again now (a timer changed through this instance, or ownership moved). */
+  /** A timer deleted through this instance. */
+  untrack(timerId: string): void {
+    this.timers = this.timers.filter((t) => t.timerId !== timerId);
+    this.tracked = this.tracked.filter((t) => t.timerId !== timerId);
+  }
+
+  /** Look again now (`reload`: read every timer first, e.g. when ownership moved). */
   poke(reload = false): void {
-    if (reload) this.loadedAt = 0;
+    if (reload) this.reload = true;
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
@@ -112,104 +117,149 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       });
   }
 
+  private put(t: TimerModel): void {
+    const i = this.timers.findIndex((x) => x.timerId === t.timerId);
+    if (i >= 0) this.timers[i] = t;
+    else this.timers.push(t);
+  }
+
+  /** When the timer may fire next here: its slot, or later after a failure. */
+  private dueAt(t: TimerModel): number | null {
+    if (t.nextFireAt === null || !t.enabled) return null;
+    return Math.max(t.nextFireAt, this.retryAt.get(t.timerId) ?? 0);
+  }
+
   /** Sleeps until the next owned slot, or the next reload, whichever is first. */
   private sleep(): void {
     const now = this.clock.now();
     let until = this.loadedAt + this.config.producer.refreshMs;
     for (const t of this.timers) {
-      if (t.nextFireAt !== null && t.nextFireAt < until && this.ownership.owns(t.timerId))
-        until = t.nextFireAt;
+      const due = this.dueAt(t);
+      if (due !== null && due < until && this.ownership.owns(t.timerId)) until = due;
     }
     this.wake = setTimeout(() => this.poke(), Math.max(0, until - now));
     this.wake.unref();
   }
 
   private async pass(): Promise<void> {
-    if (this.clock.now() - this.loadedAt >= this.config.producer.refreshMs) {
-      this.timers = await this.repo.active();
+    // A standby fires nothing: it reads the timers when it becomes the leader (onChange).
+    if (!this.ownership.view().active) return;
+    if (this.reload || this.clock.now() - this.loadedAt >= this.config.producer.refreshMs) {
+      this.reload = false;
+      const createdMeanwhile = this.tracked;
+      this.tracked = [];
+      const read = await this.repo.active();
+      this.timers = read;
+      for (const t of [...createdMeanwhile, ...this.tracked])
+        if (!read.some((r) => r.timerId === t.timerId)) this.put(t);
       this.loadedAt = this.clock.now();
     }
     const now = this.clock.now();
-    const due = this.timers.filter(
-      (t) =>
-        t.enabled && t.nextFireAt !== null && t.nextFireAt <= now && this.ownership.owns(t.timerId),
-    );
-    for (const t of due) {
-      if (this.stopped || !this.ownership.owns(t.timerId)) break;
-      const next = await this.fireDue(t);
-      const i = this.timers.indexOf(t);
-      if (next && i >= 0) this.timers[i] = next;
-      else if (i >= 0) this.loadedAt = 0; // changed elsewhere: read it again next pass
+    const due = this.timers.filter((t) => {
+      const at = this.dueAt(t);
+      return at !== null && at <= now && this.ownership.owns(t.timerId);
+    });
+    for (const cached of due) {
+      if (this.stopped || !this.ownership.owns(cached.timerId)) break;
+      try {
+        // Validate before acting: the row, not the cache, says whether and where it fires.
+        const t = await this.repo.find(cached.timerId);
+        if (!t || !t.enabled || t.nextFireAt === null) {
+          this.untrack(cached.timerId);
+          continue;
+        }
+        const next = t.nextFireAt <= now ? await this.fireDue(t) : t;
+        if (next) this.put(next);
+        else this.reload = true; // changed elsewhere meanwhile: read it again
+        this.retryAt.delete(t.timerId);
+      } catch (err) {
+        // Nothing was advanced: the next try fires the same slots (the fire key makes that safe).
+        this.retryAt.set(cached.timerId, this.clock.now() + RETRY_AFTER_FAILURE_MS);
+        this.metrics.inc('baton_timer_fire_errors_total', { timer: cached.timerId });
+        this.logger.error(
+          `timer ${cached.timerId}: ${err instanceof Error ? err.message : String(err)}; trying again`,
+        );
+      }
     }
     this.timers = this.timers.filter((t) => t.nextFireAt !== null && t.enabled);
+  }
+
+  /**
+   * Which due slots fire, by the misfire policy. A slot reached later than the grace is a misfire:
+   * `fire_all` fires each (in passes of at most maxCatchUp), `fire_once` only the latest, `skip`
+   * none. `last` is the latest slot dealt with; the timer moves on past it.
+   */
+  private plan(t: TimerModel, now: number): { fire: number[]; missed: number; last: number } {
+    const s = t.schedule;
+    const from = t.nextFireAt as number;
+    const cap = this.config.producer.maxCatchUp;
+    const graceEdge = now - t.misfireGraceMs;
+    const lastLate = from <= graceEdge ? lastSlotAtOrBefore(s, graceEdge) : null;
+    let fire: number[] = [];
+    let missed = 0;
+    let onTimeFrom = from;
+    if (lastLate !== null) {
+      const late = countSlots(s, from, lastLate, Number.MAX_SAFE_INTEGER);
+      this.metrics.inc('baton_timer_misfires_total', { timer: t.timerId }, late);
+      this.logger.warn(
+        `timer ${t.timerId}: ${late} slot(s) missed (oldest ${new Date(from).toISOString()}); ${t.misfirePolicy}`,
+      );
+      if (t.misfirePolicy === 'fire_all') {
+        fire = slotsBetween(s, from, lastLate, cap);
+        if (fire.length === cap) return { fire, missed: 0, last: fire[fire.length - 1] };
+      } else if (t.misfirePolicy === 'fire_once') {
+        fire = [lastLate];
+        missed = late - 1;
+      } else missed = late;
+      const after = nextSlot(s, lastLate);
+      if (after === null || after > now) return { fire, missed, last: lastLate };
+      onTimeFrom = after;
+    }
+    fire = [...fire, ...slotsBetween(s, onTimeFrom, now, cap - fire.length)];
+    return { fire, missed, last: fire.length > 0 ? fire[fire.length - 1] : (lastLate ?? from) };
   }
 
   /** Fires the due slots of one timer by its misfire and overlap policies, then advances it. */
   private async fireDue(t: TimerModel): Promise<TimerModel | undefined> {
     const now = this.clock.now();
-    const slots = slotsBetween(
-      t.schedule,
-      t.nextFireAt as number,
-      now,
-      this.config.producer.maxCatchUp,
-    ).filter((s) => t.endAt === null || s <= t.endAt);
-    const late = slots.filter((s) => now - s > t.misfireGraceMs);
-    const onTime = slots.filter((s) => now - s <= t.misfireGraceMs);
-    let fire: number[] = [];
-    let missed = 0;
-    if (late.length > 0) {
-      if (t.misfirePolicy === 'fire_all') fire = late;
-      else if (t.misfirePolicy === 'fire_once') {
-        fire = [late[late.length - 1]];
-        missed = late.length - 1;
-      } else missed = late.length;
-      this.metrics.inc('baton_timer_misfires_total', { timer: t.timerId }, late.length);
-      this.logger.warn(
-        `timer ${t.timerId}: ${late.length} slot(s) missed (oldest ${new Date(late[0]).toISOString()}); ${t.misfirePolicy}`,
-      );
-    }
-    fire = [...fire, ...onTime];
-
+    const { fire, missed, last } = this.plan(t, now);
     let lastTaskId = t.lastTaskId;
     let lastFireAt = t.lastFireAt;
     let fired = 0;
     let skipped = 0;
     for (const slot of fire) {
+      if (t.endAt !== null && slot > t.endAt) break;
       if (!this.ownership.owns(t.timerId)) return undefined;
       const outcome = await this.fireSlot(t, slot, lastTaskId);
       if (outcome === 'skipped') {
         skipped++;
         continue;
       }
-      if (outcome === 'error') {
-        skipped++;
-        continue;
-      }
-      lastTaskId = outcome;
+      lastTaskId = outcome.taskId;
       lastFireAt = slot;
+      // Counted whether this pass or a crashed owner before it wrote the task: only the pass
+      // whose advance (compare-and-set) wins stores its counts.
       fired++;
     }
-    const last = slots.length > 0 ? slots[slots.length - 1] : (t.nextFireAt as number);
-    const following = nextSlot(t.schedule, last);
-    const next: TimerModel = {
+    crashPoint('after-timer-fire');
+    return this.repo.replace(t, {
       ...t,
-      nextFireAt:
-        following !== null && (t.endAt === null || following <= t.endAt) ? following : null,
+      nextFireAt: inWindow(t, nextSlot(t.schedule, last)),
       lastFireAt,
       lastTaskId,
       fireCount: t.fireCount + fired,
       misfireCount: t.misfireCount + missed,
       skipCount: t.skipCount + skipped,
       updatedAt: now,
-    };
-    return this.repo.replace(t, next);
+    });
   }
 
   /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */
   private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
+    const actor = `producer:${this.config.instanceId}`;
     for (let tries = 0; ; tries++) {
       try {
-        await this.tasks.cancel(previous);
+        await this.tasks.cancel(previous, actor);
         return;
       } catch (err) {
         const busy =
@@ -223,12 +273,16 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     }
   }
 
-  /** One slot: the overlap policy, then the task. Returns its task id, or why there is none. */
+  /**
+   * One slot: the overlap policy, then the task. A template the API refuses now (4xx: type gone,
+   * ...) skips the slot, loudly; anything else (the database, a 5xx) is thrown, so nothing is
+   * advanced and the same slot is tried again.
+   */
   private async fireSlot(
     t: TimerModel,
     slot: number,
     previous: string | null,
-  ): Promise<string | 'skipped' | 'error'> {
+  ): Promise<{ taskId: string; created: boolean } | 'skipped'> {
     if (previous && t.overlapPolicy !== 'allow') {
       const prev = await this.tasks.get(previous).catch(() => undefined);
       if (prev && prev.status !== TaskStatus.FINISH) {
@@ -256,16 +310,17 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
         repetition: RepetitionKind.TIMED,
         actor: `producer:${this.config.instanceId}`,
       });
-      if (created) this.metrics.inc('baton_timer_fires_total', { timer: t.timerId });
-      else this.metrics.inc('baton_timer_fire_duplicates_total', { timer: t.timerId });
-      return task.taskId;
+      this.metrics.inc(created ? 'baton_timer_fires_total' : 'baton_timer_fire_duplicates_total', {
+        timer: t.timerId,
+      });
+      return { taskId: task.taskId, created };
     } catch (err) {
-      // The template no longer creates (type unregistered, ...): this slot is lost, loudly.
-      this.metrics.inc('baton_timer_fire_errors_total', { timer: t.timerId });
+      if (!(err instanceof ContractException) || err.httpStatus >= 500) throw err;
+      this.metrics.inc('baton_timer_fire_refused_total', { timer: t.timerId });
       this.logger.error(
-        `timer ${t.timerId} slot ${new Date(slot).toISOString()}: ${err instanceof ContractException ? err.message : String(err)}`,
+        `timer ${t.timerId} slot ${new Date(slot).toISOString()} not fired: ${err.message}`,
       );
-      return 'error';
+      return 'skipped';
     }
   }
 }

@@ -1,4 +1,13 @@
-import { ScheduleError, isTimeZone, nextSlot, slotsBetween, validateCron } from './schedule';
+import {
+  ScheduleError,
+  countSlots,
+  firstFire,
+  isTimeZone,
+  lastSlotAtOrBefore,
+  nextSlot,
+  slotsBetween,
+  validateCron,
+} from './schedule';
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -55,5 +64,35 @@ describe('schedules', () => {
     expect(() => validateCron('* * * * * *', 'Mars/Olympus')).toThrow(/unknown time zone/);
     expect(() => validateCron('*/5 * * * * *', 'Asia/Tokyo')).not.toThrow();
     expect(isTimeZone('America/New_York')).toBe(true);
+  });
+});
+
+describe('schedule arithmetic for misfires', () => {
+  const cron = { kind: 'cron' as const, cron: '*/5 * * * * *', timeZone: 'UTC' };
+  const t0 = Date.parse('2026-11-22T10:00:00.000Z');
+
+  it('the latest slot at or before an instant, without listing the slots before it', () => {
+    expect(lastSlotAtOrBefore(cron, t0 + 5000)).toBe(t0 + 5000);
+    expect(lastSlotAtOrBefore(cron, t0 + 9999)).toBe(t0 + 5000);
+    expect(lastSlotAtOrBefore(cron, t0 + 365 * 24 * 3600 * 1000 + 2000)).toBe(
+      t0 + 365 * 24 * 3600 * 1000,
+    );
+    expect(lastSlotAtOrBefore({ kind: 'interval', everyMs: 300, anchor: 1000 }, 1999)).toBe(1900);
+    expect(lastSlotAtOrBefore({ kind: 'interval', everyMs: 300, anchor: 1000 }, 999)).toBeNull();
+    expect(lastSlotAtOrBefore({ kind: 'once', at: 50 }, 49)).toBeNull();
+  });
+
+  it('counts slots (bounded), and the first fire respects the window', () => {
+    expect(countSlots(cron, t0, t0 + 60_000, 1000)).toBe(13);
+    expect(countSlots(cron, t0, t0 + 60_000, 5)).toBe(5);
+    expect(countSlots({ kind: 'interval', everyMs: 1000, anchor: 0 }, 0, 3_600_000, 1e9)).toBe(
+      3601,
+    );
+    const once = { kind: 'once' as const, at: 5000 };
+    expect(firstFire(once, { startAt: null, endAt: null }, 9000)).toBe(5000);
+    expect(firstFire(once, { startAt: null, endAt: 4000 }, 0)).toBeNull();
+    expect(firstFire(once, { startAt: 6000, endAt: null }, 0)).toBeNull();
+    expect(firstFire(cron, { startAt: t0 + 7000, endAt: null }, t0)).toBe(t0 + 10_000);
+    expect(firstFire(cron, { startAt: null, endAt: t0 + 3000 }, t0 + 1)).toBeNull();
   });
 });

@@ -5,9 +5,8 @@ import { IdGenerator } from '../common/id-generator';
 import { CreateTaskDto } from '../tasks/dto/create-task.dto';
 import { TasksService } from '../tasks/tasks.service';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
-import { firstSlotFrom } from './producer.service';
 import { ProducerService } from './producer.service';
-import { Schedule, ScheduleError, validateCron } from './schedule';
+import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';
 import { TimerModel } from './timer.model';
 import { TimersRepository } from './timers.repository';
 
@@ -43,8 +42,7 @@ export class TimersService {
       misfirePolicy: dto.misfire_policy ?? 'fire_once',
       misfireGraceMs: dto.misfire_grace_ms ?? 5000,
       template: dto.task,
-      // A one-shot in the past still fires (now, as a misfire by its policy); others start from now.
-      nextFireAt: schedule.kind === 'once' ? schedule.at : firstSlotFrom(base, now),
+      nextFireAt: firstFire(schedule, base, now),
       lastFireAt: null,
       lastTaskId: null,
       fireCount: 0,
@@ -81,7 +79,14 @@ export class TimersService {
     const endAt = dto.end_at !== undefined ? Date.parse(dto.end_at) : t.endAt;
     const schedule = dto.schedule ? this.schedule(dto.schedule, startAt, now) : t.schedule;
     this.checkWindow(startAt, endAt);
-    if (dto.task) await this.checkTemplate(dto.task);
+    if (dto.task) {
+      // The fire key is unique per tenant: another tenant would let a fired slot fire again.
+      if (dto.task.tenant !== undefined && dto.task.tenant !== t.tenant)
+        throw invalid(
+          `a timer's tenant cannot change (it is ${t.tenant}); create a new timer for ${dto.task.tenant}`,
+        );
+      await this.checkTemplate({ ...dto.task, tenant: t.tenant });
+    }
     const enabled = dto.enabled ?? t.enabled;
     const base = { schedule, startAt, endAt };
     // A new schedule or window, or a timer enabled again, starts from the next slot: the slots
@@ -95,17 +100,12 @@ export class TimersService {
       ...t,
       ...base,
       name: dto.name ?? t.name,
-      template: dto.task ?? t.template,
-      tenant: dto.task ? (dto.task.tenant ?? 'default') : t.tenant,
+      template: dto.task ? { ...dto.task, tenant: t.tenant } : t.template,
       enabled,
       overlapPolicy: dto.overlap_policy ?? t.overlapPolicy,
       misfirePolicy: dto.misfire_policy ?? t.misfirePolicy,
       misfireGraceMs: dto.misfire_grace_ms ?? t.misfireGraceMs,
-      nextFireAt: restart
-        ? schedule.kind === 'once'
-          ? schedule.at
-          : firstSlotFrom(base, now)
-        : t.nextFireAt,
+      nextFireAt: restart ? firstFire(schedule, base, now) : t.nextFireAt,
       updatedAt: now,
     };
     const stored = await this.repo.replace(t, next);
@@ -115,7 +115,7 @@ export class TimersService {
         `timer ${timerId} changed while this change was made (it fired); send it again`,
         { timer_id: timerId },
       );
-    this.producer.poke(true);
+    this.producer.track(stored);
     return stored;
   }
 
@@ -124,7 +124,7 @@ export class TimersService {
       throw new ContractException(ContractErrorCode.NOT_FOUND, `timer ${timerId} does not exist`, {
         timer_id: timerId,
       });
-    this.producer.poke(true);
+    this.producer.untrack(timerId);
   }
 
   private schedule(dto: ScheduleDto, startAt: number | null, now: number): Schedule {

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   IsBoolean,
@@ -136,63 +136,8 @@ export class CreateTimerDto {
   misfire_grace_ms?: number;
 }
 
-/** Body of `PATCH /v1/timers/{id}`: any field of the create body. */
-export class UpdateTimerDto {
-  @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
-  @IsString()
-  @Length(1, 200)
-  name?: string;
-
-  @ApiPropertyOptional({ type: ScheduleDto })
-  @IsOptional()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => ScheduleDto)
-  schedule?: ScheduleDto;
-
-  @ApiPropertyOptional({ type: CreateTaskDto })
-  @IsOptional()
-  @IsObject()
-  @ValidateNested()
-  @Type(() => CreateTaskDto)
-  task?: CreateTaskDto;
-
-  @ApiPropertyOptional({ format: 'date-time', nullable: true })
-  @IsOptional()
-  @IsDateString({ strict: true })
-  start_at?: string;
-
-  @ApiPropertyOptional({ format: 'date-time', nullable: true })
-  @IsOptional()
-  @IsDateString({ strict: true })
-  end_at?: string;
-
-  @ApiPropertyOptional({
-    description:
-      'false stops fires; true starts again from the next slot (the slots in between are not misfires)',
-  })
-  @IsOptional()
-  @IsBoolean()
-  enabled?: boolean;
-
-  @ApiPropertyOptional({ enum: OVERLAP_POLICIES })
-  @IsOptional()
-  @IsIn(OVERLAP_POLICIES)
-  overlap_policy?: OverlapPolicy;
-
-  @ApiPropertyOptional({ enum: MISFIRE_POLICIES })
-  @IsOptional()
-  @IsIn(MISFIRE_POLICIES)
-  misfire_policy?: MisfirePolicy;
-
-  @ApiPropertyOptional()
-  @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(24 * 3600 * 1000)
-  misfire_grace_ms?: number;
-}
+/** Body of `PATCH /v1/timers/{id}`: any field of the create body (the tenant stays). */
+export class UpdateTimerDto extends PartialType(CreateTimerDto) {}
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
