@@ -136,6 +136,53 @@ describe.each([
     expect(runsOf(id)).toHaveLength(1);
   });
 
+  it('a create under Idempotency-Key, killed before its answer was stored, is not made twice', async () => {
+    const doomed = await startScheduler(backend, {
+      BATON_INSTANCE_ID: 'doomed-idempotency',
+      BATON_CRASH_AT: 'after-idempotent-create',
+      ...NEVER_STALE,
+    });
+    procs.push(doomed);
+    const label = `idem-${Date.now()}`;
+    const body = {
+      create_info: { task_type: 'demo.echo', task_name: 'idempotent create' },
+      labels: { probe: label },
+    };
+    const headers = { 'idempotency-key': `crash-${label}` };
+    // The process dies after writing the task and before answering: the call fails.
+    await expect(new Api(doomed.url).call('POST', '/v1/tasks', body, headers)).rejects.toThrow();
+    await eventually(
+      async () => (doomed.proc.signalCode === 'SIGKILL' ? true : undefined),
+      20_000,
+      'the scheduler dying after the create',
+    );
+    const healthy = await startScheduler(backend, {
+      BATON_INSTANCE_ID: 'healthy-idempotency',
+      BATON_IDEMPOTENCY_ABANDONED_MS: '500',
+      ...NEVER_STALE,
+    });
+    procs.push(healthy);
+    const api = new Api(healthy.url);
+    // The client retries: after the abandon window the request runs again, and finds its task.
+    const retried = await eventually(
+      async () => {
+        const res = await api.call<{ task_id: string }>('POST', '/v1/tasks', body, headers);
+        return res.status === 409 ? undefined : res;
+      },
+      10_000,
+      'the retried create answering',
+    );
+    expect(retried.status).toBe(200);
+    const listed = await api.call<{ items: { task_id: string }[] }>(
+      'GET',
+      `/v1/tasks?label=probe:${label}`,
+    );
+    expect(listed.data.items.map((t) => t.task_id)).toEqual([retried.data.task_id]);
+    // And the answer is stored now: replayed as is.
+    const replay = await api.call<{ task_id: string }>('POST', '/v1/tasks', body, headers);
+    expect(replay.data.task_id).toBe(retried.data.task_id);
+  });
+
   it('ran no task twice at the same time', () => {
     expect(findOverlaps(readRunLogs([log]))).toEqual([]);
   });

@@ -11,7 +11,9 @@ export type CrashPoint =
   /** A timer's due slots have their tasks; the timer is not advanced yet. */
   | 'after-timer-fire'
   /** The tasks of a batch of log records exist; the file offset / stream ack is not written yet. */
-  | 'after-log-tasks';
+  | 'after-log-tasks'
+  /** A create under an Idempotency-Key header wrote its task; the stored answer is not written. */
+  | 'after-idempotent-create';
 
 const armed = new Set(
   (process.env.BATON_CRASH_AT ?? '')

@@ -57,6 +57,8 @@ export interface SchedulerConfig {
     /** Most slots one timer fires in one pass (a long outage under fire_all catches up in passes). */
     maxCatchUp: number;
   };
+  /** A create under an Idempotency-Key still in flight after this is taken over (its process died). */
+  idempotencyAbandonedMs: number;
   bodyLimitBytes: number;
   logdumper: LogDumperConfig;
 }
@@ -323,6 +325,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       refreshMs: int(env, 'BATON_PRODUCER_REFRESH_MS', 1000, 10, 600_000),
       maxCatchUp: int(env, 'BATON_PRODUCER_MAX_CATCH_UP', 1000, 1, 100_000),
     },
+    idempotencyAbandonedMs: int(env, 'BATON_IDEMPOTENCY_ABANDONED_MS', 60_000, 100, 86_400_000),
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
     logdumper: logdumper(env),
   };

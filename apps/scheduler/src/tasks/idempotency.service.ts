@@ -1,12 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { createHash } from 'node:crypto';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { Clock } from '../common/clock';
+import { crashPoint } from '../common/crash-points';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { IdempotencyRecordEntity } from './idempotency-record.entity';
-
-/** A request in flight longer than this is taken as abandoned (its process died). */
-const ABANDONED_MS = 60_000;
 
 /** Canonical JSON: keys sorted, so the same body hashes the same whatever the key order. */
 function canonical(value: unknown): string {
@@ -24,13 +23,16 @@ export type IdempotentAnswer = { status: number; body: unknown };
 
 /**
  * The `Idempotency-Key` header of creates: the first request runs; a repeat while it is in flight
- * gets 409, a repeat with a different body 422, a repeat after it finished the stored answer.
+ * gets 409, a repeat with a different body 422, a repeat after it finished the stored answer. A
+ * request in flight longer than `idempotencyAbandonedMs` is taken over (its process died); `work`
+ * must then be safe to run again: the create carries the key into the task's unique key.
  */
 @Injectable()
 export class IdempotencyService {
   constructor(
     private readonly db: DataSource,
     private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
   async run(
@@ -67,7 +69,7 @@ export class IdempotencyService {
           status: seen.response_status ?? 200,
           body: JSON.parse(seen.response_body ?? 'null') as unknown,
         };
-      const abandoned = now - seen.created_at > ABANDONED_MS;
+      const abandoned = now - seen.created_at > this.config.idempotencyAbandonedMs;
       const taken =
         abandoned &&
         (
@@ -82,21 +84,25 @@ export class IdempotencyService {
           'a request with this Idempotency-Key is in flight; retry later',
         );
     }
+    let answer: IdempotentAnswer;
     try {
-      const answer = await work();
-      await repo.update(
-        { tenant, idempotency_key: key },
-        {
-          state: 'done',
-          response_status: answer.status,
-          response_body: JSON.stringify(answer.body),
-        },
-      );
-      return answer;
+      answer = await work();
     } catch (err) {
       // A refused request stores nothing: the client may fix it and send it again under the key.
       await repo.delete({ tenant, idempotency_key: key });
       throw err;
     }
+    crashPoint('after-idempotent-create');
+    // The work is done: should this write fail, the record stays in flight (never deleted), and
+    // a retry after the abandon window runs the work again, which finds the task by its key.
+    await repo.update(
+      { tenant, idempotency_key: key },
+      {
+        state: 'done',
+        response_status: answer.status,
+        response_body: JSON.stringify(answer.body),
+      },
+    );
+    return answer;
   }
 }

@@ -60,7 +60,13 @@ export class TasksController {
     @Res({ passthrough: true }) reply: ReplyLike,
   ): Promise<Envelope<TaskDto>> {
     const work = async () => {
-      const { task, created } = await this.tasks.create(dto);
+      // The header's key is also the task's idempotency key (unless the body names one): a create
+      // run again after a crash finds the task its first run wrote, instead of making another.
+      const { task, created } = await this.tasks.create(
+        key !== undefined && dto.idempotency_key === undefined
+          ? { ...dto, idempotency_key: key }
+          : dto,
+      );
       return { status: created ? 201 : 200, body: ok(toTaskDto(task)) };
     };
     if (key !== undefined && !KEY_PATTERN.test(key)) {
