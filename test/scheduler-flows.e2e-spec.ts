@@ -212,6 +212,31 @@ describe.each([
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
   });
 
+  it('cancels a paused task: its attempt ends with the task', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'paused cancel', http_url: workerA.url },
+      params: { seconds: 30, tick_ms: 100 },
+    });
+    await api.until(id, 'RUNNING');
+    await eventually(async () =>
+      (await api.call('POST', `/v1/tasks/${id}/pause`)).status === 200 ? true : undefined,
+    );
+    await eventually(async () =>
+      (await api.call('POST', `/v1/tasks/${id}/cancel`)).status === 200 ? true : undefined,
+    );
+    const done = await api.until(id);
+    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    const attempts = (
+      await api.call<{ attempt: number; ended_at: string | null; outcome: string | null }[]>(
+        'GET',
+        `/v1/tasks/${id}/attempts`,
+      )
+    ).data;
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ attempt: 1, outcome: 'FAIL' });
+    expect(attempts[0].ended_at).not.toBeNull();
+  });
+
   it('rolls back a failed task when its type asks for it', async () => {
     expect(
       (await api.call('PATCH', '/v1/task-types/demo.rollback', { rollback_on_fail: true })).status,

@@ -666,8 +666,6 @@ export class TaskEngine {
       patch: { dueAt: this.clock.now() },
       reason: why,
     });
-    if (next)
-      await this.tasks.endAttempt(t.taskId, t.attempt, this.clock.now(), TaskStatus.NONE, why);
     return next ?? REST;
   }
 
@@ -727,8 +725,7 @@ export class TaskEngine {
             leaseUntil: null,
           }
         : { error: { message: why }, outcome: TaskStatus.FAIL, pendingAction: null, dueAt: now },
-      attemptEnd:
-        t.status === TaskStatus.NONE ? undefined : { outcome: TaskStatus.FAIL, error: why },
+      attemptEnd: { outcome: TaskStatus.FAIL, error: why },
       reason: retry
         ? `attempt ${t.attempt} failed (${why}); retry ${t.attempt} of ${maxRetry}`
         : `failed: ${why}`,

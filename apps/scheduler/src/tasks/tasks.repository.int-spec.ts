@@ -259,7 +259,17 @@ describe.each([
       Date.now(),
     );
     expect(redriven).toBeDefined();
-    await repo.endAttempt(task.taskId, 1, 20, TaskStatus.FAIL, 'boom');
+    // Leaving CREATE ends the attempt, in the same write.
+    await repo.apply(
+      redriven!,
+      {
+        to: TaskStatus.FAIL,
+        attemptEnd: { outcome: TaskStatus.FAIL, error: 'boom' },
+        reason: 'x',
+        actor: 's2',
+      },
+      20,
+    );
     expect(await repo.attempts(task.taskId)).toEqual([
       {
         taskId: task.taskId,

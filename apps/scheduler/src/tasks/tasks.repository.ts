@@ -54,7 +54,10 @@ export interface TaskChange {
     TaskAttemptModel,
     'attempt' | 'workerId' | 'workerUrl' | 'fence' | 'startedAt'
   >;
-  /** Close the current attempt's row in the same transaction. */
+  /**
+   * The outcome and error to record when this change ends the current attempt. Whether it ends
+   * one is not the caller's call: it does when the task leaves CREATE/PREPARE/RUNNING/PAUSE.
+   */
   attemptEnd?: { outcome: TaskStatus; error: string | null };
   /**
    * Log an event even when the status does not move (from = to): a request from a person or a
@@ -62,6 +65,14 @@ export interface TaskChange {
    */
   note?: boolean;
 }
+
+/** Statuses in which an attempt is under way (its row is open). */
+const OPEN_ATTEMPT: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.CREATE,
+  TaskStatus.PREPARE,
+  TaskStatus.RUNNING,
+  TaskStatus.PAUSE,
+]);
 
 /** A task in the queue's terms. */
 export interface DueTask {
@@ -416,7 +427,7 @@ export class TasksRepository {
     const path = statusPath(task.status, change);
     for (let i = 1; i < path.length; i++) assertTransition(path[i - 1], path[i]);
     // A change that logs nothing and touches no attempt is one statement: no transaction needed.
-    if (path.length === 1 && !change.attemptStart && !change.attemptEnd && !change.note) {
+    if (path.length === 1 && !change.attemptStart && !change.note) {
       return this.tx.single((m) => this.applyIn(m, task, change, now));
     }
     return this.tx.run((m) => this.applyIn(m, task, change, now));
@@ -508,12 +519,20 @@ export class TasksRepository {
           });
       }
     }
-    if (change.attemptEnd) {
-      const e = change.attemptEnd;
+    // An attempt ends exactly when the task leaves a status in which one is under way: derived
+    // here for every caller, so none can forget it or close an attempt that already ended.
+    if (OPEN_ATTEMPT.has(task.status) && !OPEN_ATTEMPT.has(next.status)) {
+      const outcome = change.attemptEnd?.outcome ?? next.status;
+      const error =
+        change.attemptEnd !== undefined
+          ? change.attemptEnd.error
+          : outcome === TaskStatus.FAIL || outcome === TaskStatus.NONE
+            ? change.reason
+            : null;
       await this.exec(
         m,
         'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
-        [now, e.outcome, e.error && clip(e.error, 2000), task.taskId, next.attempt],
+        [now, outcome, error && clip(error, 2000), task.taskId, task.attempt],
       );
     }
     return next;
@@ -583,20 +602,6 @@ export class TasksRepository {
       select: ['fence'],
     });
     return row?.fence;
-  }
-
-  async endAttempt(
-    taskId: string,
-    attempt: number,
-    endedAt: number,
-    outcome: TaskStatus,
-    error: string | null,
-  ): Promise<void> {
-    await this.db.manager.update(
-      TaskAttemptEntity,
-      { task_id: taskId, attempt },
-      { ended_at: endedAt, outcome, error: error && clip(error, 2000) },
-    );
   }
 
   /** Running tasks per type (concurrency limits). */
