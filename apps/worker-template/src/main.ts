@@ -27,7 +27,7 @@ async function main(): Promise<void> {
         ),
     });
     await registration.start();
-    app.enableShutdownHooks();
+    // bootstrap() enabled Nest's shutdown hooks; the registration stops with the process.
     process.once('SIGTERM', () => void registration.stop());
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import {
   BlockingKind,
   RunContext,
@@ -23,7 +24,11 @@ export class FlakyHandler implements TaskHandler {
     const delay = ctx.task.params.delay_ms;
     if (typeof delay === 'number' && delay > 0) {
       // Slow failures and successes, for tests of how retries share the scheduler's slots.
-      await new Promise((resolve) => setTimeout(resolve, Math.min(delay, 60_000)));
+      // Abortable: a cancel or a newer attempt ends the wait at once.
+      await setTimeout(Math.min(delay, 60_000), undefined, { signal: ctx.signal }).catch(
+        () => undefined,
+      );
+      if (ctx.signal.aborted) throw new Error('flaky: stopped while waiting');
     }
     const raw = ctx.task.params.fail_times;
     const failTimes =

@@ -155,11 +155,6 @@ export class JsonHttp {
     await Promise.all(pools.map((p) => p.pool.close()));
   }
 
-  /** Open pools, for tests and metrics. */
-  get poolCount(): number {
-    return this.pools.size;
-  }
-
   private pool(origin: string): Pool {
     const now = Date.now();
     if (now - this.lastSweep > POOL_IDLE_MS / 2) this.sweep(now);

@@ -36,10 +36,6 @@ export class WorkerRegistration {
     await this.tick();
   }
 
-  get isRegistered(): boolean {
-    return this.registered;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

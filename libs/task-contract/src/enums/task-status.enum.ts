@@ -42,13 +42,3 @@ export function parseTaskStatus(value: unknown): TaskStatus | undefined {
   if ((TASK_STATUSES as readonly string[]).includes(upper)) return upper as TaskStatus;
   return STATUS_ALIASES[value.trim().toLowerCase()];
 }
-
-/** Statuses after which nothing more happens to the task unless someone retries it. */
-export const FINAL_STATUSES: ReadonlySet<TaskStatus> = new Set([TaskStatus.FINISH]);
-
-/** Statuses that carry an outcome of a run (the task is done running, cleanup may follow). */
-export const OUTCOME_STATUSES: ReadonlySet<TaskStatus> = new Set([
-  TaskStatus.SUCCESS,
-  TaskStatus.FAIL,
-  TaskStatus.ROLLBACK,
-]);

@@ -16,15 +16,6 @@ export function newTraceparent(): string {
   return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
 }
 
-const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-/** True for a syntactically valid traceparent with non-zero ids. */
-export function isTraceparent(value: string): boolean {
-  if (!TRACEPARENT_PATTERN.test(value)) return false;
-  const [, traceId, spanId] = value.split('-');
-  return !/^0+$/.test(traceId) && !/^0+$/.test(spanId);
-}
-
 /**
  * Reads X-Baton-Fence: a non-negative safe integer, or `undefined` when absent or malformed.
  */

@@ -16,10 +16,6 @@ export class TaskExecution {
     readonly fence: number,
   ) {}
 
-  get paused(): boolean {
-    return this.gate !== null;
-  }
-
   pause(): void {
     if (this.gate) return;
     let open!: () => void;
