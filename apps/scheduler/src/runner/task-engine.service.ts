@@ -192,21 +192,13 @@ export class TaskEngine {
     attempt: number,
     progress?: TaskModel['progress'],
   ): Promise<'accepted' | 'stale' | 'unknown'> {
-    for (let tries = 0; tries < 5; tries++) {
-      const t = await this.tasks.findById(taskId);
-      if (!t) return 'unknown';
-      if (!(await this.isCurrent(t, fence, attempt))) return 'stale';
-      const patch: TaskPatch = { heartbeatAt: this.clock.now(), ...(progress ? { progress } : {}) };
-      if (
-        await this.tasks.apply(
-          t,
-          { patch, reason: 'heartbeat', actor: `worker:${t.workerId ?? 'unknown'}` },
-          this.clock.now(),
-        )
-      )
-        return 'accepted';
-    }
-    return 'accepted';
+    const t = await this.tasks.findById(taskId);
+    if (!t) return 'unknown';
+    if (!(await this.isCurrent(t, fence, attempt))) return 'stale';
+    // Not a transition: no version bump, so a beat never knocks the engine's own step off. The
+    // row must still be at this attempt and running (else the attempt ended meanwhile: stale).
+    const recorded = await this.tasks.recordBeat(taskId, attempt, this.clock.now(), progress);
+    return recorded ? 'accepted' : 'stale';
   }
 
   /**

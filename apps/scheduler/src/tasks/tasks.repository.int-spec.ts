@@ -284,4 +284,23 @@ describe.each([
       },
     ]);
   });
+
+  it('records a heartbeat of the running attempt without moving the version', async () => {
+    const task = newTask({ status: TaskStatus.RUNNING, attempt: 2 });
+    await repo.insert(task, 'created', 'test');
+    const progress = { percent: 40, step: 'copy', message: null };
+    expect(await repo.recordBeat(task.taskId, 2, 1234, progress)).toBe(true);
+    const after = await repo.findById(task.taskId);
+    expect(after).toMatchObject({ version: task.version, heartbeatAt: 1234, progress });
+    // Another attempt's beat, or a beat after the task stopped running, records nothing.
+    expect(await repo.recordBeat(task.taskId, 1, 2000)).toBe(false);
+    const done = await repo.apply(
+      after!,
+      { to: TaskStatus.SUCCESS, reason: 'ok', actor: 't' },
+      3000,
+    );
+    expect(await repo.recordBeat(task.taskId, 2, 4000)).toBe(false);
+    expect((await repo.findById(task.taskId))?.heartbeatAt).toBe(1234);
+    expect(done?.status).toBe(TaskStatus.SUCCESS);
+  });
 });

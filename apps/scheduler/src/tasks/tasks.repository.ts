@@ -604,6 +604,30 @@ export class TasksRepository {
     return row?.fence;
   }
 
+  /**
+   * A worker's heartbeat (and progress) for the current attempt of a running or paused task.
+   * Not a transition: the version does not move. False when the task is no longer there.
+   */
+  async recordBeat(
+    taskId: string,
+    attempt: number,
+    at: number,
+    progress?: TaskModel['progress'],
+  ): Promise<boolean> {
+    const set = progress
+      ? 'heartbeat_at = ?, progress = ?, updated_at = ?'
+      : 'heartbeat_at = ?, updated_at = ?';
+    const values = progress ? [at, toColumn('progress', progress), at] : [at, at];
+    const res = await this.tx.single((m) =>
+      this.exec(
+        m,
+        `UPDATE baton_task SET ${set} WHERE task_id = ? AND attempt = ? AND status IN (?, ?)`,
+        [...values, taskId, attempt, TaskStatus.RUNNING, TaskStatus.PAUSE],
+      ),
+    );
+    return res.affected === 1;
+  }
+
   /** Running tasks per type (concurrency limits). */
   async countByStatus(taskType: string, statuses: readonly TaskStatus[]): Promise<number> {
     return this.db.manager.countBy(TaskEntity, { task_type: taskType, status: In([...statuses]) });
