@@ -57,18 +57,23 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     const { client } = session;
     // encodeURIComponent also escapes '/', so any key is one path segment.
     const parent = `${this.root}/${encodeURIComponent(key)}`;
-    await this.call(session, (cb) => client.mkdirp(parent, cb)).catch((error: unknown) => {
-      throw unavailable('acquire', error);
-    });
     // Curator's "protected" node: if the reply to the create is lost, the id in the name is
     // how we find (and remove) the node the server did create, instead of leaving an orphan
     // that blocks every taker for as long as the session lives.
     const prefix = `lease-${randomUUID()}-`;
-    let path: string;
-    try {
-      path = await this.call<string>(session, (cb) =>
+    const create = (): Promise<string> =>
+      this.call<string>(session, (cb) =>
         client.create(`${parent}/${prefix}`, EMPTY, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
       );
+    let path: string;
+    try {
+      // The parent usually exists: create the node first, and the parents only when missing
+      // (mkdirp is one write per path segment, through the leader, even when all exist).
+      path = await create().catch(async (error: unknown) => {
+        if (!isZkCode(error, zk.Exception.NO_NODE)) throw error;
+        await this.call(session, (cb) => client.mkdirp(parent, cb));
+        return create();
+      });
     } catch (error) {
       await this.removeOurs(parent, prefix);
       throw unavailable('acquire', error);
