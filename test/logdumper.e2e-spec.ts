@@ -14,12 +14,12 @@ import { createConnection } from 'mysql2/promise';
 import {
   Api,
   Backend,
-  SECRET,
   embeddedBackend,
   productionBackend,
   startScheduler,
+  startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, eventually, sleep } from './support/processes';
 
 interface TaskRow {
   task_id: string;
@@ -40,14 +40,7 @@ interface IngestAnswer {
 }
 
 function startWorker(dir: string, schedulerUrl: string): Promise<RunningProcess> {
-  return startProcess(WORKER_MAIN, {
-    WORKER_PORT: '0',
-    WORKER_ID: 'logdumper-worker',
-    BATON_AUTH_MODE: 'hmac',
-    BATON_AUTH_SECRET: SECRET,
-    BATON_SCHEDULER_URL: schedulerUrl,
-    WORKER_HEARTBEAT_MS: '300',
-    WORKER_RUN_LOG: join(dir, 'runs.jsonl'),
+  return startTemplateWorker('logdumper-worker', schedulerUrl, join(dir, 'runs.jsonl'), {
     WORKER_ROLLBACK_DIR: join(dir, 'rollback'),
   });
 }
@@ -76,8 +69,6 @@ async function expectExactlyOnce(api: Api, source: string, jobs: number[]): Prom
   expect(new Set(keys).size).toBe(keys.length);
   expect(tasks.map((t) => Number(t.params.job)).sort((a, b) => a - b)).toEqual(jobs);
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each([
   ['sqlite + memory + local locks', async () => embeddedBackend()],

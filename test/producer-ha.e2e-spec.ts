@@ -3,12 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { Api, Backend, SECRET, productionBackend, startScheduler } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import {
+  Api,
+  Backend,
+  productionBackend,
+  startScheduler,
+  startTemplateWorker,
+} from './support/baton';
+import { RunningProcess, eventually, sleep } from './support/processes';
 
 jest.setTimeout(240_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Fires of a timer straight from the database: slot (from the unique key) and creation time. */
 async function fireRows(
@@ -75,15 +79,7 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     const p = await startScheduler(backend, { BATON_INSTANCE_ID: id, ...extra });
     procs.set(id, p);
     if (!worker) {
-      worker = await startProcess(WORKER_MAIN, {
-        WORKER_PORT: '0',
-        WORKER_ID: 'ha-w1',
-        BATON_AUTH_MODE: 'hmac',
-        BATON_AUTH_SECRET: SECRET,
-        BATON_SCHEDULER_URL: p.url,
-        WORKER_HEARTBEAT_MS: '300',
-        WORKER_RUN_LOG: join(dir, 'w1.jsonl'),
-      });
+      worker = await startTemplateWorker('ha-w1', p.url, join(dir, 'w1.jsonl'));
       await new Api(p.url).waitForWorkers(1);
     }
     return new Api(p.url);

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import {
   Api,
   Backend,
-  SECRET,
   embeddedBackend,
   productionBackend,
   startScheduler,
+  startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, eventually, sleep } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -39,8 +39,6 @@ async function fires(api: Api, timerId: string): Promise<Map<number, FireRow>> {
   return out;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe.each([
   ['sqlite + memory + local locks', async () => embeddedBackend()],
   ['mariadb + redis queue + redis locks', productionBackend],
@@ -64,15 +62,7 @@ describe.each([
     dir = mkdtempSync(join(tmpdir(), 'baton-timers-'));
     backend = await makeBackend();
     await start();
-    worker = await startProcess(WORKER_MAIN, {
-      WORKER_PORT: '0',
-      WORKER_ID: 'timers-w1',
-      BATON_AUTH_MODE: 'hmac',
-      BATON_AUTH_SECRET: SECRET,
-      BATON_SCHEDULER_URL: scheduler.url,
-      WORKER_HEARTBEAT_MS: '300',
-      WORKER_RUN_LOG: join(dir, 'w1.jsonl'),
-    });
+    worker = await startTemplateWorker('timers-w1', scheduler.url, join(dir, 'w1.jsonl'));
     await api.waitForWorkers(1);
     await eventually(
       async () =>

@@ -5,12 +5,12 @@ import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/r
 import {
   Api,
   Backend,
-  SECRET,
   embeddedBackend,
   productionBackend,
   startScheduler,
+  startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, eventually } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -60,15 +60,7 @@ describe.each([
     });
     procs.push(doomed);
     if (!worker) {
-      worker = await startProcess(WORKER_MAIN, {
-        WORKER_PORT: '0',
-        WORKER_ID: 'points-w1',
-        BATON_AUTH_MODE: 'hmac',
-        BATON_AUTH_SECRET: SECRET,
-        BATON_SCHEDULER_URL: doomed.url,
-        WORKER_HEARTBEAT_MS: '300',
-        WORKER_RUN_LOG: log,
-      });
+      worker = await startTemplateWorker('points-w1', doomed.url, log);
     }
     let api = new Api(doomed.url);
     await api.waitForWorkers(1);

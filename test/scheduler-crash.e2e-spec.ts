@@ -7,12 +7,12 @@ import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/r
 import {
   Api,
   Backend,
-  SECRET,
   embeddedBackend,
   productionBackend,
   startScheduler,
+  startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, eventually } from './support/processes';
 
 /** Counts tasks by status straight from the database (the source of truth). */
 async function statusCounts(
@@ -45,17 +45,7 @@ function makeWorkerStarter(dir: string, logs: string[], schedulerUrl: () => stri
   return (name: string, extra: NodeJS.ProcessEnv = {}): Promise<RunningProcess> => {
     const log = join(dir, `${name}.jsonl`);
     if (!logs.includes(log)) logs.push(log);
-    return startProcess(WORKER_MAIN, {
-      WORKER_PORT: '0',
-      WORKER_ID: name,
-      BATON_AUTH_MODE: 'hmac',
-      BATON_AUTH_SECRET: SECRET,
-      BATON_SCHEDULER_URL: schedulerUrl(),
-      WORKER_HEARTBEAT_MS: '300',
-      WORKER_CAPACITY: '256',
-      WORKER_RUN_LOG: log,
-      ...extra,
-    });
+    return startTemplateWorker(name, schedulerUrl(), log, { WORKER_CAPACITY: '256', ...extra });
   };
 }
 

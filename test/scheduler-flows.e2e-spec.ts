@@ -11,8 +11,9 @@ import {
   embeddedBackend,
   productionBackend,
   startScheduler,
+  startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, eventually } from './support/processes';
 
 const HAPPY = ['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH'];
 
@@ -35,14 +36,7 @@ describe.each([
   const startWorker = (name: string, extra: NodeJS.ProcessEnv = {}): Promise<RunningProcess> => {
     const log = join(dir, `${name}.jsonl`);
     if (!runLogs.includes(log)) runLogs.push(log);
-    return startProcess(WORKER_MAIN, {
-      WORKER_PORT: '0',
-      WORKER_ID: name,
-      BATON_AUTH_MODE: 'hmac',
-      BATON_AUTH_SECRET: SECRET,
-      BATON_SCHEDULER_URL: api.base,
-      WORKER_HEARTBEAT_MS: '300',
-      WORKER_RUN_LOG: log,
+    return startTemplateWorker(name, api.base, log, {
       WORKER_ROLLBACK_DIR: join(dir, 'rollback'),
       ...extra,
     });

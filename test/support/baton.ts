@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
-import { RunningProcess, eventually, startProcess } from './processes';
+import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './processes';
 
 export const SCHEDULER_MAIN = 'dist/apps/scheduler/src/main.js';
 
@@ -106,6 +106,28 @@ export const FAST: NodeJS.ProcessEnv = {
   BATON_CALL_TIMEOUT_MS: '2000',
   BATON_WORKER_STALE_MS: '3000',
 };
+
+/**
+ * A template worker that registers with `schedulerUrl` (HMAC with SECRET, 300 ms heartbeats) and
+ * logs every run start and end to `runLog`.
+ */
+export function startTemplateWorker(
+  workerId: string,
+  schedulerUrl: string,
+  runLog: string,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<RunningProcess> {
+  return startProcess(WORKER_MAIN, {
+    WORKER_PORT: '0',
+    WORKER_ID: workerId,
+    BATON_AUTH_MODE: 'hmac',
+    BATON_AUTH_SECRET: SECRET,
+    BATON_SCHEDULER_URL: schedulerUrl,
+    WORKER_HEARTBEAT_MS: '300',
+    WORKER_RUN_LOG: runLog,
+    ...extra,
+  });
+}
 
 export function startScheduler(
   backend: Backend,

@@ -114,3 +114,5 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
