@@ -525,6 +525,19 @@ describe.each([
     }
   });
 
+  it('a sync run longer than the queue lease keeps its entry (extended, not requeued)', async () => {
+    // The claim lease here is 4 s; this run takes 5.5 s.
+    const id = await api.create({
+      create_info: { task_type: 'demo.flaky', task_name: 'long sync run' },
+      process_arg: { deadline_second: 30 },
+      params: { fail_times: 0, delay_ms: 5500 },
+    });
+    const done = await api.until(id, 'FINISH', 20_000);
+    expect(done).toMatchObject({ outcome: 'SUCCESS', attempt: 1 });
+    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH']);
+    expect(scheduler.output()).not.toMatch(new RegExp(`whose runner stopped: [^\n]*${id}`));
+  });
+
   it('ran no task twice at the same time on any worker', () => {
     const runs = readRunLogs(runLogs.filter(existsSync)).map((r) =>
       r.end === undefined && r.worker_id === 'worker-b' && r.start < killedAt

@@ -48,7 +48,9 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
       ...(await this.lanes.retry.requeueExpired()),
     ];
     if (requeued.length)
-      this.logger.warn(`requeued ${requeued.length} entries whose runner stopped`);
+      this.logger.warn(
+        `requeued ${requeued.length} entries whose runner stopped: ${requeued.slice(0, 10).join(', ')}${requeued.length > 10 ? ', ...' : ''}`,
+      );
     await this.releaseEndedLeases();
     return requeued;
   }

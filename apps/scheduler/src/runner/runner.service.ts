@@ -30,6 +30,9 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly inFlight = new Set<Promise<void>>();
   private wake: (() => void) | undefined;
   private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [] };
+  /** Entries this runner holds (claimed, not acked): their queue leases are extended. */
+  private readonly held: Record<Lane, Set<string>> = { main: new Set(), retry: new Set() };
+  private extender: NodeJS.Timeout | undefined;
   private activeRetries = 0;
   private ackTimer: NodeJS.Timeout | undefined;
 
@@ -42,10 +45,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   onApplicationBootstrap(): void {
     this.loop = this.run();
+    // A drive may outlast the queue lease (a long sync run): every third of it, the leases of
+    // all held entries are extended in one call per lane, so the Checker requeues only the
+    // entries of a runner that stopped.
+    const every = Math.max(50, Math.floor(this.config.runner.claimLeaseMs / 3));
+    this.extender = setInterval(() => void this.extendHeld(), every);
+    this.extender.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    if (this.extender) clearInterval(this.extender);
     this.wake?.();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
@@ -90,12 +100,14 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   private start(taskId: string, lane: Lane): void {
     this.active++;
+    this.held[lane].add(taskId);
     if (lane === 'retry') this.activeRetries++;
     const job = this.engine
       .drive(taskId)
       .catch((err: unknown) => this.logger.error(`task ${taskId}: ${String(err)}`))
       .then(() => this.ack(taskId, lane))
       .finally(() => {
+        this.held[lane].delete(taskId);
         this.tracker.forget(taskId);
         this.active--;
         if (lane === 'retry') this.activeRetries--;
@@ -114,6 +126,19 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     pending.push(taskId);
     if (pending.length >= ACK_BATCH) void this.flushAcks();
     else this.ackTimer ??= setTimeout(() => void this.flushAcks(), ACK_DELAY_MS);
+  }
+
+  private async extendHeld(): Promise<void> {
+    for (const lane of ['main', 'retry'] as const) {
+      const ids = [...this.held[lane]];
+      if (ids.length === 0) continue;
+      const queue = lane === 'main' ? this.lanes.main : this.lanes.retry;
+      await queue
+        .extend(ids, this.config.runner.claimLeaseMs)
+        .catch((err: unknown) =>
+          this.logger.warn(`extending ${ids.length} ${lane} entries failed: ${String(err)}`),
+        );
+    }
   }
 
   private async flushAcks(): Promise<void> {
