@@ -175,6 +175,45 @@ describe.each([
     expect(replay.data.task_id).toBe(retried.data.task_id);
   });
 
+  it('a lock key stays held by a running task whose scheduler died, after its lease ran out', async () => {
+    const first = await startScheduler(backend, { BATON_INSTANCE_ID: 'holder-s1', ...NEVER_STALE });
+    procs.push(first);
+    const key = `res-${Date.now()}`;
+    const a = await new Api(first.url).create({
+      create_info: { task_type: 'demo.sleep', task_name: 'holds the key' },
+      process_arg: { lock_timeout: 1 },
+      params: { seconds: 5, tick_ms: 200 },
+      lock_keys: [key],
+    });
+    await new Api(first.url).until(a, 'RUNNING');
+    // The scheduler holding the lease dies; the lease (1 s) runs out while A still runs.
+    await first.kill9();
+    const second = await startScheduler(backend, {
+      BATON_INSTANCE_ID: 'holder-s2',
+      ...NEVER_STALE,
+    });
+    procs.push(second);
+    const api = new Api(second.url);
+    const b = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'wants the key' },
+      process_arg: { lock_timeout: 1 },
+      lock_keys: [key],
+    });
+    const bDone = await api.until(b, 'FINISH', 40_000);
+    const aDone = await api.until(a, 'FINISH', 40_000);
+    expect(aDone.outcome).toBe('SUCCESS');
+    expect(bDone.outcome).toBe('SUCCESS');
+    expect(Date.parse(bDone.started_at as string)).toBeGreaterThanOrEqual(
+      Date.parse(aDone.finished_at as string),
+    );
+    expect((await api.events(b)).some((e) => e.reason.includes(`lock key held by task ${a}`))).toBe(
+      true,
+    );
+    const runs = readRunLogs([log]).filter((r) => r.lock_keys.includes(key));
+    expect(runs).toHaveLength(2);
+    expect(findOverlaps(runs)).toEqual([]);
+  });
+
   it('ran no task twice at the same time', () => {
     expect(findOverlaps(readRunLogs([log]))).toEqual([]);
   });

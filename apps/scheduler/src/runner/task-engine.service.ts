@@ -312,6 +312,17 @@ export class TaskEngine {
           now + this.backoff(type, 1),
           `lock key held: ${t.lockKeys.join(', ')}`,
         );
+      // The lease says no other starter is here now; the rows say whether a task that started
+      // before still holds a key (its scheduler died and the lease ran out while it runs on).
+      const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId);
+      if (holder !== undefined) {
+        await this.leases.release(t.taskId);
+        return this.postpone(
+          t,
+          now + this.backoff(type, 1),
+          `lock key held by task ${holder}: ${t.lockKeys.join(', ')}`,
+        );
+      }
     }
     // A re-drive goes back to the worker that already has the attempt; a new attempt may go anywhere.
     const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;

@@ -303,4 +303,20 @@ describe.each([
     expect((await repo.findById(task.taskId))?.heartbeatAt).toBe(1234);
     expect(done?.status).toBe(TaskStatus.SUCCESS);
   });
+
+  it('finds the task that holds a lock key by its state, matching keys exactly', async () => {
+    const running = newTask({ status: TaskStatus.RUNNING, lockKeys: ['db_1', 'disk-9'] });
+    const waiting = newTask({ status: TaskStatus.POSTPONE, lockKeys: ['dbx1'] });
+    const retrying = newTask({ status: TaskStatus.FAIL, outcome: null, lockKeys: ['dbx1'] });
+    const lookalike = newTask({ status: TaskStatus.PAUSE, lockKeys: ['dbx1'] });
+    for (const t of [running, waiting, retrying]) await repo.insert(t, 'created', 'test');
+    expect(await repo.lockKeyHolder(['db_1'], 'other')).toBe(running.taskId);
+    expect(await repo.lockKeyHolder(['x', 'disk-9'], 'other')).toBe(running.taskId);
+    // '_' is no wildcard; a waiting or retrying task holds nothing; a task never blocks itself.
+    expect(await repo.lockKeyHolder(['dbx1'], 'other')).toBeUndefined();
+    expect(await repo.lockKeyHolder(['db_1'], running.taskId)).toBeUndefined();
+    await repo.insert(lookalike, 'created', 'test');
+    expect(await repo.lockKeyHolder(['dbx1'], 'other')).toBe(lookalike.taskId);
+    expect(await repo.lockKeyHolder(['db_1'], running.taskId)).toBeUndefined();
+  });
 });

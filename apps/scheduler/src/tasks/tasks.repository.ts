@@ -74,6 +74,14 @@ const OPEN_ATTEMPT: ReadonlySet<TaskStatus> = new Set([
   TaskStatus.PAUSE,
 ]);
 
+/** Statuses in which a task holds its lock keys (FAIL too, once its outcome is final). */
+const HOLDING_STATUSES: ReadonlySet<TaskStatus> = new Set([
+  ...OPEN_ATTEMPT,
+  TaskStatus.SUCCESS,
+  TaskStatus.ROLLBACK,
+  TaskStatus.NONE,
+]);
+
 /** A task in the queue's terms. */
 export interface DueTask {
   taskId: string;
@@ -629,6 +637,40 @@ export class TasksRepository {
   }
 
   /** Running tasks per type (concurrency limits). */
+  /**
+   * Another task that holds one of `keys` by its state: an attempt under way or an outcome not
+   * yet cleaned up (the lock lease of a scheduler that died may have run out, the state has not).
+   */
+  async lockKeyHolder(keys: readonly string[], exceptTaskId: string): Promise<string | undefined> {
+    if (keys.length === 0) return undefined;
+    // Keys are stored as a JSON array of strings with no quotes or backslashes in them.
+    const like = keys.map(() => "t.lock_keys LIKE :k ESCAPE '!'");
+    const row = await this.db.manager
+      .createQueryBuilder(TaskEntity, 't')
+      .select('t.task_id', 'task_id')
+      .where('t.task_id <> :except', { except: exceptTaskId })
+      .andWhere(
+        new Brackets((b) =>
+          b
+            .where('t.status IN (:...holding)', { holding: [...HOLDING_STATUSES] })
+            .orWhere('(t.status = :fail AND t.outcome IS NOT NULL)', { fail: TaskStatus.FAIL }),
+        ),
+      )
+      .andWhere(
+        new Brackets((b) => {
+          keys.forEach((k, i) => {
+            const pattern = `%"${k.replace(/[!%_]/g, (c) => `!${c}`)}"%`;
+            const clause = like[i].replace(':k', `:k${i}`);
+            if (i === 0) b.where(clause, { [`k${i}`]: pattern });
+            else b.orWhere(clause, { [`k${i}`]: pattern });
+          });
+        }),
+      )
+      .limit(1)
+      .getRawOne<{ task_id: string }>();
+    return row?.task_id;
+  }
+
   async countByStatus(taskType: string, statuses: readonly TaskStatus[]): Promise<number> {
     return this.db.manager.countBy(TaskEntity, { task_type: taskType, status: In([...statuses]) });
   }
