@@ -132,56 +132,70 @@ export class TaskEngine {
     outcome: TaskStatus.SUCCESS | TaskStatus.FAIL,
     result: Record<string, unknown> | null,
     error: { message: string; code?: string | null } | null,
-  ): Promise<'accepted' | 'stale' | 'unknown' | 'already'> {
+  ): Promise<{ verdict: 'accepted' | 'stale' | 'unknown' | 'already'; task?: TaskModel }> {
     for (let tries = 0; tries < 5; tries++) {
       const t = await this.tasks.findById(taskId);
-      if (!t) return 'unknown';
-      if (!(await this.isCurrent(t, fence, attempt))) return 'stale';
-      if (t.status !== TaskStatus.RUNNING && t.status !== TaskStatus.PAUSE) return 'already';
-      // A failure is not final yet: the engine decides between retry and giving up ('decide').
-      const patch: TaskPatch = {
-        result,
-        error,
-        dueAt: this.clock.now(),
-        heartbeatAt: this.clock.now(),
-        pendingAction: outcome === TaskStatus.FAIL ? 'decide' : t.pendingAction,
-      };
+      if (!t) return { verdict: 'unknown' };
+      if (!(await this.isCurrent(t, fence, attempt))) return { verdict: 'stale' };
+      if (t.status !== TaskStatus.RUNNING && t.status !== TaskStatus.PAUSE)
+        return { verdict: 'already' };
       const next = await this.tasks.apply(
         t,
         {
-          via: t.status === TaskStatus.PAUSE ? [TaskStatus.RUNNING] : [],
-          to: outcome,
-          patch:
-            outcome === TaskStatus.SUCCESS
-              ? {
-                  ...patch,
-                  progress: {
-                    percent: 100,
-                    step: t.progress?.step ?? null,
-                    message: t.progress?.message ?? null,
-                  },
-                }
-              : patch,
-          reason:
-            outcome === TaskStatus.SUCCESS
-              ? 'worker reported success'
-              : `worker reported failure: ${error?.message ?? 'no reason'}`,
+          ...this.outcomeChange(t, outcome, result, error, 'worker reported'),
           actor: `worker:${t.workerId ?? 'unknown'}`,
-          attemptEnd: { outcome, error: error?.message ?? null },
         },
         this.clock.now(),
       );
-      if (next) return 'accepted';
+      if (next) return { verdict: 'accepted', task: next };
     }
-    return 'stale';
+    return { verdict: 'stale' };
+  }
+
+  /**
+   * The write of a run's outcome, reported by the worker (callback) or seen by a poll. A failure
+   * is not final yet: the engine decides between retry and giving up ('decide').
+   */
+  private outcomeChange(
+    t: TaskModel,
+    outcome: TaskStatus.SUCCESS | TaskStatus.FAIL,
+    result: Record<string, unknown> | null,
+    error: { message: string; code?: string | null } | null,
+    how: string,
+  ): Omit<TaskChange, 'actor'> {
+    const now = this.clock.now();
+    return {
+      via: t.status === TaskStatus.PAUSE ? [TaskStatus.RUNNING] : [],
+      to: outcome,
+      patch: {
+        result,
+        error,
+        dueAt: now,
+        heartbeatAt: now,
+        pendingAction: outcome === TaskStatus.FAIL ? 'decide' : t.pendingAction,
+        ...(outcome === TaskStatus.SUCCESS
+          ? {
+              progress: {
+                percent: 100,
+                step: t.progress?.step ?? null,
+                message: t.progress?.message ?? null,
+              },
+            }
+          : {}),
+      },
+      reason:
+        outcome === TaskStatus.SUCCESS
+          ? `${how} success`
+          : `${how} failure: ${error?.message ?? 'no reason'}`,
+      attemptEnd: { outcome, error: error?.message ?? null },
+    };
   }
 
   /** Puts the task in the queue now (after a worker's report), instead of at the next dispatch. */
-  async kick(taskId: string): Promise<void> {
-    const t = await this.tasks.findById(taskId);
-    if (!t || t.dueAt === null) return;
+  async kick(t: TaskModel): Promise<void> {
+    if (t.dueAt === null) return;
     await this.lanes
-      .enqueue([{ taskId, priority: t.priority, dueAt: t.dueAt, status: t.status }])
+      .enqueue([{ taskId: t.taskId, priority: t.priority, dueAt: t.dueAt, status: t.status }])
       .catch(() => undefined);
   }
 
@@ -575,18 +589,13 @@ export class TaskEngine {
         return this.resumeRun(t, type);
       }
       if (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL) {
-        const outcome = task.task_status;
-        const accepted = await this.completeFromWorker(
-          t.taskId,
-          t.fence,
-          t.attempt,
-          outcome,
-          task.result,
-          task.error,
+        // Under our claim, driven on from the row the step returns; the outcome is the worker's.
+        const next = await this.step(
+          t,
+          this.outcomeChange(t, task.task_status, task.result, task.error, 'worker reported'),
+          `worker:${t.workerId ?? 'unknown'}`,
         );
-        if (accepted !== 'accepted') return REST;
-        const fresh = await this.tasks.findById(t.taskId);
-        return fresh && fresh.owner === this.config.instanceId ? fresh : REST;
+        return next ?? REST;
       }
       const hb = await this.client.heartbeat(url, t.taskType, t.taskId, opts);
       const patch: TaskPatch = {
@@ -884,6 +893,7 @@ export class TaskEngine {
   private async step(
     t: TaskModel,
     change: Omit<TaskChange, 'actor'>,
+    actor = this.actor,
   ): Promise<TaskModel | undefined> {
     return this.stepLock.run(t.taskId, async () => {
       // A lease renewal may have moved the row on since `t` was read: only the lease changed then.
@@ -892,7 +902,7 @@ export class TaskEngine {
         latest && latest.version > t.version
           ? { ...t, version: latest.version, leaseUntil: latest.leaseUntil }
           : t;
-      const next = await this.tasks.apply(base, { ...change, actor: this.actor }, this.clock.now());
+      const next = await this.tasks.apply(base, { ...change, actor }, this.clock.now());
       if (next) this.latest.set(t.taskId, next);
       else this.logger.debug(`task ${t.taskId}: ${LOST_RACE}`);
       return next;

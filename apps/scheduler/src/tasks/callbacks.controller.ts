@@ -60,7 +60,7 @@ export class CallbacksController {
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() dto: CompletionCallbackDto,
   ) {
-    const verdict = await this.engine.completeFromWorker(
+    const { verdict, task } = await this.engine.completeFromWorker(
       taskId,
       fenceOf(fence),
       dto.attempt,
@@ -68,7 +68,7 @@ export class CallbacksController {
       dto.result ?? null,
       dto.error ?? null,
     );
-    if (verdict === 'accepted') await this.engine.kick(taskId);
+    if (task) await this.engine.kick(task);
     return answer(taskId, verdict);
   }
 
