@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { AuthConfig } from '@baton/task-contract';
 import { LockConfig } from '@baton/locks';
 import { DatabaseConfig } from '../database/database.config';
-import { QueueConfig } from '../queue/queue.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig } from '../queue/queue.config';
 
 /** Everything the scheduler reads from its environment, checked once at boot. */
 export interface SchedulerConfig {
@@ -154,7 +154,7 @@ function queue(env: Env): QueueConfig {
   return {
     driver,
     redis: redisNode(env),
-    prefix: env.BATON_QUEUE_PREFIX ?? 'baton:q',
+    prefix: env.BATON_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
     shards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 1024),
   };
 }

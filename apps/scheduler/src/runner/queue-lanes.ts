@@ -2,6 +2,7 @@ import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig } from '../queue/queue.config';
+import type { DueTask } from '../tasks/tasks.repository';
 import { QUEUE_DRIVER, QueueDriver } from '../queue/queue.driver';
 import { createQueueDriver } from '../queue/queue.factory';
 import { EnqueueTracker } from './enqueue-tracker';
@@ -12,13 +13,8 @@ function retryLaneConfig(main: QueueConfig): QueueConfig {
   return { ...main, prefix: `${main.prefix ?? DEFAULT_QUEUE_PREFIX}:retry` };
 }
 
-/** A task as the queues need it. */
-export interface LaneEntry {
-  taskId: string;
-  priority: number;
-  dueAt: number;
-  status: TaskStatus;
-}
+/** A task as the queues need it (a task row or a due-list entry will do). */
+export type LaneEntry = Pick<DueTask, 'taskId' | 'priority' | 'status'> & { dueAt: number | null };
 
 /**
  * The two queues tasks wait in (ARCHITECTURE.md §6): the main lane, and a retry lane the runner
@@ -42,9 +38,15 @@ export class QueueLanes implements OnApplicationShutdown {
     return status === TaskStatus.FAIL;
   }
 
-  /** Puts due tasks in their lane and notes them as enqueued by this process. */
-  async enqueue(entries: readonly LaneEntry[]): Promise<void> {
-    const entry = (e: LaneEntry) => ({ taskId: e.taskId, priority: e.priority, dueAt: e.dueAt });
+  /** Puts tasks in their lane and notes them as enqueued by this process (not due at all: skipped). */
+  async enqueue(all: readonly LaneEntry[]): Promise<void> {
+    const entries = all.filter((e): e is LaneEntry & { dueAt: number } => e.dueAt !== null);
+    if (entries.length === 0) return;
+    const entry = (e: { taskId: string; priority: number; dueAt: number }) => ({
+      taskId: e.taskId,
+      priority: e.priority,
+      dueAt: e.dueAt,
+    });
     const retries = entries.filter((e) => QueueLanes.isRetry(e.status));
     const main = entries.filter((e) => !QueueLanes.isRetry(e.status));
     if (main.length) await this.main.enqueue(main.map(entry));

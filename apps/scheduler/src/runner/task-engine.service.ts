@@ -20,6 +20,7 @@ import {
 import { Clock } from '../common/clock';
 import { crashPoint } from '../common/crash-points';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { TimeoutPolicy } from '../task-types/task-type.entity';
 import { TaskTypeModel } from '../task-types/task-type.model';
 import { TaskTypesService } from '../task-types/task-types.service';
 import { TaskModel, TaskPatch } from '../tasks/task.model';
@@ -193,10 +194,7 @@ export class TaskEngine {
 
   /** Puts the task in the queue now (after a worker's report), instead of at the next dispatch. */
   async kick(t: TaskModel): Promise<void> {
-    if (t.dueAt === null) return;
-    await this.lanes
-      .enqueue([{ taskId: t.taskId, priority: t.priority, dueAt: t.dueAt, status: t.status }])
-      .catch(() => undefined);
+    await this.lanes.enqueue([t]).catch(() => undefined);
   }
 
   /** Heartbeat or progress from a worker; false when the fence/attempt is stale. */
@@ -684,7 +682,7 @@ export class TaskEngine {
   private async timeout(
     t: TaskModel,
     type: TaskTypeModel,
-    policy: 'retry' | 'fail' | 'alert',
+    policy: TimeoutPolicy,
     why: string,
   ): Promise<Step> {
     if (policy === 'alert') {

@@ -2,7 +2,8 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { bigintNumber, jsonText } from '../database/column-transformers';
 
 /** What to do when a timeout fires: try again, give up, or only tell people. */
-export type TimeoutPolicy = 'retry' | 'fail' | 'alert';
+export const TIMEOUT_POLICIES = ['retry', 'fail', 'alert'] as const;
+export type TimeoutPolicy = (typeof TIMEOUT_POLICIES)[number];
 
 /** A registered task type: how it blocks, what it implements, its timeouts and retry policy. */
 @Entity('baton_task_type')

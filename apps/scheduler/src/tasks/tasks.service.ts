@@ -460,14 +460,7 @@ export class TasksService {
     );
     if (due.length === 0) return;
     try {
-      await this.lanes.enqueue(
-        due.map((t) => ({
-          taskId: t.taskId,
-          priority: t.priority,
-          dueAt: t.dueAt as number,
-          status: t.status,
-        })),
-      );
+      await this.lanes.enqueue(due);
       this.runner.nudge();
     } catch {
       // The queue is only a fast path: the task is stored, and the Dispatcher will find it.

@@ -11,22 +11,24 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { BlockingKind, ContractCall } from '@baton/task-contract';
+import { TIMEOUT_POLICIES, TimeoutPolicy } from '../task-type.entity';
 import { TaskTypeModel } from '../task-type.model';
 
-const POLICIES = ['retry', 'fail', 'alert'] as const;
-
 export class TimeoutPolicyDto {
-  @ApiProperty({ enum: POLICIES, description: 'waiting in the queue longer than queue_timeout_ms' })
-  @IsIn(POLICIES)
-  queue!: (typeof POLICIES)[number];
+  @ApiProperty({
+    enum: TIMEOUT_POLICIES,
+    description: 'waiting in the queue longer than queue_timeout_ms',
+  })
+  @IsIn(TIMEOUT_POLICIES)
+  queue!: TimeoutPolicy;
 
-  @ApiProperty({ enum: POLICIES, description: 'no heartbeat for heartbeat_timeout_ms' })
-  @IsIn(POLICIES)
-  heartbeat!: (typeof POLICIES)[number];
+  @ApiProperty({ enum: TIMEOUT_POLICIES, description: 'no heartbeat for heartbeat_timeout_ms' })
+  @IsIn(TIMEOUT_POLICIES)
+  heartbeat!: TimeoutPolicy;
 
-  @ApiProperty({ enum: POLICIES, description: 'running longer than the deadline' })
-  @IsIn(POLICIES)
-  deadline!: (typeof POLICIES)[number];
+  @ApiProperty({ enum: TIMEOUT_POLICIES, description: 'running longer than the deadline' })
+  @IsIn(TIMEOUT_POLICIES)
+  deadline!: TimeoutPolicy;
 }
 
 /** A task type: what its workers declared, and the policy people set. */

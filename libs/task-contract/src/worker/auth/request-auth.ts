@@ -180,13 +180,20 @@ export class RequestVerifier {
     if (this.seen.has(signature)) {
       throw new ContractException(ContractErrorCode.SIGNATURE_REPLAYED, 'signature already used');
     }
-    this.seen.set(signature, ts);
+    this.seen.set(signature, now);
   }
 
-  /** Forget signatures older than the window: they would be refused as expired anyway. */
+  /**
+   * Forgets signatures that would be refused as expired anyway. Each is kept by the time it was
+   * accepted (its timestamp was within the window of that moment), so after two windows it is
+   * surely stale; the map is in acceptance order, so the sweep stops at the first young one.
+   */
   private sweep(now: number, windowMs: number): void {
     if (now - this.lastSweep < 1000) return;
     this.lastSweep = now;
-    for (const [sig, ts] of this.seen) if (Math.abs(now - ts) > windowMs) this.seen.delete(sig);
+    for (const [sig, acceptedAt] of this.seen) {
+      if (now - acceptedAt <= 2 * windowMs) break;
+      this.seen.delete(sig);
+    }
   }
 }
