@@ -42,6 +42,8 @@ class CallbackRecorder {
   readonly refused: string[] = [];
   /** Status codes to answer the next completion reports with, in order. */
   readonly notifyPlan: number[] = [];
+  /** How long progress and heartbeat reports wait for their answer (a slow scheduler). */
+  beatDelayMs = 0;
   private server!: Server;
   private readonly verifier = new RequestVerifier({ mode: 'hmac', secret: SECRET });
   url = '';
@@ -85,6 +87,8 @@ class CallbackRecorder {
       body: JSON.parse(raw.toString()) as Record<string, unknown>,
     };
     this.received.push(entry);
+    if (!entry.path.endsWith('/notify') && this.beatDelayMs > 0)
+      await new Promise((r) => setTimeout(r, this.beatDelayMs));
     if (entry.path.endsWith('/notify') && this.notifyPlan.length > 0) {
       const status = this.notifyPlan.shift() as number;
       if (status !== 200)
@@ -164,6 +168,44 @@ describe('async callbacks to the scheduler', () => {
       task_status: TaskStatus.FAIL,
       error: { message: 'cancelled', code: 'cancelled' },
     });
+  });
+
+  it('a slow scheduler does not slow the run: reports go out in the background', async () => {
+    const id = newId('cbslow');
+    recorder.beatDelayMs = 3000;
+    try {
+      await client.create(
+        worker.url,
+        'demo.sleep',
+        body('demo.sleep', id, { seconds: 0.5, tick_ms: 100 }),
+        { fence: 1 },
+      );
+      const started = Date.now();
+      await client.run(worker.url, 'demo.sleep', id, { fence: 1 });
+      // Five ticks each waiting 3 s for its report would take 15 s; in the background, ~0.5 s.
+      await eventually(
+        async () =>
+          (await client.status(worker.url, 'demo.sleep', id, { fence: 1 })).task_status ===
+          TaskStatus.SUCCESS
+            ? true
+            : undefined,
+        2500,
+        'the run ending',
+      );
+      expect(Date.now() - started).toBeLessThan(2500);
+      // The outcome is reported after the report in flight is answered, not before it.
+      await eventually(
+        async () => recorder.received.find((r) => r.path === `/v1/tasks/${id}/notify`),
+        6000,
+        'completion callback',
+      );
+      // Reports were coalesced while one was in flight: fewer than one per tick, the first sent.
+      const reports = recorder.received.filter((r) => r.path === `/v1/tasks/${id}/progress`);
+      expect(reports.length).toBeGreaterThanOrEqual(1);
+      expect(reports.length).toBeLessThan(5);
+    } finally {
+      recorder.beatDelayMs = 0;
+    }
   });
 
   it('retries a completion report the scheduler could not take', async () => {

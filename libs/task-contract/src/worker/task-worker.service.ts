@@ -554,6 +554,7 @@ export class TaskWorkerService implements OnModuleDestroy {
       });
     }
     if (written && handler.blocking === BlockingKind.ASYNC && this.callbacks) {
+      await execution.settleReports();
       await this.callbacks.completed(written).catch((err: unknown) => {
         // The scheduler's Checker polls status, so a lost callback delays, never loses, the outcome.
         this.logger.warn(`completion callback for ${record.task_id} failed: ${errorMessage(err)}`);
@@ -563,6 +564,33 @@ export class TaskWorkerService implements OnModuleDestroy {
 
   private runContext(record: TaskRecord, execution: TaskExecution): RunContext {
     const snapshot = this.snapshot(record);
+    type Progress = { percent: number; step?: string; message?: string };
+    // Reports to the scheduler go out in the background, one at a time, newest first: the
+    // handler never waits on the network, and a slow scheduler gets fewer, fresher reports. A
+    // progress waiting to go is not replaced by a plain heartbeat (a progress is one too).
+    let sending: Promise<void> | undefined;
+    let queued: { progress?: Progress } | undefined;
+    execution.settleReports = () => {
+      queued = undefined;
+      return sending ?? Promise.resolve();
+    };
+    const report = (item: { progress?: Progress }): void => {
+      queued = item.progress || !queued ? item : queued;
+      if (sending) return;
+      sending = (async () => {
+        while (queued) {
+          const { progress } = queued;
+          queued = undefined;
+          const call = progress
+            ? this.callbacks?.progress(record.task_id, execution.attempt, execution.fence, progress)
+            : this.callbacks?.heartbeat(record.task_id, execution.attempt, execution.fence);
+          await call?.catch((err: unknown) =>
+            this.logger.warn(`callback for ${record.task_id} failed: ${errorMessage(err)}`),
+          );
+        }
+        sending = undefined;
+      })();
+    };
     const beat = async (progress?: {
       percent: number;
       step?: string;
@@ -582,12 +610,7 @@ export class TaskWorkerService implements OnModuleDestroy {
         }
         await this.store.save(current);
       });
-      const report = progress
-        ? this.callbacks?.progress(record.task_id, execution.attempt, execution.fence, progress)
-        : this.callbacks?.heartbeat(record.task_id, execution.attempt, execution.fence);
-      await report?.catch((err: unknown) =>
-        this.logger.warn(`callback for ${record.task_id} failed: ${errorMessage(err)}`),
-      );
+      if (this.callbacks) report({ progress });
     };
     return {
       task: snapshot,
