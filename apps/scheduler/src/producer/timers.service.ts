@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { ContractErrorCode, ContractException, RepetitionKind } from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { IdGenerator } from '../common/id-generator';
 import { CreateTaskDto } from '../tasks/dto/create-task.dto';
@@ -173,7 +173,7 @@ export class TimersService {
         'task.idempotency_key is set by the Producer (timer:<id>:<slot>); leave it out',
       );
     try {
-      await this.tasks.check(task);
+      await this.tasks.check(task, RepetitionKind.TIMED);
     } catch (err) {
       if (err instanceof ContractException)
         throw new ContractException(err.code, `task: ${err.message}`, err.data);

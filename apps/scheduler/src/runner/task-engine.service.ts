@@ -7,6 +7,7 @@ import {
   CreateTaskRequestDto,
   NotImplementedError,
   NotifyEvent,
+  RepetitionKind,
   StaleFenceError,
   TaskNotFoundError,
   canTransition,
@@ -19,6 +20,7 @@ import {
 } from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { crashPoint } from '../common/crash-points';
+import { Metrics } from '../common/metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { TimeoutPolicy } from '../task-types/task-type.entity';
 import { TaskTypeModel } from '../task-types/task-type.model';
@@ -86,6 +88,7 @@ export class TaskEngine {
     @Inject(WORKER_CLIENT) private readonly client: WorkerClient,
     private readonly lanes: QueueLanes,
     private readonly limiter: RateLimiter,
+    private readonly metrics: Metrics,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
     this.actor = `scheduler:${config.instanceId}`;
@@ -262,6 +265,8 @@ export class TaskEngine {
       case TaskStatus.RUNNING:
         return this.poll(t);
       case TaskStatus.SUCCESS:
+        // A permanent task's next life, once its backoff is over.
+        if (t.pendingAction === 'restart' && !t.cancelRequested) return this.startAttempt(t);
         return this.clean(t, TaskStatus.SUCCESS);
       case TaskStatus.ROLLBACK:
         return this.clean(t, TaskStatus.ROLLBACK);
@@ -398,6 +403,7 @@ export class TaskEngine {
           workerUrl: worker.url,
           error: null,
           result: null,
+          pendingAction: null,
           ...(straightToRun ? { startedAt: now, heartbeatAt: now } : {}),
         },
         attemptStart: {
@@ -496,7 +502,11 @@ export class TaskEngine {
       case TaskStatus.ROLLBACK:
       case TaskStatus.FINISH: {
         // Nothing to clean on the worker and no rollback asked: SUCCESS and FINISH in one write.
-        const done = !type.implements.includes(ContractCall.CLEAN) && t.pendingAction === null;
+        // A permanent task lives on instead (its restart is decided under SUCCESS, in clean).
+        const done =
+          !type.implements.includes(ContractCall.CLEAN) &&
+          t.pendingAction === null &&
+          !this.keptAlive(t);
         if (done) await this.leases.release(t.taskId);
         const now = this.clock.now();
         const next = await this.step(t, {
@@ -721,8 +731,11 @@ export class TaskEngine {
     retryable = true,
   ): Promise<Step> {
     const maxRetry = t.maxRetry >= 0 ? t.maxRetry : type.maxRetry;
-    const retry = retryable && !t.cancelRequested && t.attempt <= maxRetry;
+    // A permanent task is restarted whatever ended its life, until it is cancelled.
+    const restart = this.keptAlive(t);
+    const retry = restart || (retryable && !t.cancelRequested && t.attempt <= maxRetry);
     const now = this.clock.now();
+    const wait = restart ? this.restartBackoff(t, type, now) : this.backoff(type, t.attempt);
     const next = await this.step(t, {
       to: TaskStatus.FAIL,
       patch: retry
@@ -730,16 +743,19 @@ export class TaskEngine {
             error: { message: why },
             outcome: null,
             pendingAction: null,
-            dueAt: now + this.backoff(type, t.attempt),
+            dueAt: now + wait,
             owner: null,
             leaseUntil: null,
           }
         : { error: { message: why }, outcome: TaskStatus.FAIL, pendingAction: null, dueAt: now },
       attemptEnd: { outcome: TaskStatus.FAIL, error: why },
-      reason: retry
-        ? `attempt ${t.attempt} failed (${why}); retry ${t.attempt} of ${maxRetry}`
-        : `failed: ${why}`,
+      reason: restart
+        ? `life ${t.attempt} of a permanent task ended (${why}); restart ${t.attempt} in ${wait} ms`
+        : retry
+          ? `attempt ${t.attempt} failed (${why}); retry ${t.attempt} of ${maxRetry}`
+          : `failed: ${why}`,
     });
+    if (next && restart) this.metrics.inc('baton_permanent_restarts_total', { type: t.taskType });
     if (!next) return REST;
     if (retry) await this.leases.release(t.taskId);
     return retry ? REST : next;
@@ -804,6 +820,17 @@ export class TaskEngine {
     }
     await this.leases.release(t.taskId);
     const now = this.clock.now();
+    if (outcome === TaskStatus.SUCCESS && this.keptAlive(t)) {
+      // A permanent task's life ended well: it waits here, cleaned, for its next one.
+      const wait = type ? this.restartBackoff(t, type, now) : this.config.checker.pollIntervalMs;
+      const next = await this.step(t, {
+        patch: { pendingAction: 'restart', dueAt: now + wait, owner: null, leaseUntil: null },
+        reason: `life ${t.attempt} of a permanent task ended (success); restart ${t.attempt} in ${wait} ms`,
+        note: true,
+      });
+      if (next) this.metrics.inc('baton_permanent_restarts_total', { type: t.taskType });
+      return REST;
+    }
     await this.step(t, {
       to: TaskStatus.FINISH,
       patch: {
@@ -936,6 +963,20 @@ export class TaskEngine {
     const tenantRate = tenantRates[t.tenant] ?? tenantRateDefault;
     if (tenantRate > 0) limits.push({ key: `tenant:${t.tenant}`, perSecond: tenantRate });
     return limits;
+  }
+
+  /** A permanent task that nobody cancelled: every end of a life starts the next one. */
+  private keptAlive(t: TaskModel): boolean {
+    return t.repetition === RepetitionKind.PERMANENT && !t.cancelRequested;
+  }
+
+  /**
+   * The wait before a permanent task's next life: the type's backoff, growing while lives end
+   * quickly (a crash loop), back to the base after a life that lasted longer than the longest wait.
+   */
+  private restartBackoff(t: TaskModel, type: TaskTypeModel, now: number): number {
+    const lived = t.startedAt === null ? 0 : now - t.startedAt;
+    return this.backoff(type, lived >= type.backoffMaxMs ? 1 : t.attempt);
   }
 
   /** Exponential backoff with equal jitter: half fixed, half random. */

@@ -37,8 +37,11 @@ export interface TaskModel {
   outcome: TaskStatus | null;
   pausedFrom: TaskStatus | null;
   cancelRequested: boolean;
-  /** rollback: a person asked for it; decide: a failure reported by the worker awaits the retry decision. */
-  pendingAction: 'rollback' | 'decide' | null;
+  /**
+   * rollback: a person asked for it; decide: a failure reported by the worker awaits the retry
+   * decision; restart: a permanent task's life ended in SUCCESS and its next one is due.
+   */
+  pendingAction: 'rollback' | 'decide' | 'restart' | null;
   createdAt: number;
   updatedAt: number;
   startedAt: number | null;

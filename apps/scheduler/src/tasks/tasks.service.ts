@@ -94,8 +94,8 @@ export class TasksService {
   }
 
   /** Checks a create body as `create` would (type registered, http_url, params, labels), writing nothing. */
-  async check(dto: CreateTaskDto): Promise<void> {
-    await this.build(dto, this.clock.now());
+  async check(dto: CreateTaskDto, repetition?: RepetitionKind): Promise<void> {
+    await this.build(dto, this.clock.now(), repetition);
   }
 
   /** Creates every task or none (validated first, inserted in one transaction). */
@@ -217,6 +217,24 @@ export class TasksService {
   /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
   async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
+    if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
+      // A permanent task between two lives: it stops here, through its final clean-up.
+      const next = await this.change(
+        t,
+        {
+          patch: {
+            cancelRequested: true,
+            pendingAction: null,
+            outcome: TaskStatus.SUCCESS,
+            dueAt: this.clock.now(),
+          },
+          reason: 'cancelled: the permanent task is not restarted',
+        },
+        actor,
+      );
+      await this.enqueue([next]);
+      return next;
+    }
     if (
       t.status === TaskStatus.FINISH ||
       t.status === TaskStatus.SUCCESS ||
@@ -328,12 +346,17 @@ export class TasksService {
 
   // ---- helpers -----------------------------------------------------------------------------
 
-  private async build(
-    dto: CreateTaskDto,
-    now: number,
-    repetition = RepetitionKind.SIMPLE,
-  ): Promise<TaskModel> {
+  private async build(dto: CreateTaskDto, now: number, made?: RepetitionKind): Promise<TaskModel> {
     const info = dto.create_info;
+    // A task made by a timer is timed; a body asks for simple or permanent itself.
+    if (made !== undefined && dto.repetition !== undefined && dto.repetition !== made) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `a ${made} task cannot be ${dto.repetition}: leave repetition out of the template`,
+        { repetition: dto.repetition },
+      );
+    }
+    const repetition = made ?? dto.repetition ?? RepetitionKind.SIMPLE;
     const type = await this.types.find(info.task_type);
     if (!type) {
       throw new ContractException(

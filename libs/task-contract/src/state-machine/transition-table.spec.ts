@@ -46,7 +46,7 @@ const EXPECTED: Record<TaskStatus, TaskStatus[]> = {
     TaskStatus.FAIL,
     TaskStatus.NONE,
   ],
-  SUCCESS: [TaskStatus.FINISH, TaskStatus.ROLLBACK],
+  SUCCESS: [TaskStatus.FINISH, TaskStatus.ROLLBACK, TaskStatus.CREATE],
   FAIL: [TaskStatus.CREATE, TaskStatus.ROLLBACK, TaskStatus.FINISH],
   ROLLBACK: [TaskStatus.FINISH],
   FINISH: [],

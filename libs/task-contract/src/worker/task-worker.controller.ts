@@ -170,7 +170,8 @@ export class TaskWorkerController {
     description:
       'Records the task in status CREATE. Idempotent on (task_id, attempt): repeating it returns the ' +
       'stored task unchanged. A higher attempt of a task in FAIL, NONE, POSTPONE, PAUSE or RUNNING ' +
-      '(a run the scheduler gave up on; the worker stops it first) starts the task again in CREATE. ' +
+      '(a run the scheduler gave up on; the worker stops it first), or in SUCCESS (the next life of a ' +
+      'permanent task), starts the task again in CREATE. ' +
       'create_info.task_type must equal the path. Unknown fields are refused (400).',
   })
   @FENCE_HEADER

@@ -4,6 +4,7 @@ import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
+  IsIn,
   IsObject,
   IsOptional,
   IsString,
@@ -12,7 +13,7 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
-import { CreateInfoDto, ProcessArgDto } from '@baton/task-contract';
+import { CreateInfoDto, ProcessArgDto, RepetitionKind } from '@baton/task-contract';
 
 /** Body of `POST /v1/tasks`: one task (ARCHITECTURE.md §2). */
 export class CreateTaskDto {
@@ -28,6 +29,20 @@ export class CreateTaskDto {
   @ValidateNested()
   @Type(() => ProcessArgDto)
   process_arg?: ProcessArgDto;
+
+  @ApiPropertyOptional({
+    enum: [RepetitionKind.SIMPLE, RepetitionKind.PERMANENT],
+    default: RepetitionKind.SIMPLE,
+    description:
+      'simple: runs once (with its retries). permanent: kept alive — whenever a life ends (success, ' +
+      'failure, lost heartbeat, worker gone) the next attempt starts on a healthy worker after a ' +
+      'backoff, until the task is cancelled; `restarts` counts them. Timed tasks come from /v1/timers.',
+  })
+  @IsOptional()
+  @IsIn([RepetitionKind.SIMPLE, RepetitionKind.PERMANENT], {
+    message: 'repetition must be simple or permanent (timed tasks are made by /v1/timers)',
+  })
+  repetition?: RepetitionKind.SIMPLE | RepetitionKind.PERMANENT;
 
   @ApiPropertyOptional({
     type: 'object',

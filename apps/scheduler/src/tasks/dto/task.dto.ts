@@ -25,6 +25,11 @@ export class TaskDto {
   @ApiProperty({ type: 'integer' }) important_level!: number;
   @ApiProperty({ enum: BlockingKind }) blocking!: BlockingKind;
   @ApiProperty({ enum: RepetitionKind }) repetition!: RepetitionKind;
+  @ApiProperty({
+    type: 'integer',
+    description: 'permanent tasks: how many times a new life was started after one ended (else 0)',
+  })
+  restarts!: number;
   @ApiProperty({ type: 'object', additionalProperties: true }) params!: Record<string, unknown>;
   @ApiProperty({ type: [String] }) lock_keys!: string[];
   @ApiPropertyOptional({ nullable: true, type: String }) worker_id!: string | null;
@@ -83,6 +88,8 @@ export function toTaskDto(t: TaskModel): TaskDto {
     important_level: t.priority,
     blocking: t.blocking,
     repetition: t.repetition,
+    // Each life of a permanent task is an attempt: every one after the first is a restart.
+    restarts: t.repetition === RepetitionKind.PERMANENT ? Math.max(0, t.attempt - 1) : 0,
     params: t.params,
     lock_keys: t.lockKeys,
     worker_id: t.workerId,
