@@ -4,7 +4,9 @@
  * BENCH_TIMERS one-shot timers (default 2,000) spread evenly over BENCH_SPREAD_MS (20 s), each
  * creating a sync `demo.echo` task, on one scheduler (SQLite + memory queue + local lock, the
  * embedded default) with the template worker. Lateness per fire: task created_at − slot (the
- * Producer's part) and started_at − slot (until the worker was called). Then, in the same run,
+ * Producer's part: negative, as fires are written BATON_PRODUCER_LEAD_MS ahead with start_time =
+ * slot) and started_at − slot (the task's start: the worker accepted it and it runs; the target).
+ * Then, in the same run,
  * the peer: the same number of BullMQ delayed jobs (Redis on this machine) with the same spread,
  * lateness = processing start − (added + delay). Prints p50/p99/max of each and the ratios.
  */
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
   console.log(
     `p99 ratio baton fire / bullmq start: ${(p99(b.fire) / Math.max(0.001, p99(q))).toFixed(2)}x; baton start / bullmq start: ${(p99(b.start) / Math.max(0.001, p99(q))).toFixed(2)}x`,
   );
-  console.log(`target p99 <= 10 ms (fire): ${p99(b.fire) <= 10 ? 'met' : 'NOT met'}`);
+  console.log(`target p99 <= 10 ms (start): ${p99(b.start) <= 10 ? 'met' : 'NOT met'}`);
 }
 
 main().catch((err: unknown) => {

@@ -210,14 +210,49 @@ describe.each([
       'the one-shot fire',
     );
     expect([...got.keys()]).toEqual([at]);
-    const task = await api.task([...got.values()][0].task_id);
-    expect(Date.parse(task.created_at as string)).toBeGreaterThanOrEqual(at);
+    // Written ahead of its instant (BATON_PRODUCER_LEAD_MS), it starts at the instant, not before.
+    const task = await api.until([...got.values()][0].task_id, 'FINISH');
+    expect(task.start_time).toBe(new Date(at).toISOString());
+    expect(Date.parse(task.started_at as string)).toBeGreaterThanOrEqual(at);
+    expect(await api.sequence(task.task_id as string)).toEqual([
+      'INIT',
+      'POSTPONE',
+      'CREATE',
+      'RUNNING',
+      'SUCCESS',
+      'FINISH',
+    ]);
     await sleep(600);
     expect((await fires(api, id)).size).toBe(1);
     expect(
       (await api.call<{ next_fire_at: string | null }>('GET', `/v1/timers/${id}`)).data
         .next_fire_at,
     ).toBeNull();
+  });
+
+  it('a timer disabled before its slot withdraws the fire written ahead of it', async () => {
+    const at = Date.now() + 900;
+    const id = (
+      await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+        name: 'withdrawn',
+        schedule: { kind: 'once', at: new Date(at).toISOString() },
+        task: echo,
+      })
+    ).data.timer_id;
+    // Written ahead (the lead is 1 s), waiting for its slot.
+    const got = await eventually(
+      async () => {
+        const f = await fires(api, id);
+        return f.size === 1 ? f : undefined;
+      },
+      5_000,
+      'the fire written ahead',
+    );
+    expect(Date.now()).toBeLessThan(at);
+    expect((await api.call('PATCH', `/v1/timers/${id}`, { enabled: false })).status).toBe(200);
+    const task = await api.until([...got.values()][0].task_id, 'FINISH');
+    expect(task).toMatchObject({ outcome: 'FAIL', started_at: null });
+    expect(await api.sequence(task.task_id as string)).not.toContain('RUNNING');
   });
 
   it('overlap policies: skip never overlaps, cancel_previous cancels, allow overlaps', async () => {

@@ -33,6 +33,8 @@ export interface SchedulerConfig {
   dispatcher: {
     intervalMs: number;
     batch: number;
+    /** Tasks due within this are queued ahead, at their due time, and the runner wakes for them. */
+    lookaheadMs: number;
     /** Most task starts per second per tenant (per instance); tenants not listed get `tenantRateDefault`. */
     tenantRates: Record<string, number>;
     /** 0: no limit. */
@@ -56,6 +58,11 @@ export interface SchedulerConfig {
     refreshMs: number;
     /** Most slots one timer fires in one pass (a long outage under fire_all catches up in passes). */
     maxCatchUp: number;
+    /**
+     * A fire of an `allow` timer is written this long before its slot, as a task with
+     * start_time = slot, so the task is queued and started at the slot itself. 0: at the slot.
+     */
+    leadMs: number;
   };
   /** A create under an Idempotency-Key still in flight after this is taken over (its process died). */
   idempotencyAbandonedMs: number;
@@ -310,6 +317,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     dispatcher: {
       intervalMs: int(env, 'BATON_DISPATCH_INTERVAL_MS', 200, 5, 60_000),
       batch: int(env, 'BATON_DISPATCH_BATCH', 1000, 1, 100_000),
+      lookaheadMs: int(env, 'BATON_DISPATCH_LOOKAHEAD_MS', 1000, 0, 60_000),
       tenantRates: tenantRates(env),
       tenantRateDefault: int(env, 'BATON_TENANT_RATE_LIMIT', 0, 0, 1_000_000),
     },
@@ -324,6 +332,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       probeMs: 0,
       refreshMs: int(env, 'BATON_PRODUCER_REFRESH_MS', 1000, 10, 600_000),
       maxCatchUp: int(env, 'BATON_PRODUCER_MAX_CATCH_UP', 1000, 1, 100_000),
+      leadMs: int(env, 'BATON_PRODUCER_LEAD_MS', 1000, 0, 60_000),
     },
     idempotencyAbandonedMs: int(env, 'BATON_IDEMPOTENCY_ABANDONED_MS', 60_000, 100, 86_400_000),
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),

@@ -45,14 +45,18 @@ export class DispatcherService implements OnApplicationBootstrap, OnApplicationS
     await this.loop.stop();
   }
 
-  /** One pass: enqueue what is due. Returns how many entries were pushed. */
+  /**
+   * One pass: enqueue what is due, and what falls due within the lookahead at its due time (the
+   * runner wakes for it then, instead of at the next pass). Returns how many entries were pushed.
+   */
   async dispatchOnce(): Promise<number> {
     const now = this.clock.now();
-    const due = await this.tasks.due(now, DRIVABLE, this.config.dispatcher.batch);
+    const { batch, lookaheadMs } = this.config.dispatcher;
+    const due = await this.tasks.due(now, DRIVABLE, batch, now + lookaheadMs);
     // An entry this process pushed and has not finished with is still in the queue.
     const fresh = due.filter((d) => !this.tracker.isPending(d.taskId));
     if (fresh.length > 0) {
-      await this.lanes.enqueue(fresh.map((d) => ({ ...d, dueAt: Math.min(d.dueAt, now) })));
+      await this.lanes.enqueue(fresh);
       this.runner.nudge();
     }
     return fresh.length;

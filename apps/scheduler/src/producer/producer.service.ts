@@ -74,9 +74,13 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     await this.ownership.stop();
   }
 
-  /** The timers (as last read) this instance fires now. */
-  ownedTimers(): string[] {
-    return this.timers.filter((t) => this.ownership.owns(t.timerId)).map((t) => t.timerId);
+  /** The enabled timers with a slot to come that this instance fires now (read from the database). */
+  async ownedTimers(): Promise<string[]> {
+    if (!this.ownership.view().active) return [];
+    return (await this.repo.active())
+      .filter((t) => this.ownership.owns(t.timerId))
+      .map((t) => t.timerId)
+      .sort();
   }
 
   /** A timer created or changed through this instance: known at once, without reading every timer. */
@@ -123,10 +127,18 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     else this.timers.push(t);
   }
 
-  /** When the timer may fire next here: its slot, or later after a failure. */
+  /**
+   * How long before its slot a timer's fire is written. Only `allow` timers fire ahead: the other
+   * overlap policies judge the previous fire's task at the slot itself.
+   */
+  private lead(t: TimerModel): number {
+    return t.overlapPolicy === 'allow' ? this.config.producer.leadMs : 0;
+  }
+
+  /** When the timer may fire next here: its slot less the lead, or later after a failure. */
   private dueAt(t: TimerModel): number | null {
     if (t.nextFireAt === null || !t.enabled) return null;
-    return Math.max(t.nextFireAt, this.retryAt.get(t.timerId) ?? 0);
+    return Math.max(t.nextFireAt - this.lead(t), this.retryAt.get(t.timerId) ?? 0);
   }
 
   /** Sleeps until the next owned slot, or the next reload, whichever is first. */
@@ -148,7 +160,9 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       this.reload = false;
       const createdMeanwhile = this.tracked;
       this.tracked = [];
-      const read = await this.repo.active();
+      // Only what can fall due before the read after next: the rest waits in the database.
+      const { refreshMs, leadMs } = this.config.producer;
+      const read = await this.repo.active(this.clock.now() + 2 * refreshMs + leadMs);
       this.timers = read;
       for (const t of [...createdMeanwhile, ...this.tracked])
         if (!read.some((r) => r.timerId === t.timerId)) this.put(t);
@@ -168,7 +182,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
           this.untrack(cached.timerId);
           continue;
         }
-        const next = t.nextFireAt <= now ? await this.fireDue(t) : t;
+        const next = t.nextFireAt - this.lead(t) <= now ? await this.fireDue(t) : t;
         if (next) this.put(next);
         else this.reload = true; // changed elsewhere meanwhile: read it again
         this.retryAt.delete(t.timerId);
@@ -187,9 +201,11 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   /**
    * Which due slots fire, by the misfire policy. A slot reached later than the grace is a misfire:
    * `fire_all` fires each (in passes of at most maxCatchUp), `fire_once` only the latest, `skip`
-   * none. `last` is the latest slot dealt with; the timer moves on past it.
+   * none. `last` is the latest slot dealt with; the timer moves on past it. Slots up to
+   * `now + lead` are on time (fired ahead); lateness is judged against `now`.
    */
   private plan(t: TimerModel, now: number): { fire: number[]; missed: number; last: number } {
+    const horizon = now + this.lead(t);
     const s = t.schedule;
     const from = t.nextFireAt as number;
     const cap = this.config.producer.maxCatchUp;
@@ -212,10 +228,10 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
         missed = late - 1;
       } else missed = late;
       const after = nextSlot(s, lastLate);
-      if (after === null || after > now) return { fire, missed, last: lastLate };
+      if (after === null || after > horizon) return { fire, missed, last: lastLate };
       onTimeFrom = after;
     }
-    fire = [...fire, ...slotsBetween(s, onTimeFrom, now, cap - fire.length)];
+    fire = [...fire, ...slotsBetween(s, onTimeFrom, horizon, cap - fire.length)];
     return { fire, missed, last: fire.length > 0 ? fire[fire.length - 1] : (lastLate ?? from) };
   }
 
@@ -295,8 +311,18 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
         this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
       }
     }
+    // A fire ahead of its slot waits for it: the task starts at the slot, not when it was written.
+    const ahead = slot > this.clock.now();
     const body = {
       ...t.template,
+      ...(ahead
+        ? {
+            process_arg: {
+              ...(t.template.process_arg ?? {}),
+              start_time: new Date(slot).toISOString(),
+            },
+          }
+        : {}),
       tenant: t.tenant,
       idempotency_key: fireKey(t.timerId, slot),
       labels: {

@@ -84,14 +84,14 @@ export class TimersController {
     summary: "this instance's Producer: ownership model, whether it fires, counters",
   })
   @ApiOkResponse({ type: ProducerStatusDto })
-  status(): Envelope<ProducerStatusDto> {
+  async status(): Promise<Envelope<ProducerStatusDto>> {
     const view = this.ownership.view();
     return ok({
       mode: view.mode,
       active: view.active,
       members: view.members,
       instance_id: this.config.instanceId,
-      owned_timers: this.producer.ownedTimers(),
+      owned_timers: await this.producer.ownedTimers(),
       counters: this.metrics.snapshot(),
     });
   }

@@ -69,14 +69,30 @@ export class TimersRepository {
     return (await this.db.manager.find(TimerEntity, { order: { timer_id: 'ASC' } })).map(toModel);
   }
 
-  /** Enabled timers that still have a slot to fire: what a Producer owner looks at. */
-  async active(): Promise<TimerModel[]> {
-    const rows = await this.db.manager
-      .createQueryBuilder(TimerEntity, 't')
-      .where('t.enabled = 1')
-      .andWhere('t.next_fire_at IS NOT NULL')
-      .getMany();
-    return rows.map(toModel);
+  /**
+   * Enabled timers with a slot to fire, by `until` when given: what a Producer owner looks at.
+   * Plain SQL: hydrating thousands of entities through the ORM stalled the event loop (and with
+   * it every timed start) for tens of milliseconds.
+   */
+  async active(until?: number): Promise<TimerModel[]> {
+    const t = this.db.getMetadata(TimerEntity).tableName;
+    const rows = (await this.db.query(
+      `SELECT * FROM ${t} WHERE enabled = 1 AND next_fire_at IS NOT NULL${until === undefined ? '' : ' AND next_fire_at <= ?'}`,
+      until === undefined ? [] : [until],
+    )) as TimerEntity[];
+    // Raw rows: BIGINT columns may come back as strings (mysql2), and no transformer runs.
+    const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+    return rows.map((r) =>
+      toModel({
+        ...r,
+        start_at: n(r.start_at),
+        end_at: n(r.end_at),
+        next_fire_at: n(r.next_fire_at),
+        last_fire_at: n(r.last_fire_at),
+        created_at: Number(r.created_at),
+        updated_at: Number(r.updated_at),
+      }),
+    );
   }
 
   /** Writes `next` if the row is still at `prev.version`; returns the stored row, or undefined. */

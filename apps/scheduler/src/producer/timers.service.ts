@@ -1,5 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { ContractErrorCode, ContractException, RepetitionKind } from '@baton/task-contract';
+import {
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+} from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { IdGenerator } from '../common/id-generator';
 import { CreateTaskDto } from '../tasks/dto/create-task.dto';
@@ -116,6 +121,8 @@ export class TimersService {
         { timer_id: timerId },
       );
     this.producer.track(stored);
+    // Fires written ahead of their slot belong to the old definition: withdrawn unless it goes on.
+    if (restart || !enabled || dto.task) await this.withdrawEarlyFires(timerId);
     return stored;
   }
 
@@ -125,6 +132,38 @@ export class TimersService {
         timer_id: timerId,
       });
     this.producer.untrack(timerId);
+    await this.withdrawEarlyFires(timerId);
+  }
+
+  /**
+   * Cancels the fires of a timer that were written ahead of their slot (BATON_PRODUCER_LEAD_MS)
+   * and have not started: a timer disabled, changed or deleted fires no slot after that.
+   */
+  private async withdrawEarlyFires(timerId: string): Promise<void> {
+    const now = this.clock.now();
+    const { items } = await this.tasks.list({
+      label: `timer_id:${timerId}`,
+      status: [TaskStatus.INIT, TaskStatus.POSTPONE],
+      limit: 100,
+    });
+    for (const task of items)
+      if (task.startTime !== null && task.startTime > now)
+        await this.cancelWaiting(task.taskId, timerId);
+  }
+
+  /** A task being driven answers 409 for a moment (INIT -> POSTPONE): tried again briefly. */
+  private async cancelWaiting(taskId: string, timerId: string): Promise<void> {
+    for (let tries = 0; ; tries++) {
+      try {
+        await this.tasks.cancel(taskId, `api:timer ${timerId} changed`);
+        return;
+      } catch (err) {
+        const busy =
+          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+        if (!busy || tries >= 20) return;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
   }
 
   private schedule(dto: ScheduleDto, startAt: number | null, now: number): Schedule {

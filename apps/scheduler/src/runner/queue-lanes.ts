@@ -24,6 +24,7 @@ export type LaneEntry = Pick<DueTask, 'taskId' | 'priority' | 'status'> & { dueA
 @Injectable()
 export class QueueLanes implements OnApplicationShutdown {
   readonly retry: QueueDriver;
+  private readonly listeners: ((dueAt: number) => void)[] = [];
 
   constructor(
     @Inject(QUEUE_DRIVER) readonly main: QueueDriver,
@@ -52,6 +53,12 @@ export class QueueLanes implements OnApplicationShutdown {
     if (main.length) await this.main.enqueue(main.map(entry));
     if (retries.length) await this.retry.enqueue(retries.map(entry));
     this.tracker.noteEnqueued(entries.map((e) => e.taskId));
+    for (const due of new Set(entries.map((e) => e.dueAt))) for (const l of this.listeners) l(due);
+  }
+
+  /** Told each distinct due time this process enqueued (the runner wakes for it). */
+  onEnqueued(listener: (dueAt: number) => void): void {
+    this.listeners.push(listener);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -13,6 +13,8 @@ import { TaskEngine } from './task-engine.service';
 type Lane = 'main' | 'retry';
 
 const IDLE_WAIT_MS = 20;
+/** Future due times remembered for a precise wake-up; beyond this the idle poll covers them. */
+const MAX_WAKES = 10_000;
 const ACK_BATCH = 100;
 const ACK_DELAY_MS = 5;
 
@@ -29,12 +31,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private wake: (() => void) | undefined;
+  /** A nudge came while the loop was not idle (mid-claim): its next idle returns at once. */
+  private nudged = false;
   private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [] };
   /** Entries this runner holds (claimed, not acked): their queue leases are extended. */
   private readonly held: Record<Lane, Set<string>> = { main: new Set(), retry: new Set() };
   private extender: NodeJS.Timeout | undefined;
   private activeRetries = 0;
   private ackTimer: NodeJS.Timeout | undefined;
+  /** Future due times of entries this process enqueued, ascending, and the timer for the first. */
+  private wakes: number[] = [];
+  private wakeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly engine: TaskEngine,
@@ -44,6 +51,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   ) {}
 
   onApplicationBootstrap(): void {
+    this.lanes.onEnqueued((dueAt) => this.wakeAt(dueAt));
     this.loop = this.run();
     // A drive may outlast the queue lease (a long sync run): every third of it, the leases of
     // all held entries are extended in one call per lane, so the Checker requeues only the
@@ -56,6 +64,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationShutdown(): Promise<void> {
     this.stopping = true;
     if (this.extender) clearInterval(this.extender);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wake?.();
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
@@ -64,7 +73,48 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
 
   /** Something was enqueued: look now instead of at the next idle tick. */
   nudge(): void {
-    this.wake?.();
+    if (this.wake) this.wake();
+    else this.nudged = true;
+  }
+
+  /**
+   * An entry falls due at `dueAt`: look then, not at the next idle tick (a timed task starts on
+   * its slot). One timer, set for the earliest remembered time.
+   */
+  private wakeAt(dueAt: number): void {
+    const now = Date.now();
+    if (dueAt <= now) return this.nudge();
+    if (this.wakes.length >= MAX_WAKES) return;
+    let lo = 0;
+    let hi = this.wakes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.wakes[mid] < dueAt) lo = mid + 1;
+      else hi = mid;
+    }
+    if (this.wakes[lo] === dueAt) return;
+    this.wakes.splice(lo, 0, dueAt);
+    if (lo === 0) this.armWake();
+  }
+
+  private armWake(): void {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    if (this.wakes.length === 0 || this.stopping) return;
+    // +1: the timer's clock and Date.now() may differ by a fraction of a millisecond.
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = undefined;
+        const now = Date.now();
+        let n = 0;
+        while (n < this.wakes.length && this.wakes[n] <= now) n++;
+        this.wakes.splice(0, n);
+        this.nudge();
+        this.armWake();
+      },
+      this.wakes[0] - Date.now() + 1,
+    );
+    this.wakeTimer.unref();
   }
 
   private async run(): Promise<void> {
@@ -78,6 +128,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       }
       let fresh;
       let retries;
+      this.nudged = false;
       try {
         fresh = await this.lanes.main.claim(Math.min(free, 256), claimLeaseMs);
         // Retries get what is left, and never more than their share of the slots.
@@ -157,6 +208,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private idle(): Promise<void> {
+    if (this.nudged) {
+      this.nudged = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);

@@ -583,11 +583,17 @@ export class TasksRepository {
   }
 
   /** Tasks due by `now` in the given statuses whose claim is free, earliest first. */
-  async due(now: number, statuses: readonly TaskStatus[], limit: number): Promise<DueTask[]> {
+  /** Tasks due by `upTo` (default now) that nobody holds a live claim on, earliest first. */
+  async due(
+    now: number,
+    statuses: readonly TaskStatus[],
+    limit: number,
+    upTo = now,
+  ): Promise<DueTask[]> {
     const rows = await this.db.manager
       .createQueryBuilder(TaskEntity, 't')
       .select(['t.task_id', 't.priority', 't.due_at', 't.status'])
-      .where('t.due_at <= :now', { now })
+      .where('t.due_at <= :upTo', { upTo })
       .andWhere('t.status IN (:...statuses)', { statuses })
       .andWhere(
         new Brackets((b) => b.where('t.owner IS NULL').orWhere('t.lease_until < :now', { now })),
