@@ -2,55 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createConnection } from 'mysql2/promise';
-import {
-  Api,
-  Backend,
-  productionBackend,
-  startScheduler,
-  startTemplateWorker,
-} from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { Backend, productionBackend } from './support/baton';
+import { eventually, sleep } from './support/processes';
+import { SchedulerGroup, everySecond, fireRows, gaps } from './support/producer';
 
 jest.setTimeout(240_000);
-
-/** Fires of a timer straight from the database: slot (from the unique key) and creation time. */
-async function fireRows(
-  database: string,
-  timerId: string,
-): Promise<{ slot: number; createdAt: number }[]> {
-  const c = await createConnection({ host: '127.0.0.1', user: 'root', password: '', database });
-  try {
-    const [rows] = await c.query(
-      'SELECT idempotency_key AS k, created_at AS c FROM baton_task WHERE idempotency_key LIKE ?',
-      [`timer:${timerId}:%`],
-    );
-    return (rows as { k: string; c: string | number }[])
-      .map((r) => ({ slot: Number(r.k.split(':')[2]), createdAt: Number(r.c) }))
-      .sort((a, b) => a.slot - b.slot);
-  } finally {
-    await c.end();
-  }
-}
-
-/** Slots from the first to the last, each exactly once: the gaps (missing slots) listed. */
-function gaps(slots: number[], stepMs: number): number[] {
-  const missing: number[] = [];
-  for (let i = 1; i < slots.length; i++)
-    for (let s = slots[i - 1] + stepMs; s < slots[i]; s += stepMs) missing.push(s);
-  return missing;
-}
 
 /**
  * The Producer under failure, on MariaDB + Redis queue + ZooKeeper locks: three schedulers, the
  * owner killed with SIGKILL twice, and still every slot of a one-second cron fired exactly once.
+ * (producer-ownership.e2e-spec.ts runs the same failover, shorter, on every shared lock driver.)
  */
 describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
   let backend: Backend;
   let dir: string;
   let database: string;
-  let worker: RunningProcess | undefined;
-  const procs = new Map<string, RunningProcess>();
+  let group: SchedulerGroup;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-producer-ha-'));
@@ -64,85 +31,22 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
       BATON_PRODUCER_LEASE_MS: '2000',
       BATON_WORKER_STALE_MS: '600000',
     });
+    group = new SchedulerGroup(backend, join(dir, 'w1.jsonl'));
   });
 
   afterEach(async () => {
-    await Promise.all([...procs.values()].map((p) => p.stop()));
-    procs.clear();
-    await worker?.stop();
-    worker = undefined;
+    await group?.stop();
     await backend?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  const start = async (id: string, extra: NodeJS.ProcessEnv = {}): Promise<Api> => {
-    const p = await startScheduler(backend, { BATON_INSTANCE_ID: id, ...extra });
-    procs.set(id, p);
-    if (!worker) {
-      worker = await startTemplateWorker('ha-w1', p.url, join(dir, 'w1.jsonl'));
-      await new Api(p.url).waitForWorkers(1);
-    }
-    return new Api(p.url);
-  };
-
-  const status = async (id: string) =>
-    (
-      await new Api((procs.get(id) as RunningProcess).url).call<{
-        active: boolean;
-        members: string[];
-        owned_timers: string[];
-      }>('GET', '/v1/producer')
-    ).data;
-
-  /** The instance that fires `timerId` now (the one owner). */
-  const ownerOf = (timerId: string): Promise<string> =>
-    eventually(
-      async () => {
-        const owners: string[] = [];
-        for (const id of procs.keys())
-          if ((await status(id)).owned_timers.includes(timerId)) owners.push(id);
-        return owners.length === 1 ? owners[0] : undefined;
-      },
-      20_000,
-      `one owner of ${timerId}`,
-    );
-
-  const everySecond = (name: string) => ({
-    name,
-    schedule: { kind: 'cron', cron: '*/1 * * * * *' },
-    task: { create_info: { task_type: 'demo.echo', task_name: name }, params: {} },
-    misfire_policy: 'fire_all',
-    misfire_grace_ms: 60_000,
-  });
-
-  /** Kills the owner, and reports how long until the next fire was written by someone else. */
-  const killOwner = async (timerId: string): Promise<{ victim: string; failoverMs: number }> => {
-    const victim = await ownerOf(timerId);
-    const before = (await fireRows(database, timerId)).length;
-    const killedAt = Date.now();
-    await (procs.get(victim) as RunningProcess).kill9();
-    procs.delete(victim);
-    const firstAfter = await eventually(
-      async () => {
-        const rows = await fireRows(database, timerId);
-        const next = rows.filter((r) => r.createdAt > killedAt);
-        return rows.length > before && next.length > 0
-          ? Math.min(...next.map((r) => r.createdAt))
-          : undefined;
-      },
-      30_000,
-      'a fire after the owner was killed',
-    );
-    return { victim, failoverMs: firstAfter - killedAt };
-  };
 
   it.each(['standby', 'distributed'])(
     '%s ownership: a */1 s cron over 60 s, its owner killed twice, fires every slot exactly once',
     async (mode) => {
       const env = { BATON_PRODUCER_MODE: mode };
-      const api = await start('p1', env);
-      await start('p2', env);
-      await start('p3', env);
+      const api = await group.start('p1', env);
+      await group.start('p2', env);
+      await group.start('p3', env);
       // Several timers in distributed mode, so they spread over the members.
       const n = mode === 'distributed' ? 6 : 1;
       const ids: string[] = [];
@@ -157,19 +61,18 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
       }
       const t0 = Date.now();
       if (mode === 'distributed') {
-        const owners = new Set(await Promise.all(ids.map(ownerOf)));
+        const owners = new Set((await group.owners(ids)).values());
         expect(owners.size).toBeGreaterThan(1);
       }
       await sleep(15_000 - (Date.now() - t0));
-      const first = await killOwner(ids[0]);
+      const first = await group.killOwner(ids[0]);
       // A member joins (a new instance, and in standby a new standby).
-      await start('p4', env);
+      await group.start('p4', env);
       await sleep(35_000 - (Date.now() - t0));
-      const second = await killOwner(ids[0]);
+      const second = await group.killOwner(ids[0]);
       await sleep(60_000 - (Date.now() - t0));
       const stopAt = Date.now();
-      const live = [...procs.keys()][0];
-      const liveApi = new Api((procs.get(live) as RunningProcess).url);
+      const liveApi = group.api(group.ids()[0]);
       for (const id of ids) await liveApi.call('PATCH', `/v1/timers/${id}`, { enabled: false });
       await sleep(500);
 
@@ -198,8 +101,8 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
   );
 
   it('a crash between a fire and the timer advance fires that slot once, and goes on', async () => {
-    let api = await start('c1', { BATON_CRASH_AT: 'after-timer-fire' });
-    const doomed = procs.get('c1') as RunningProcess;
+    let api = await group.start('c1', { BATON_CRASH_AT: 'after-timer-fire' });
+    const doomed = group.process('c1');
     const id = (
       await api.call<{ timer_id: string }>('POST', '/v1/timers', everySecond('crash window'))
     ).data.timer_id;
@@ -208,12 +111,12 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
       10_000,
       'the scheduler dying after its first fire',
     );
-    procs.delete('c1');
+    group.forget('c1');
     expect(doomed.output()).toContain('crash point after-timer-fire');
     const firstSlots = (await fireRows(database, id)).map((r) => r.slot);
     expect(firstSlots).toHaveLength(1);
     // The timer was not advanced: the next owner starts at that same slot.
-    api = await start('c2');
+    api = await group.start('c2');
     await sleep(3500);
     await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
     await sleep(300);
@@ -227,7 +130,7 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
   });
 
   it('misfire policies after a 10 s outage of every instance', async () => {
-    let api = await start('m1');
+    let api = await group.start('m1');
     const mk = async (policy: string) =>
       (
         await api.call<{ timer_id: string }>('POST', '/v1/timers', {
@@ -243,12 +146,11 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     };
     await sleep(3000);
     const downAt = Date.now();
-    await (procs.get('m1') as RunningProcess).kill9();
-    procs.delete('m1');
+    await group.kill9('m1');
     await sleep(10_000);
     const upAt = Date.now();
     // A small catch-up batch: fire_once must still fire once, not once per batch.
-    api = await start('m2', { BATON_PRODUCER_MAX_CATCH_UP: '3' });
+    api = await group.start('m2', { BATON_PRODUCER_MAX_CATCH_UP: '3' });
     await sleep(4000);
     for (const id of Object.values(ids))
       await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });

@@ -212,6 +212,8 @@ function locks(env: Env): LockConfig {
           hosts: required(env, 'BATON_ETCD', 'when BATON_LOCK=etcd (comma-separated URLs)').split(
             ',',
           ),
+          // Several Baton clusters (or test runs) on one etcd each need keys of their own.
+          keyPrefix: env.BATON_LOCK_PREFIX ?? 'baton/lock/',
         },
       };
   }

@@ -1,0 +1,223 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Backend, embeddedBackend, productionBackend } from './support/baton';
+import { eventually, sleep } from './support/processes';
+import { SchedulerGroup, everySecond, fireRows, gaps } from './support/producer';
+
+jest.setTimeout(60_000);
+
+type SharedDriver = 'mysql' | 'redis' | 'etcd' | 'zookeeper';
+type Mode = 'standby' | 'distributed';
+
+/** Each lock driver that processes can share, under a namespace of its own per test. */
+const LOCK_ENV = {
+  // The lease table lives in the test's fresh database.
+  mysql: () => ({ BATON_LOCK: 'mysql' }),
+  // Under productionBackend's fresh BATON_LOCK_PREFIX.
+  redis: () => ({ BATON_LOCK: 'redis' }),
+  etcd: (ns: string) => ({
+    BATON_LOCK: 'etcd',
+    BATON_ETCD: 'http://127.0.0.1:2379',
+    BATON_LOCK_PREFIX: `baton-e2e/${ns}/`,
+  }),
+  zookeeper: (ns: string) => ({
+    BATON_LOCK: 'zookeeper',
+    BATON_ZOOKEEPER: '127.0.0.1:2181',
+    BATON_ZOOKEEPER_ROOT: `/baton-e2e/${ns}`,
+    BATON_ZOOKEEPER_SESSION_MS: '2000',
+  }),
+} satisfies Record<SharedDriver, (ns: string) => NodeJS.ProcessEnv>;
+
+const CASES = (['mysql', 'redis', 'etcd', 'zookeeper'] as const).flatMap((driver) =>
+  (['standby', 'distributed'] as const).map((mode): [SharedDriver, Mode] => [driver, mode]),
+);
+
+/** The lock servers productionBackend does not check itself. */
+const SERVER_PORT: Partial<Record<SharedDriver, number>> = { etcd: 2379, zookeeper: 2181 };
+
+/** Fails loudly (never skips) when a lock server a case needs is down. */
+function reachable(name: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, timeout: 3000 });
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(
+        new Error(
+          `${name} at 127.0.0.1:${port} is not reachable (${why}); start it with \`bash scripts/services.sh\``,
+        ),
+      );
+    };
+    socket.once('connect', () => {
+      socket.end();
+      resolve();
+    });
+    socket.once('timeout', () => fail('timeout'));
+    socket.once('error', (err) => fail(err.message));
+  });
+}
+
+/**
+ * Producer ownership on every lock driver several processes can share: two schedulers (a third
+ * joins in distributed mode) on MariaDB + Redis queue, the owner of a one-second cron killed with
+ * SIGKILL, a survivor taking over once the dead owner's lease (2 s) runs out, and every slot from
+ * the first fire to the last written exactly once. producer-ha.e2e-spec.ts runs the longer version
+ * (two kills, a minute) on ZooKeeper.
+ */
+describe('producer ownership on every shared lock driver', () => {
+  let backend: Backend;
+  let dir: string;
+  let group: SchedulerGroup;
+  const report: string[] = [];
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-producer-own-'));
+    backend = await productionBackend();
+    Object.assign(backend.env, {
+      BATON_PRODUCER_LEASE_MS: '2000',
+      BATON_WORKER_STALE_MS: '600000',
+    });
+    group = new SchedulerGroup(backend, join(dir, 'w1.jsonl'));
+  });
+
+  afterEach(async () => {
+    await group?.stop();
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  afterAll(() => console.log(`producer failover (lease 2000 ms):\n${report.join('\n')}`));
+
+  it.each(CASES)(
+    '%s locks, %s: the owner killed, a survivor takes over, every slot fires once',
+    async (driver, mode) => {
+      const port = SERVER_PORT[driver];
+      if (port) await reachable(driver, port);
+      Object.assign(backend.env, LOCK_ENV[driver](randomBytes(4).toString('hex')), {
+        BATON_PRODUCER_MODE: mode,
+      });
+      const api = await group.start('a');
+      await group.start('b');
+      // Distributed: enough timers that both members surely own some (all on one: 2 in 2^12).
+      const ids: string[] = [];
+      for (let i = 0; i < (mode === 'distributed' ? 12 : 1); i++) {
+        const res = await api.call<{ timer_id: string }>(
+          'POST',
+          '/v1/timers',
+          everySecond(`${driver} ${mode} ${i}`),
+        );
+        expect(res.status).toBe(201);
+        ids.push(res.data.timer_id);
+      }
+      const t0 = Date.now();
+      if (mode === 'distributed') await group.membersAgree();
+      const first = await group.owners(ids);
+      if (mode === 'distributed') expect(new Set(first.values()).size).toBe(2);
+      await eventually(
+        async () => ((await fireRows(group.database, ids[0])).length > 0 ? true : undefined),
+        10_000,
+        'a fire before the kill',
+      );
+
+      const { victim, failoverMs, takenBy } = await group.killOwner(ids[0]);
+      const [survivor] = group.ids();
+      expect(survivor).not.toBe(victim);
+      expect(takenBy).toBe(survivor);
+      const taken = await group.owners(ids);
+      expect(new Set(taken.values())).toEqual(new Set([survivor]));
+
+      let joined = '';
+      let moved: string[] = [];
+      if (mode === 'distributed') {
+        // A member joins: it takes its share from the survivor, and only that.
+        await group.start('c');
+        await group.membersAgree();
+        const after = await group.owners(ids);
+        moved = ids.filter((id) => after.get(id) !== survivor);
+        expect(moved.length).toBeGreaterThan(0);
+        expect(moved.length).toBeLessThan(ids.length);
+        expect(moved.every((id) => after.get(id) === 'c')).toBe(true);
+        joined = `, join moved ${moved.length}/${ids.length} timers`;
+      }
+
+      // Fires go on after the takeover (and the join); then every instance stops.
+      await sleep(1500);
+      const stopAt = Date.now();
+      await group.stop();
+      let fires = 0;
+      for (const id of ids) {
+        const rows = await fireRows(group.database, id);
+        const slots = rows.map((r) => r.slot);
+        // Exactly once: no slot twice, none missing between the first and the last.
+        expect(new Set(slots).size).toBe(slots.length);
+        expect(gaps(slots, 1000)).toEqual([]);
+        expect(slots[0]).toBeLessThanOrEqual(t0 + 2000);
+        expect(slots[slots.length - 1]).toBeGreaterThanOrEqual(stopAt - 3000);
+        // The joined member fires what moved to it, and nothing else.
+        expect(rows.some((r) => r.firedBy === 'c')).toBe(moved.includes(id));
+        fires += slots.length;
+      }
+      const line = `${driver} ${mode}: failover ${failoverMs} ms (killed ${victim})${joined}; ${fires} fires, each slot once`;
+      report.push(line);
+      // Bounded by the lease (2 s) plus a probe and the next slot; generous for a loaded machine.
+      expect(failoverMs).toBeLessThan(10_000);
+    },
+  );
+});
+
+/**
+ * Local locks live in one process: a lone embedded instance is the leader (standby) or the sole
+ * member (distributed), and owns and fires every timer.
+ */
+describe('producer ownership on local locks', () => {
+  let backend: Backend;
+  let dir: string;
+  let group: SchedulerGroup;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-producer-local-'));
+    backend = embeddedBackend();
+    group = new SchedulerGroup(backend, join(dir, 'w1.jsonl'));
+  });
+
+  afterEach(async () => {
+    await group?.stop();
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each(['standby', 'distributed'])(
+    '%s: a lone instance owns its timers and fires them',
+    async (mode) => {
+      const api = await group.start('solo', { BATON_PRODUCER_MODE: mode });
+      const created = await api.call<{ timer_id: string }>(
+        'POST',
+        '/v1/timers',
+        everySecond(`local ${mode}`),
+      );
+      expect(created.status).toBe(201);
+      const id = created.data.timer_id;
+      expect(await group.status('solo')).toMatchObject({
+        active: true,
+        members: mode === 'distributed' ? ['solo'] : [],
+        owned_timers: [id],
+      });
+      const slots = await eventually(
+        async () => {
+          const page = await api.call<{ items: { idempotency_key: string }[] }>(
+            'GET',
+            `/v1/tasks?label=timer_id:${id}&limit=200`,
+          );
+          const s = page.data.items.map((t) => Number(t.idempotency_key.split(':')[2]));
+          return s.length >= 2 ? s.sort((a, b) => a - b) : undefined;
+        },
+        10_000,
+        'two fires',
+      );
+      expect(new Set(slots).size).toBe(slots.length);
+      expect(gaps(slots, 1000)).toEqual([]);
+    },
+  );
+});
