@@ -22,6 +22,25 @@ import { BenchError, percentile, sleep, startChild } from './bench-support';
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 2000);
 const SPREAD_MS = Number(process.env.BENCH_SPREAD_MS ?? 20_000);
 const LEAD_MS = Number(process.env.BENCH_LEAD_MS ?? 8000);
+/** Fires before the measured ones, not counted: connections opened, code paths compiled (both systems). */
+const WARMUP = Number(process.env.BENCH_WARMUP_TIMERS ?? 200);
+const WARMUP_SPREAD_MS = 2000;
+/** The measured fires begin this long after the first warm-up fire. */
+const WARMUP_GAP_MS = WARMUP > 0 ? WARMUP_SPREAD_MS + 1000 : 0;
+
+/** The warm-up slots, then the measured ones, from `t0`. */
+function slotsFrom(t0: number): { warm: number[]; measured: number[] } {
+  return {
+    warm: Array.from(
+      { length: WARMUP },
+      (_, i) => t0 + Math.floor((i * WARMUP_SPREAD_MS) / WARMUP),
+    ),
+    measured: Array.from(
+      { length: TIMERS },
+      (_, i) => t0 + WARMUP_GAP_MS + Math.floor((i * SPREAD_MS) / TIMERS),
+    ),
+  };
+}
 const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 
 async function call<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown) {
@@ -68,30 +87,36 @@ async function baton(): Promise<{ fire: number[]; start: number[] }> {
       await sleep(100);
     }
     const t0 = Date.now() + LEAD_MS;
-    const slots = Array.from(
-      { length: TIMERS },
-      (_, i) => t0 + Math.floor((i * SPREAD_MS) / TIMERS),
-    );
-    for (let i = 0; i < slots.length; i += 50) {
+    const { warm, measured } = slotsFrom(t0);
+    const all = [
+      ...warm.map((at) => ({ at, name: 'warm' })),
+      ...measured.map((at) => ({ at, name: 'late' })),
+    ];
+    for (let i = 0; i < all.length; i += 50) {
       await Promise.all(
-        slots.slice(i, i + 50).map((at, k) =>
+        all.slice(i, i + 50).map((f, k) =>
           call(scheduler.url, 'POST', '/v1/timers', {
             name: `lateness ${i + k}`,
-            schedule: { kind: 'once', at: new Date(at).toISOString() },
-            task: { create_info: { task_type: 'demo.echo', task_name: 'late' }, params: {} },
+            schedule: { kind: 'once', at: new Date(f.at).toISOString() },
+            task: { create_info: { task_type: 'demo.echo', task_name: f.name }, params: {} },
           }),
         ),
       );
     }
     if (Date.now() > t0)
       throw new BenchError(`creating the timers took past the lead of ${LEAD_MS} ms`);
-    await sleep(t0 + SPREAD_MS + 3000 - Date.now());
+    await sleep(t0 + WARMUP_GAP_MS + SPREAD_MS + 3000 - Date.now());
     const fire: number[] = [];
     const start: number[] = [];
     let cursor: string | null = null;
     do {
       const page: {
-        items: { labels: Record<string, string>; created_at: string; started_at: string | null }[];
+        items: {
+          task_name: string;
+          labels: Record<string, string>;
+          created_at: string;
+          started_at: string | null;
+        }[];
         next_cursor: string | null;
       } = await call(
         scheduler.url,
@@ -99,6 +124,7 @@ async function baton(): Promise<{ fire: number[]; start: number[] }> {
         `/v1/tasks?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
       );
       for (const t of page.items) {
+        if (t.task_name !== 'late') continue;
         const slot = Date.parse(t.labels.fire_time);
         fire.push(Date.parse(t.created_at) - slot);
         if (t.started_at) start.push(Date.parse(t.started_at) - slot);
@@ -122,18 +148,19 @@ async function bullmq(): Promise<number[]> {
   const worker = new Worker(
     'timers',
     async (job) => {
-      late.push(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
+      if (job.name === 'late') late.push(Date.now() - (job.timestamp + (job.opts.delay ?? 0)));
     },
     { connection, prefix, concurrency: 64 },
   );
   try {
     const t0 = Date.now() + LEAD_MS;
-    const jobs = Array.from({ length: TIMERS }, (_, i) => {
-      const at = t0 + Math.floor((i * SPREAD_MS) / TIMERS);
-      return { name: 'late', data: { i }, opts: { delay: at - Date.now() } };
-    });
+    const { warm, measured } = slotsFrom(t0);
+    const jobs = [
+      ...warm.map((at, i) => ({ name: 'warm', data: { i }, opts: { delay: at - Date.now() } })),
+      ...measured.map((at, i) => ({ name: 'late', data: { i }, opts: { delay: at - Date.now() } })),
+    ];
     await queue.addBulk(jobs);
-    await sleep(t0 + SPREAD_MS + 3000 - Date.now());
+    await sleep(t0 + WARMUP_GAP_MS + SPREAD_MS + 3000 - Date.now());
     if (late.length !== TIMERS) throw new BenchError(`${late.length} BullMQ jobs of ${TIMERS}`);
     return late;
   } finally {
@@ -149,7 +176,7 @@ async function bullmq(): Promise<number[]> {
 
 async function main(): Promise<void> {
   console.log(
-    `timer lateness: ${TIMERS} one-shots over ${SPREAD_MS} ms, loopback, node ${process.version}`,
+    `timer lateness: ${TIMERS} one-shots over ${SPREAD_MS} ms after ${WARMUP} warm-up fires (not counted), loopback, node ${process.version}`,
   );
   const b = await baton();
   console.log(`baton  fire  (created_at - slot): ${stats(b.fire)}`);
