@@ -93,6 +93,115 @@ describe.each([
     ]);
   });
 
+  it('writes changes that arrive together in group commits, each still its own compare-and-set', async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 60 }, () => repo.insert(newTask(), 'c', 'api')),
+    );
+    const tx = (repo as unknown as { tx: TransactionRunner }).tx;
+    const run = tx.run.bind(tx);
+    let transactions = 0;
+    tx.run = ((work) => {
+      transactions++;
+      return run(work);
+    }) as TransactionRunner['run'];
+    const now = Date.now();
+    try {
+      // Two writers per task at one version, and a start with its attempt row.
+      const results = await Promise.all(
+        tasks.flatMap((t, i) => [
+          repo.apply(
+            t,
+            {
+              to: TaskStatus.CREATE,
+              patch: { attempt: 1, workerId: `w${i}` },
+              attemptStart: {
+                attempt: 1,
+                workerId: `w${i}`,
+                workerUrl: 'http://w',
+                fence: 1,
+                startedAt: now,
+              },
+              reason: 'start',
+              actor: 's1',
+            },
+            now,
+          ),
+          repo.apply(t, { to: TaskStatus.POSTPONE, reason: 'wait', actor: 's2' }, now),
+        ]),
+      );
+      // Fewer commits than changes: they were grouped.
+      expect(transactions).toBeLessThan(results.length);
+      for (let i = 0; i < tasks.length; i++) {
+        const [a, b] = [results[2 * i], results[2 * i + 1]];
+        const winner = a ?? b;
+        expect([a, b].filter(Boolean)).toHaveLength(1);
+        const stored = await repo.findById(tasks[i].taskId);
+        expect(stored).toEqual(winner);
+        const events = await repo.events(tasks[i].taskId);
+        expect(events.map((e) => e.to)).toEqual([TaskStatus.INIT, winner?.status]);
+        const attempts = await repo.attempts(tasks[i].taskId);
+        expect(attempts).toHaveLength(a ? 1 : 0);
+      }
+    } finally {
+      tx.run = run;
+    }
+  });
+
+  it('fails only the change that fails in a group: the others are written', async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 20 }, () => repo.insert(newTask(), 'c', 'api')),
+    );
+    const now = Date.now();
+    // The bad one opens an attempt row that exists already (unique task_id + attempt).
+    const bad = tasks[7];
+    await repo.apply(
+      bad,
+      {
+        to: TaskStatus.CREATE,
+        patch: { attempt: 1 },
+        attemptStart: {
+          attempt: 1,
+          workerId: 'w',
+          workerUrl: 'http://w',
+          fence: 1,
+          startedAt: now,
+        },
+        reason: 'first',
+        actor: 's',
+      },
+      now,
+    );
+    const badNow = (await repo.findById(bad.taskId)) as TaskModel;
+    const settled = await Promise.allSettled(
+      tasks.map((t) =>
+        t === bad
+          ? repo.apply(
+              { ...badNow, attempt: 0 },
+              {
+                patch: { attempt: 1 },
+                attemptStart: {
+                  attempt: 1,
+                  workerId: 'w',
+                  workerUrl: 'http://w',
+                  fence: 1,
+                  startedAt: now,
+                },
+                reason: 'again',
+                actor: 's',
+              },
+              now,
+            )
+          : repo.apply(t, { to: TaskStatus.POSTPONE, reason: 'wait', actor: 's' }, now),
+      ),
+    );
+    expect(settled.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    expect(settled[7].status).toBe('rejected');
+    for (const t of tasks.filter((x) => x !== bad))
+      expect((await repo.findById(t.taskId))?.status).toBe(TaskStatus.POSTPONE);
+    // Nothing of the failed change was kept.
+    expect(await repo.findById(bad.taskId)).toEqual(badNow);
+  });
+
   it('applies a change as compare-and-set: of two writers at one version, one wins', async () => {
     const task = await repo.insert(newTask(), 'c', 'api');
     const now = Date.now();

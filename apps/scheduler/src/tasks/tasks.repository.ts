@@ -66,6 +66,20 @@ export interface TaskChange {
   note?: boolean;
 }
 
+/** A change waiting for its group's commit. */
+interface PendingChange {
+  task: TaskModel;
+  change: TaskChange;
+  now: number;
+  resolve(next: TaskModel | undefined): void;
+  reject(err: unknown): void;
+}
+
+/** Most changes in one group commit. */
+const MAX_GROUP = 128;
+/** Group writers at once on MySQL (each holds one pooled connection while it writes). */
+const MYSQL_WRITERS = 4;
+
 /** Statuses in which an attempt is under way (its row is open). */
 const OPEN_ATTEMPT: ReadonlySet<TaskStatus> = new Set([
   TaskStatus.CREATE,
@@ -277,10 +291,18 @@ function isUniqueViolation(err: unknown): boolean {
  */
 @Injectable()
 export class TasksRepository {
+  /** Changes waiting for a writer (group commit, see `apply`). */
+  private readonly pending: PendingChange[] = [];
+  private writers = 0;
+  /** Writers at once: SQLite has one connection; MySQL overlaps a few groups. */
+  private readonly maxWriters: number;
+
   constructor(
     private readonly db: DataSource,
     private readonly tx: TransactionRunner,
-  ) {}
+  ) {
+    this.maxWriters = db.options.type === 'better-sqlite3' ? 1 : MYSQL_WRITERS;
+  }
 
   /** Inserts a new task with its INIT event. Throws CREATE_CONFLICT on a taken idempotency key. */
   async insert(task: TaskModel, reason: string, actor: string): Promise<TaskModel> {
@@ -430,18 +452,153 @@ export class TasksRepository {
    * Applies a change if the task is still at `task.version`. The status move must be allowed by
    * the transition table. Returns the task after the change, or undefined when someone else
    * changed it first (nothing written).
+   *
+   * Group commit: changes that arrive while earlier ones are being written go to the database
+   * together, in one transaction — each still its own compare-and-set, the event and attempt rows
+   * of all of them in one INSERT each, one commit (one fsync) for all. A caller's promise settles
+   * only after the commit that holds its change, so no step goes on from an unwritten row.
    */
   async apply(task: TaskModel, change: TaskChange, now: number): Promise<TaskModel | undefined> {
     const path = statusPath(task.status, change);
     for (let i = 1; i < path.length; i++) assertTransition(path[i - 1], path[i]);
-    // A change that logs nothing and touches no attempt is one statement: no transaction needed.
-    if (path.length === 1 && !change.attemptStart && !change.note) {
-      return this.tx.single((m) => this.applyIn(m, task, change, now));
-    }
-    return this.tx.run((m) => this.applyIn(m, task, change, now));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ task, change, now, resolve, reject });
+      this.pump();
+    });
   }
 
-  private async applyIn(
+  /** Starts writers while there is work and a free one: alone at low load, batched under load. */
+  private pump(): void {
+    while (this.writers < this.maxWriters && this.pending.length > 0) {
+      const batch = this.pending.splice(0, MAX_GROUP);
+      this.writers++;
+      void this.write(batch).finally(() => {
+        this.writers--;
+        this.pump();
+      });
+    }
+  }
+
+  private async write(batch: PendingChange[]): Promise<void> {
+    if (batch.length > 1) {
+      let results: (TaskModel | undefined)[] | undefined;
+      try {
+        results = await this.tx.run((m) => this.applyMany(m, batch));
+      } catch {
+        // A failure rolls the whole group back: each change is then tried alone, so one bad
+        // change (or a deadlock between groups) fails only its own caller.
+      }
+      if (results) {
+        batch.forEach((p, i) => p.resolve(results[i]));
+        return;
+      }
+    }
+    for (const p of batch) {
+      try {
+        p.resolve(await this.applyAlone(p.task, p.change, p.now));
+      } catch (err) {
+        p.reject(err);
+      }
+    }
+  }
+
+  private applyAlone(
+    task: TaskModel,
+    change: TaskChange,
+    now: number,
+  ): Promise<TaskModel | undefined> {
+    // A change that logs nothing and touches no attempt is one statement: no transaction needed.
+    if (statusPath(task.status, change).length === 1 && !change.attemptStart && !change.note)
+      return this.tx.single((m) => this.applyMany(m, [{ task, change, now }]).then((r) => r[0]));
+    return this.tx.run((m) => this.applyMany(m, [{ task, change, now }]).then((r) => r[0]));
+  }
+
+  /**
+   * The changes in one transaction: every compare-and-set first (in task order, so two groups
+   * lock rows in the same order), then the event rows and attempt rows of those that won.
+   */
+  private async applyMany(
+    m: EntityManager,
+    batch: readonly Pick<PendingChange, 'task' | 'change' | 'now'>[],
+  ): Promise<(TaskModel | undefined)[]> {
+    const order = batch
+      .map((_, i) => i)
+      .sort((a, b) =>
+        batch[a].task.taskId < batch[b].task.taskId
+          ? -1
+          : batch[a].task.taskId > batch[b].task.taskId
+            ? 1
+            : a - b,
+      );
+    const results: (TaskModel | undefined)[] = new Array(batch.length);
+    for (const i of order) {
+      const { task, change, now } = batch[i];
+      results[i] = await this.compareAndSet(m, task, change, now);
+    }
+    const events: Record<string, unknown>[] = [];
+    const started: Record<string, unknown>[] = [];
+    // In arrival order: two changes of one task log their events in the order they were made.
+    for (let i = 0; i < batch.length; i++) {
+      const next = results[i];
+      if (!next) continue;
+      const { task, change, now } = batch[i];
+      const path = statusPath(task.status, change);
+      if (path.length > 1 || change.note) {
+        const reason = clip(change.reason, 1000);
+        const moves: [TaskStatus, TaskStatus][] =
+          path.length > 1
+            ? path.slice(1).map((to, k) => [path[k], to])
+            : [[task.status, task.status]];
+        for (const [from, to] of moves)
+          events.push({
+            task_id: task.taskId,
+            from_status: from,
+            to_status: to,
+            reason,
+            actor: change.actor,
+            attempt: next.attempt,
+            created_at: now,
+          });
+      }
+      // The attempt's row is written with the move that starts or ends it: one commit, not two.
+      const a = change.attemptStart;
+      if (a && a.attempt !== task.attempt)
+        started.push({
+          task_id: task.taskId,
+          attempt: a.attempt,
+          worker_id: a.workerId,
+          worker_url: a.workerUrl,
+          fence: a.fence,
+          started_at: a.startedAt,
+        });
+      else if (a) await this.redriveAttempt(m, task.taskId, a);
+    }
+    await this.insertRows(m, 'baton_task_event', events);
+    await this.insertRows(m, 'baton_task_attempt', started);
+    for (let i = 0; i < batch.length; i++) {
+      const next = results[i];
+      const { task, change, now } = batch[i];
+      // An attempt ends exactly when the task leaves a status in which one is under way: derived
+      // here for every caller, so none can forget it or close an attempt that already ended.
+      if (!next || !OPEN_ATTEMPT.has(task.status) || OPEN_ATTEMPT.has(next.status)) continue;
+      const outcome = change.attemptEnd?.outcome ?? next.status;
+      const error =
+        change.attemptEnd !== undefined
+          ? change.attemptEnd.error
+          : outcome === TaskStatus.FAIL || outcome === TaskStatus.NONE
+            ? change.reason
+            : null;
+      await this.exec(
+        m,
+        'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
+        [now, outcome, error && clip(error, 2000), task.taskId, task.attempt],
+      );
+    }
+    return results;
+  }
+
+  /** The row update of one change, if the task is still at its version. */
+  private async compareAndSet(
     m: EntityManager,
     task: TaskModel,
     change: TaskChange,
@@ -473,77 +630,34 @@ export class TasksRepository {
       `UPDATE baton_task SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE task_id = ? AND version = ?`,
       [...set.map(([, v]) => v), task.taskId, task.version],
     );
-    if (res.affected !== 1) return undefined;
-    if (path.length > 1 || change.note) {
-      const reason = clip(change.reason, 1000);
-      const moves: [TaskStatus, TaskStatus][] =
-        path.length > 1
-          ? path.slice(1).map((to, k) => [path[k], to])
-          : [[task.status, task.status]];
-      const rows = moves.map(([from, to]) => [
-        task.taskId,
-        from,
-        to,
-        reason,
-        change.actor,
-        next.attempt,
-        now,
-      ]);
-      await this.exec(
-        m,
-        `INSERT INTO baton_task_event (task_id, from_status, to_status, reason, actor, attempt, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-        rows.flat(),
+    return res.affected === 1 ? next : undefined;
+  }
+
+  /** A re-drive of the same attempt (after a crash): its row may exist already. */
+  private async redriveAttempt(
+    m: EntityManager,
+    taskId: string,
+    a: NonNullable<TaskChange['attemptStart']>,
+  ): Promise<void> {
+    const existing = await m.findOne(TaskAttemptEntity, {
+      where: { task_id: taskId, attempt: a.attempt },
+      select: ['id'],
+    });
+    if (existing)
+      await m.update(
+        TaskAttemptEntity,
+        { task_id: taskId, attempt: a.attempt },
+        { worker_id: a.workerId, worker_url: a.workerUrl, fence: a.fence },
       );
-    }
-    // The attempt's row is written with the move that starts or ends it: one commit, not two.
-    if (change.attemptStart) {
-      const a = change.attemptStart;
-      if (a.attempt !== task.attempt) {
-        await this.exec(
-          m,
-          'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at) VALUES (?, ?, ?, ?, ?, ?)',
-          [task.taskId, a.attempt, a.workerId, a.workerUrl, a.fence, a.startedAt],
-        );
-      } else {
-        // A re-drive of the same attempt (after a crash): its row may exist already.
-        const existing = await m.findOne(TaskAttemptEntity, {
-          where: { task_id: task.taskId, attempt: a.attempt },
-          select: ['id'],
-        });
-        if (existing)
-          await m.update(
-            TaskAttemptEntity,
-            { task_id: task.taskId, attempt: a.attempt },
-            { worker_id: a.workerId, worker_url: a.workerUrl, fence: a.fence },
-          );
-        else
-          await m.insert(TaskAttemptEntity, {
-            task_id: task.taskId,
-            attempt: a.attempt,
-            worker_id: a.workerId,
-            worker_url: a.workerUrl,
-            fence: a.fence,
-            started_at: a.startedAt,
-          });
-      }
-    }
-    // An attempt ends exactly when the task leaves a status in which one is under way: derived
-    // here for every caller, so none can forget it or close an attempt that already ended.
-    if (OPEN_ATTEMPT.has(task.status) && !OPEN_ATTEMPT.has(next.status)) {
-      const outcome = change.attemptEnd?.outcome ?? next.status;
-      const error =
-        change.attemptEnd !== undefined
-          ? change.attemptEnd.error
-          : outcome === TaskStatus.FAIL || outcome === TaskStatus.NONE
-            ? change.reason
-            : null;
-      await this.exec(
-        m,
-        'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
-        [now, outcome, error && clip(error, 2000), task.taskId, task.attempt],
-      );
-    }
-    return next;
+    else
+      await m.insert(TaskAttemptEntity, {
+        task_id: taskId,
+        attempt: a.attempt,
+        worker_id: a.workerId,
+        worker_url: a.workerUrl,
+        fence: a.fence,
+        started_at: a.startedAt,
+      });
   }
 
   /** INSERTs rows (all with the same columns) in chunks that stay under every driver's parameter limit. */
@@ -582,7 +696,6 @@ export class TasksRepository {
     }
   }
 
-  /** Tasks due by `now` in the given statuses whose claim is free, earliest first. */
   /** Tasks due by `upTo` (default now) that nobody holds a live claim on, earliest first. */
   async due(
     now: number,
