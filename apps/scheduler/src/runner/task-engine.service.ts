@@ -53,6 +53,9 @@ const REST: Rest = { rest: true };
 type Step = TaskModel | Rest;
 
 const DEFAULT_SYNC_RUN_SECONDS = 300;
+/** Most tasks claimed in one statement, and claim statements in flight at once. */
+const CLAIM_BATCH = 256;
+const CLAIM_WRITERS = 2;
 const LOST_RACE = 'lost the race for the task';
 
 function isRest(s: Step): s is Rest {
@@ -78,6 +81,14 @@ export class TaskEngine {
   private readonly latest = new Map<string, TaskModel>();
   private readonly stepLock = new KeyedMutex();
   private readonly driving = new Set<string>();
+  /** Claims asked for and not yet sent: the ones asked for together go in one statement. */
+  private claimQueue: {
+    taskId: string;
+    resolve(t: TaskModel | undefined): void;
+    reject(err: unknown): void;
+  }[] = [];
+  private claimsInFlight = 0;
+  private claimPumpScheduled = false;
 
   constructor(
     private readonly tasks: TasksRepository,
@@ -107,11 +118,7 @@ export class TaskEngine {
   }
 
   private async driveOnce(taskId: string): Promise<void> {
-    const found = await this.tasks.findById(taskId);
-    if (!found || !DRIVABLE.includes(found.status)) return;
-    const now = this.clock.now();
-    if (found.dueAt === null || found.dueAt > now) return;
-    let step: Step | undefined = await this.claim(found);
+    let step: Step | undefined = await this.claim(taskId);
     if (!step) return;
     try {
       while (!isRest(step)) step = await this.advance(step);
@@ -229,23 +236,53 @@ export class TaskEngine {
 
   // ---- claim --------------------------------------------------------------------------------
 
-  private async claim(t: TaskModel): Promise<TaskModel | undefined> {
-    const now = this.clock.now();
-    if (t.owner && t.owner !== this.config.instanceId && (t.leaseUntil ?? 0) > now)
-      return undefined;
-    const leaseMs = this.config.runner.claimLeaseMs;
-    const claimed = await this.tasks.apply(
-      t,
-      {
-        patch: { owner: this.config.instanceId, leaseUntil: now + leaseMs },
-        bumpFence: true,
-        reason: 'claim',
-        actor: this.actor,
-      },
-      now,
-    );
-    if (claimed) this.latest.set(t.taskId, claimed);
-    return claimed;
+  /**
+   * Takes the task's claim if it is drivable, due and free (owner, lease, a new fence); undefined
+   * when it is not. The claims the runner asks for together (a queue batch) are one statement.
+   */
+  private claim(taskId: string): Promise<TaskModel | undefined> {
+    return new Promise((resolve, reject) => {
+      this.claimQueue.push({ taskId, resolve, reject });
+      if (this.claimPumpScheduled) return;
+      this.claimPumpScheduled = true;
+      // After the current turn: every drive the runner starts in one loop joins the same claim.
+      queueMicrotask(() => {
+        this.claimPumpScheduled = false;
+        this.pumpClaims();
+      });
+    });
+  }
+
+  private pumpClaims(): void {
+    while (this.claimsInFlight < CLAIM_WRITERS && this.claimQueue.length > 0) {
+      const batch = this.claimQueue.splice(0, CLAIM_BATCH);
+      this.claimsInFlight++;
+      void this.claimBatch(batch).finally(() => {
+        this.claimsInFlight--;
+        this.pumpClaims();
+      });
+    }
+  }
+
+  private async claimBatch(batch: typeof this.claimQueue): Promise<void> {
+    try {
+      const now = this.clock.now();
+      const rows = await this.tasks.claimMany(
+        batch.map((b) => b.taskId),
+        this.config.instanceId,
+        now,
+        now + this.config.runner.claimLeaseMs,
+        DRIVABLE,
+      );
+      const byId = new Map(rows.map((r) => [r.taskId, r]));
+      for (const b of batch) {
+        const claimed = byId.get(b.taskId);
+        if (claimed) this.latest.set(b.taskId, claimed);
+        b.resolve(claimed);
+      }
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+    }
   }
 
   private syncRunTimeoutMs(t: TaskModel, type: TaskTypeModel | undefined): number {

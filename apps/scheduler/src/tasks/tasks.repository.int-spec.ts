@@ -142,6 +142,34 @@ describe.each([
         const attempts = await repo.attempts(tasks[i].taskId);
         expect(attempts).toHaveLength(a ? 1 : 0);
       }
+      // The attempts end together too: each row closed with its own outcome and error.
+      const started = results.filter((r): r is TaskModel => r?.status === TaskStatus.CREATE);
+      expect(started.length).toBeGreaterThan(1);
+      const later = Date.now();
+      const ends = await Promise.all(
+        started.map((t, k) =>
+          repo.apply(
+            t,
+            {
+              to: TaskStatus.FAIL,
+              reason: `failed ${k}`,
+              actor: 's1',
+              attemptEnd: { outcome: TaskStatus.FAIL, error: `error ${k}` },
+            },
+            later + k,
+          ),
+        ),
+      );
+      expect(ends.every(Boolean)).toBe(true);
+      for (const [k, t] of started.entries()) {
+        const [row] = await repo.attempts(t.taskId);
+        expect(row).toMatchObject({
+          attempt: 1,
+          endedAt: later + k,
+          outcome: TaskStatus.FAIL,
+          error: `error ${k}`,
+        });
+      }
     } finally {
       tx.run = run;
     }

@@ -75,6 +75,15 @@ interface PendingChange {
   reject(err: unknown): void;
 }
 
+/** An attempt row to close. */
+interface AttemptEnd {
+  taskId: string;
+  attempt: number;
+  at: number;
+  outcome: TaskStatus;
+  error: string | null;
+}
+
 /** Most changes in one group commit. */
 const MAX_GROUP = 128;
 /** Group writers at once on MySQL (each holds one pooled connection while it writes). */
@@ -391,6 +400,39 @@ export class TasksRepository {
     return row ? toModel(fromRow(row)) : undefined;
   }
 
+  /**
+   * Claims, in one statement, every listed task that is drivable, due by `now` and not held by
+   * another owner's live claim: owner, lease and a new fence (a compare-and-set on the row's
+   * state, not on a version read before). Returns the claimed rows; the others are left alone.
+   */
+  async claimMany(
+    taskIds: readonly string[],
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    statuses: readonly TaskStatus[],
+  ): Promise<TaskModel[]> {
+    if (taskIds.length === 0) return [];
+    const ids = taskIds.map(() => '?').join(', ');
+    const st = statuses.map(() => '?').join(', ');
+    return this.tx.run(async (m) => {
+      await this.exec(
+        m,
+        `UPDATE baton_task SET owner = ?, lease_until = ?, fence = fence + 1, version = version + 1, updated_at = ?
+         WHERE task_id IN (${ids}) AND status IN (${st}) AND due_at IS NOT NULL AND due_at <= ?
+           AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until < ?)`,
+        [owner, leaseUntil, now, ...taskIds, ...statuses, now, owner, now],
+      );
+      // This claim's rows: ours, with this lease (a live claim of ours is never in `taskIds`).
+      const { records } = await this.exec(
+        m,
+        `SELECT * FROM baton_task WHERE task_id IN (${ids}) AND owner = ? AND lease_until = ?`,
+        [...taskIds, owner, leaseUntil],
+      );
+      return (records as Record<string, unknown>[]).map((r) => toModel(fromRow(r)));
+    });
+  }
+
   async findByIds(taskIds: readonly string[]): Promise<TaskModel[]> {
     if (taskIds.length === 0) return [];
     const rows = await this.db.manager.findBy(TaskEntity, { task_id: In([...taskIds]) });
@@ -575,6 +617,7 @@ export class TasksRepository {
     }
     await this.insertRows(m, 'baton_task_event', events);
     await this.insertRows(m, 'baton_task_attempt', started);
+    const ended: AttemptEnd[] = [];
     for (let i = 0; i < batch.length; i++) {
       const next = results[i];
       const { task, change, now } = batch[i];
@@ -588,13 +631,46 @@ export class TasksRepository {
           : outcome === TaskStatus.FAIL || outcome === TaskStatus.NONE
             ? change.reason
             : null;
+      ended.push({
+        taskId: task.taskId,
+        attempt: task.attempt,
+        at: now,
+        outcome,
+        error: error && clip(error, 2000),
+      });
+    }
+    await this.endAttempts(m, ended);
+    return results;
+  }
+
+  /** Closes attempt rows: one statement for the group (each task's row once). */
+  private async endAttempts(m: EntityManager, ended: readonly AttemptEnd[]): Promise<void> {
+    if (ended.length === 0) return;
+    if (ended.length === 1 || new Set(ended.map((e) => e.taskId)).size !== ended.length) {
+      for (const e of ended)
+        await this.exec(
+          m,
+          'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
+          [e.at, e.outcome, e.error, e.taskId, e.attempt],
+        );
+      return;
+    }
+    for (let i = 0; i < ended.length; i += MAX_GROUP) {
+      const part = ended.slice(i, i + MAX_GROUP);
+      const cases = part.map(() => 'WHEN ? THEN ?').join(' ');
+      const column = (pick: (e: AttemptEnd) => unknown): unknown[] =>
+        part.flatMap((e) => [e.taskId, pick(e)]);
       await this.exec(
         m,
-        'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
-        [now, outcome, error && clip(error, 2000), task.taskId, task.attempt],
+        `UPDATE baton_task_attempt SET ended_at = CASE task_id ${cases} END, outcome = CASE task_id ${cases} END, error = CASE task_id ${cases} END WHERE ${part.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
+        [
+          ...column((e) => e.at),
+          ...column((e) => e.outcome),
+          ...column((e) => e.error),
+          ...part.flatMap((e) => [e.taskId, e.attempt]),
+        ],
       );
     }
-    return results;
   }
 
   /** The row update of one change, if the task is still at its version. */
