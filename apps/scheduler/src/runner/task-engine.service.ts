@@ -120,6 +120,9 @@ export class TaskEngine {
   private async driveOnce(taskId: string): Promise<void> {
     let step: Step | undefined = await this.claim(taskId);
     if (!step) return;
+    // The claim is renewed for as long as this drive goes on: a long run, but also a chain of
+    // calls to a slow worker (notify, rollback, clean) that together outlast one lease.
+    const renewer = this.renewWhileDriving(step);
     try {
       while (!isRest(step)) step = await this.advance(step);
     } catch (err) {
@@ -128,6 +131,7 @@ export class TaskEngine {
         `driving ${taskId} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
       );
     } finally {
+      await renewer.stop();
       this.latest.delete(taskId);
     }
   }
@@ -493,14 +497,11 @@ export class TaskEngine {
     let view: TaskViewDto;
     crashPoint('before-run-call');
     try {
-      view = await this.whileRenewing(
-        t,
-        this.client.run(worker.url, t.taskType, t.taskId, {
-          fence: t.fence,
-          requestId: `${t.taskId}/${t.attempt}`,
-          ...(sync ? { timeoutMs: this.syncRunTimeoutMs(t, type) } : {}),
-        }),
-      );
+      view = await this.client.run(worker.url, t.taskType, t.taskId, {
+        fence: t.fence,
+        requestId: `${t.taskId}/${t.attempt}`,
+        ...(sync ? { timeoutMs: this.syncRunTimeoutMs(t, type) } : {}),
+      });
     } catch (err) {
       return this.callFailed(t, type, worker, err, 'run', true);
     }
@@ -971,11 +972,13 @@ export class TaskEngine {
     });
   }
 
-  /** Awaits `call` while renewing the task's claim every third of its lease. */
-  private async whileRenewing<T>(t: TaskModel, call: Promise<T>): Promise<T> {
+  /** Renews the task's claim every third of its lease until stopped. */
+  private renewWhileDriving(t: TaskModel): { stop(): Promise<void> } {
     const every = Math.max(50, Math.floor(this.config.runner.claimLeaseMs / 3));
     const timer = setInterval(() => {
       const current = this.latest.get(t.taskId) ?? t;
+      // Only a claim still ours: a step that let the task rest gave it up.
+      if (current.owner !== this.config.instanceId) return;
       void this.step(current, {
         patch: { leaseUntil: this.clock.now() + this.config.runner.claimLeaseMs },
         reason: 'lease renewed',
@@ -983,13 +986,13 @@ export class TaskEngine {
         this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`),
       );
     }, every);
-    try {
-      return await call;
-    } finally {
-      clearInterval(timer);
-      // A renewal in flight finishes before the next step reads `latest`.
-      await this.stepLock.run(t.taskId, async () => undefined);
-    }
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        // A renewal in flight finishes before the next drive reads `latest`.
+        await this.stepLock.run(t.taskId, async () => undefined);
+      },
+    };
   }
 
   private rateLimits(t: TaskModel, type: TaskTypeModel): RateLimit[] {

@@ -9,8 +9,8 @@ import {
 
 /**
  * `demo.flaky`: sync; fails its first N attempts (`params.fail_times`, default from the worker's
- * config), then succeeds; `params.delay_ms` makes each run take that long. Exercises the
- * scheduler's retries, backoff and retry lane.
+ * config), then succeeds; `params.delay_ms` makes each run take that long, `params.clean_ms`
+ * each clean. Exercises the scheduler's retries, backoff and retry lane, and slow calls.
  */
 export class FlakyHandler implements TaskHandler {
   readonly type = 'demo.flaky';
@@ -19,6 +19,11 @@ export class FlakyHandler implements TaskHandler {
   constructor(private readonly defaultFailures: number) {}
 
   create(_task: TaskSnapshot): void {}
+
+  async clean(task: TaskSnapshot): Promise<void> {
+    const ms = task.params.clean_ms;
+    if (typeof ms === 'number' && ms > 0) await setTimeout(Math.min(ms, 60_000));
+  }
 
   async run(ctx: RunContext): Promise<RunOutcome> {
     const delay = ctx.task.params.delay_ms;
