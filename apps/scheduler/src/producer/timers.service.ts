@@ -121,8 +121,10 @@ export class TimersService {
         { timer_id: timerId },
       );
     this.producer.track(stored);
-    // Fires written ahead of their slot belong to the old definition: withdrawn unless it goes on.
-    if (restart || !enabled || dto.task) await this.withdrawEarlyFires(timerId);
+    // A timer turned off fires no slot after that: fires written ahead of their slot are withdrawn.
+    // (A changed timer keeps them: each fire's key is its slot, and a withdrawn slot fired again
+    // would find its cancelled task and never run.)
+    if (!enabled && t.enabled) await this.withdrawEarlyFires(timerId);
     return stored;
   }
 
@@ -137,7 +139,7 @@ export class TimersService {
 
   /**
    * Cancels the fires of a timer that were written ahead of their slot (BATON_PRODUCER_LEAD_MS)
-   * and have not started: a timer disabled, changed or deleted fires no slot after that.
+   * and have not started: a timer disabled or deleted fires no slot after that.
    */
   private async withdrawEarlyFires(timerId: string): Promise<void> {
     const now = this.clock.now();

@@ -122,7 +122,8 @@ export class TaskEngine {
     if (!step) return;
     // The claim is renewed for as long as this drive goes on: a long run, but also a chain of
     // calls to a slow worker (notify, rollback, clean) that together outlast one lease.
-    const renewer = this.renewWhileDriving(step);
+    const type = await this.types.find(step.taskType).catch(() => undefined);
+    const renewer = this.renewWhileDriving(step, type);
     try {
       while (!isRest(step)) step = await this.advance(step);
     } catch (err) {
@@ -768,6 +769,12 @@ export class TaskEngine {
     why: string,
     retryable = true,
   ): Promise<Step> {
+    if (t.status === TaskStatus.SUCCESS) {
+      // The next life of a permanent task could not start (the worker refused it, ...).
+      await this.leases.release(t.taskId);
+      if (this.keptAlive(t)) return this.awaitNextLife(t, type, 'restart failed', why);
+      return this.clean(t, TaskStatus.SUCCESS);
+    }
     const maxRetry = t.maxRetry >= 0 ? t.maxRetry : type.maxRetry;
     // A permanent task is restarted whatever ended its life, until it is cancelled.
     const restart = this.keptAlive(t);
@@ -801,6 +808,11 @@ export class TaskEngine {
 
   /** A failure with no attempt behind it (bad type, refused params). */
   private async fail(t: TaskModel, why: string, code: string): Promise<Step> {
+    if (t.status === TaskStatus.SUCCESS) {
+      await this.leases.release(t.taskId);
+      if (this.keptAlive(t)) return this.awaitNextLife(t, undefined, 'restart failed', why);
+      return this.clean(t, TaskStatus.SUCCESS);
+    }
     const next = await this.step(t, {
       to: TaskStatus.FAIL,
       patch: { error: { message: why, code }, outcome: TaskStatus.FAIL, dueAt: this.clock.now() },
@@ -841,6 +853,12 @@ export class TaskEngine {
     const type = await this.types.find(t.taskType);
     if (t.pendingAction === 'rollback' && outcome === TaskStatus.SUCCESS)
       return this.afterFailure(t);
+    // A permanent task between lives is not cleaned on the worker (a retry is not either): the
+    // worker takes its next attempt from SUCCESS; the clean comes when the task really ends.
+    if (outcome === TaskStatus.SUCCESS && this.keptAlive(t)) {
+      await this.leases.release(t.taskId);
+      return this.awaitNextLife(t, type, 'success');
+    }
     if (type?.implements.includes(ContractCall.CLEAN) && t.workerUrl) {
       try {
         await this.client.clean(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
@@ -858,17 +876,6 @@ export class TaskEngine {
     }
     await this.leases.release(t.taskId);
     const now = this.clock.now();
-    if (outcome === TaskStatus.SUCCESS && this.keptAlive(t)) {
-      // A permanent task's life ended well: it waits here, cleaned, for its next one.
-      const wait = type ? this.restartBackoff(t, type, now) : this.config.checker.pollIntervalMs;
-      const next = await this.step(t, {
-        patch: { pendingAction: 'restart', dueAt: now + wait, owner: null, leaseUntil: null },
-        reason: `life ${t.attempt} of a permanent task ended (success); restart ${t.attempt} in ${wait} ms`,
-        note: true,
-      });
-      if (next) this.metrics.inc('baton_permanent_restarts_total', { type: t.taskType });
-      return REST;
-    }
     await this.step(t, {
       to: TaskStatus.FINISH,
       patch: {
@@ -957,10 +964,12 @@ export class TaskEngine {
     t: TaskModel,
     change: Omit<TaskChange, 'actor'>,
     actor = this.actor,
+    onlyIf?: (latest: TaskModel) => boolean,
   ): Promise<TaskModel | undefined> {
     return this.stepLock.run(t.taskId, async () => {
       // A lease renewal may have moved the row on since `t` was read: only the lease changed then.
       const latest = this.latest.get(t.taskId);
+      if (onlyIf && !onlyIf(latest ?? t)) return undefined;
       const base =
         latest && latest.version > t.version
           ? { ...t, version: latest.version, leaseUntil: latest.leaseUntil }
@@ -972,17 +981,31 @@ export class TaskEngine {
     });
   }
 
-  /** Renews the task's claim every third of its lease until stopped. */
-  private renewWhileDriving(t: TaskModel): { stop(): Promise<void> } {
-    const every = Math.max(50, Math.floor(this.config.runner.claimLeaseMs / 3));
+  /**
+   * Renews the task's claim every third of its lease until stopped, or until the drive has gone
+   * on past any bound its calls have (the run's deadline plus a few call timeouts): a drive stuck
+   * on a call that never settles lets its claim lapse, and the Checker brings the task back.
+   */
+  private renewWhileDriving(
+    t: TaskModel,
+    type: TaskTypeModel | undefined,
+  ): { stop(): Promise<void> } {
+    const { claimLeaseMs, callTimeoutMs } = this.config.runner;
+    const every = Math.max(50, Math.floor(claimLeaseMs / 3));
+    const giveUpAt = this.clock.now() + this.syncRunTimeoutMs(t, type) + 10 * callTimeoutMs;
     const timer = setInterval(() => {
-      const current = this.latest.get(t.taskId) ?? t;
-      // Only a claim still ours: a step that let the task rest gave it up.
-      if (current.owner !== this.config.instanceId) return;
-      void this.step(current, {
-        patch: { leaseUntil: this.clock.now() + this.config.runner.claimLeaseMs },
-        reason: 'lease renewed',
-      }).catch((err: unknown) =>
+      if (this.clock.now() > giveUpAt) {
+        clearInterval(timer);
+        this.logger.warn(`task ${t.taskId}: its drive outlasted every bound; the claim may lapse`);
+        return;
+      }
+      void this.step(
+        this.latest.get(t.taskId) ?? t,
+        { patch: { leaseUntil: this.clock.now() + claimLeaseMs }, reason: 'lease renewed' },
+        this.actor,
+        // Checked under the step lock: a step that let the task rest gave the claim up.
+        (latest) => latest.owner === this.config.instanceId,
+      ).catch((err: unknown) =>
         this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`),
       );
     }, every);
@@ -1003,6 +1026,37 @@ export class TaskEngine {
     const tenantRate = tenantRates[t.tenant] ?? tenantRateDefault;
     if (tenantRate > 0) limits.push({ key: `tenant:${t.tenant}`, perSecond: tenantRate });
     return limits;
+  }
+
+  /**
+   * A permanent task waits in SUCCESS for its next life: after a life that succeeded, or after a
+   * start of the next life that failed before the worker took it (the table has no SUCCESS -> FAIL).
+   */
+  private async awaitNextLife(
+    t: TaskModel,
+    type: TaskTypeModel | undefined,
+    ended: string,
+    error?: string,
+  ): Promise<Step> {
+    const now = this.clock.now();
+    const wait = type ? this.restartBackoff(t, type, now) : this.config.checker.pollIntervalMs;
+    const next = await this.step(t, {
+      patch: {
+        pendingAction: 'restart',
+        dueAt: now + wait,
+        owner: null,
+        leaseUntil: null,
+        ...(error !== undefined ? { error: { message: error } } : {}),
+      },
+      reason:
+        error === undefined
+          ? `life ${t.attempt} of a permanent task ended (${ended}); restart ${t.attempt} in ${wait} ms`
+          : `restart ${t.attempt} of a permanent task failed (${error}); again in ${wait} ms`,
+      note: true,
+    });
+    if (next && error === undefined)
+      this.metrics.inc('baton_permanent_restarts_total', { type: t.taskType });
+    return REST;
   }
 
   /** A permanent task that nobody cancelled: every end of a life starts the next one. */

@@ -281,6 +281,24 @@ function statusPath(from: TaskStatus, change: TaskChange): TaskStatus[] {
 
 const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
+/** The database cannot be reached (as opposed to one statement failing). */
+function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; driverError?: { code?: string }; fatal?: boolean };
+  const code = e?.driverError?.code ?? e?.code ?? '';
+  return (
+    e?.fatal === true ||
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'PROTOCOL_CONNECTION_LOST',
+      'ER_CON_COUNT_ERROR',
+      'POOL_CLOSED',
+    ].includes(code)
+  );
+}
+
 function isUniqueViolation(err: unknown): boolean {
   if (!(err instanceof QueryFailedError)) return false;
   const driverError = (
@@ -526,8 +544,13 @@ export class TasksRepository {
       let results: (TaskModel | undefined)[] | undefined;
       try {
         results = await this.tx.run((m) => this.applyMany(m, batch));
-      } catch {
-        // A failure rolls the whole group back: each change is then tried alone, so one bad
+      } catch (err) {
+        // The database is gone: every change fails now, rather than each after its own timeout.
+        if (isConnectionError(err)) {
+          for (const p of batch) p.reject(err);
+          return;
+        }
+        // Anything else rolled the whole group back: each change is then tried alone, so one bad
         // change (or a deadlock between groups) fails only its own caller.
       }
       if (results) {
