@@ -56,7 +56,10 @@ describe('the claim on MariaDB + Redis', () => {
     // three leases, and the other scheduler never took it).
     expect(done.fence).toBe(1);
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH']);
-    const events = await api.events(id);
-    expect(new Set(events.map((e) => e.actor))).toEqual(new Set(['api', 'scheduler:c1']));
+    // Whichever scheduler claimed it (they share the queue), it was the only one.
+    const drivers = new Set(
+      (await api.events(id)).map((e) => e.actor).filter((a) => a.startsWith('scheduler:')),
+    );
+    expect(drivers.size).toBe(1);
   });
 });
