@@ -8,11 +8,12 @@ import {
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
 import { EnqueueTracker } from './enqueue-tracker';
 import { QueueLanes } from './queue-lanes';
-import { TaskEngine } from './task-engine.service';
+import { EARLY_CLAIM_MS, TaskEngine } from './task-engine.service';
 
 type Lane = 'main' | 'retry';
 
 const IDLE_WAIT_MS = 20;
+
 /** Future due times remembered for a precise wake-up; beyond this the idle poll covers them. */
 const MAX_WAKES = 10_000;
 const ACK_BATCH = 100;
@@ -83,7 +84,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
    */
   private wakeAt(dueAt: number): void {
     const now = Date.now();
-    if (dueAt <= now) return this.nudge();
+    if (dueAt - EARLY_CLAIM_MS <= now) return this.nudge();
     if (this.wakes.length >= MAX_WAKES) return;
     let lo = 0;
     let hi = this.wakes.length;
@@ -101,18 +102,17 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
     if (this.wakes.length === 0 || this.stopping) return;
-    // +1: the timer's clock and Date.now() may differ by a fraction of a millisecond.
     this.wakeTimer = setTimeout(
       () => {
         this.wakeTimer = undefined;
         const now = Date.now();
         let n = 0;
-        while (n < this.wakes.length && this.wakes[n] <= now) n++;
+        while (n < this.wakes.length && this.wakes[n] - EARLY_CLAIM_MS <= now) n++;
         this.wakes.splice(0, n);
         this.nudge();
         this.armWake();
       },
-      this.wakes[0] - Date.now() + 1,
+      this.wakes[0] - EARLY_CLAIM_MS - Date.now(),
     );
     this.wakeTimer.unref();
   }
@@ -130,11 +130,14 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
       let retries;
       this.nudged = false;
       try {
-        fresh = await this.lanes.main.claim(Math.min(free, 256), claimLeaseMs);
+        const early = Date.now() + EARLY_CLAIM_MS;
+        fresh = await this.lanes.main.claim(Math.min(free, 256), claimLeaseMs, early);
         // Retries get what is left, and never more than their share of the slots.
         const retryFree = Math.min(free - fresh.length, retrySlots - this.activeRetries);
         retries =
-          retryFree > 0 ? await this.lanes.retry.claim(Math.min(retryFree, 256), claimLeaseMs) : [];
+          retryFree > 0
+            ? await this.lanes.retry.claim(Math.min(retryFree, 256), claimLeaseMs, early)
+            : [];
       } catch (err) {
         this.logger.error(`queue claim failed: ${String(err)}`);
         await new Promise((r) => setTimeout(r, 500));

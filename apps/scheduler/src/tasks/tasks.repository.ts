@@ -419,7 +419,7 @@ export class TasksRepository {
   }
 
   /**
-   * Claims, in one statement, every listed task that is drivable, due by `now` and not held by
+   * Claims, in one statement, every listed task that is drivable, due by `dueBy` and not held by
    * another owner's live claim: owner, lease and a new fence (a compare-and-set on the row's
    * state, not on a version read before). Returns the claimed rows; the others are left alone.
    */
@@ -429,6 +429,7 @@ export class TasksRepository {
     now: number,
     leaseUntil: number,
     statuses: readonly TaskStatus[],
+    dueBy = now,
   ): Promise<TaskModel[]> {
     if (taskIds.length === 0) return [];
     const ids = taskIds.map(() => '?').join(', ');
@@ -439,7 +440,7 @@ export class TasksRepository {
         `UPDATE baton_task SET owner = ?, lease_until = ?, fence = fence + 1, version = version + 1, updated_at = ?
          WHERE task_id IN (${ids}) AND status IN (${st}) AND due_at IS NOT NULL AND due_at <= ?
            AND (owner IS NULL OR owner = ? OR lease_until IS NULL OR lease_until < ?)`,
-        [owner, leaseUntil, now, ...taskIds, ...statuses, now, owner, now],
+        [owner, leaseUntil, now, ...taskIds, ...statuses, dueBy, owner, now],
       );
       // This claim's rows: ours, with this lease (a live claim of ours is never in `taskIds`).
       const { records } = await this.exec(
