@@ -14,7 +14,7 @@ interface Session {
   readonly client: zk.Client;
   /** The negotiated session timeout: the server drops our ephemerals this long after it last heard from us. */
   readonly timeoutMs: number;
-  /** Holder's clock at the last reply from the server. */
+  /** When (holder's clock) the last request that the server answered was sent (a conservative liveness bound). */
   lastReply: number;
   heartbeat: NodeJS.Timeout | undefined;
   watchdog: NodeJS.Timeout | undefined;
@@ -328,9 +328,14 @@ export class ZookeeperLockDriver extends BaseLockProvider {
         this.dropSession(session, this.silentReason(session));
       }, this.callTimeoutMs);
       timer.unref();
+      // A reply proves the session was alive after the request left, not when the reply is read:
+      // one that sat in the socket while this process was paused (a GC stop, SIGSTOP) must not
+      // make a session the server already expired look fresh. So the send time is what counts.
+      const sentAt = Date.now();
       fn((error, value) => {
         clearTimeout(timer);
-        if (!error || isServerAnswer(error)) session.lastReply = Date.now();
+        if (!error || isServerAnswer(error))
+          session.lastReply = Math.max(session.lastReply, sentAt);
         if (error) reject(error);
         else resolve(value);
       });
