@@ -21,6 +21,23 @@ interface Attempt {
 }
 
 /**
+ * Cancels as a client must: a task being driven at that moment (a poll, a restart) answers 409
+ * "changed meanwhile; retry", so the request is sent again until it is taken.
+ */
+async function cancel(api: Api, id: string): Promise<void> {
+  await eventually(
+    async () => {
+      const res = await api.call('POST', `/v1/tasks/${id}/cancel`);
+      if (res.status === 409) return undefined;
+      expect(res.status).toBe(200);
+      return true;
+    },
+    10_000,
+    `the cancel of ${id} taken`,
+  );
+}
+
+/**
  * Permanent tasks (repetition=permanent) on MariaDB + Redis: kept alive across the end of every
  * life — a success, a failure past max_retry, a worker killed under it — until cancelled.
  */
@@ -111,7 +128,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
     expect(later).toMatchObject({ task_status: 'RUNNING', restarts, worker_id: 'survivor' });
 
     // Cancelled: the life stops on the worker and no new one starts.
-    expect((await api.call('POST', `/v1/tasks/${id}/cancel`)).status).toBe(200);
+    await cancel(api, id);
     const done = await api.until(id, 'FINISH', 20_000);
     expect(done).toMatchObject({ outcome: 'FAIL', restarts });
     await sleep(1000);
@@ -148,7 +165,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
       'three restarts of the echo task',
     );
     expect(looped.task_status).not.toBe('FINISH');
-    expect((await api.call('POST', `/v1/tasks/${echo}/cancel`)).status).toBe(200);
+    await cancel(api, echo);
     const stopped = await api.until(echo, 'FINISH', 20_000);
     expect(stopped.outcome).toBe('SUCCESS');
     const seq = await api.sequence(echo);
@@ -190,7 +207,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
       'SUCCESS',
       'SUCCESS',
     ]);
-    expect((await api.call('POST', `/v1/tasks/${flaky}/cancel`)).status).toBe(200);
+    await cancel(api, flaky);
     await api.until(flaky, 'FINISH', 20_000);
   });
 
