@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
 import { request } from 'undici';
+import { readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
 import { BenchError, percentile, sleep, startChild } from './bench-support';
 
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 2000);
@@ -59,7 +60,7 @@ function stats(xs: number[]): string {
   return `p50 ${percentile(s, 50).toFixed(1)} ms, p99 ${percentile(s, 99).toFixed(1)} ms, max ${s[s.length - 1].toFixed(1)} ms (n=${s.length})`;
 }
 
-async function baton(): Promise<{ fire: number[]; start: number[] }> {
+async function baton(): Promise<{ fire: number[]; start: number[]; run: number[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'baton-timer-bench-'));
   const scheduler = await startChild('scheduler', 'dist/apps/scheduler/src/main.js', {
     SCHEDULER_PORT: '0',
@@ -75,6 +76,7 @@ async function baton(): Promise<{ fire: number[]; start: number[] }> {
     WORKER_ID: 'timer-bench',
     WORKER_CAPACITY: '512',
     WORKER_STORE: 'memory',
+    WORKER_RUN_LOG: join(dir, 'runs.jsonl'),
     BATON_SCHEDULER_URL: scheduler.url,
     BATON_AUTH_MODE: 'hmac',
     BATON_AUTH_SECRET: SECRET,
@@ -108,10 +110,16 @@ async function baton(): Promise<{ fire: number[]; start: number[] }> {
     await sleep(t0 + WARMUP_GAP_MS + SPREAD_MS + 3000 - Date.now());
     const fire: number[] = [];
     const start: number[] = [];
+    const run: number[] = [];
+    // When the worker began the run (its run log): the start as the task itself sees it.
+    const runStart = new Map(
+      readRunLogs([join(dir, 'runs.jsonl')]).map((r) => [r.task_id, r.start]),
+    );
     let cursor: string | null = null;
     do {
       const page: {
         items: {
+          task_id: string;
           task_name: string;
           labels: Record<string, string>;
           created_at: string;
@@ -128,11 +136,15 @@ async function baton(): Promise<{ fire: number[]; start: number[] }> {
         const slot = Date.parse(t.labels.fire_time);
         fire.push(Date.parse(t.created_at) - slot);
         if (t.started_at) start.push(Date.parse(t.started_at) - slot);
+        const ran = runStart.get(t.task_id);
+        if (ran !== undefined) run.push(ran - slot);
       }
       cursor = page.next_cursor;
     } while (cursor);
     if (fire.length !== TIMERS) throw new BenchError(`${fire.length} fires of ${TIMERS}`);
-    return { fire, start };
+    if (run.length !== TIMERS)
+      throw new BenchError(`${run.length} runs of ${TIMERS} in the run log`);
+    return { fire, start, run };
   } finally {
     await worker.stop();
     await scheduler.stop();
@@ -181,6 +193,7 @@ async function main(): Promise<void> {
   const b = await baton();
   console.log(`baton  fire  (created_at - slot): ${stats(b.fire)}`);
   console.log(`baton  start (started_at - slot): ${stats(b.start)}`);
+  console.log(`baton  run   (worker run began - slot): ${stats(b.run)}`);
   const q = await bullmq();
   console.log(`bullmq start (processing - due):  ${stats(q)}`);
   const p99 = (xs: number[]) =>
@@ -191,7 +204,10 @@ async function main(): Promise<void> {
   console.log(
     `p99 ratio baton fire / bullmq start: ${(p99(b.fire) / Math.max(0.001, p99(q))).toFixed(2)}x; baton start / bullmq start: ${(p99(b.start) / Math.max(0.001, p99(q))).toFixed(2)}x`,
   );
-  console.log(`target p99 <= 10 ms (start): ${p99(b.start) <= 10 ? 'met' : 'NOT met'}`);
+  const late = Math.max(p99(b.start), p99(b.run));
+  console.log(
+    `target p99 <= 10 ms (start, and the worker's run): ${late <= 10 ? 'met' : 'NOT met'} (${late} ms)`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -158,6 +158,26 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       expect(runs).toHaveLength(1);
     });
 
+    it('creates and runs in one call (create_run), once, answering the outcome', async () => {
+      const id = newId('createrun');
+      const ran = await client.createAndRun(url, 'demo.echo', body('demo.echo', id, { a: 1 }), f());
+      expect(ran).toMatchObject({ task_status: TaskStatus.SUCCESS, attempt: 1 });
+      expect(ran.result).toEqual({ echo: { a: 1 } });
+      // A repeat of the same attempt answers what is there: no second run.
+      const again = await client.createAndRun(url, 'demo.echo', body('demo.echo', id), f());
+      expect(again.task_status).toBe(TaskStatus.SUCCESS);
+      const runs = readRunLogs([join(dir, 'runs.jsonl')]).filter((r) => r.task_id === id);
+      expect(runs).toHaveLength(1);
+      // Not for an async type: 400, nothing created.
+      const sleepy = newId('createrun-async');
+      await expect(
+        client.createAndRun(url, 'demo.sleep', body('demo.sleep', sleepy), f()),
+      ).rejects.toBeInstanceOf(WorkerValidationError);
+      await expect(client.status(url, 'demo.sleep', sleepy, f())).resolves.toMatchObject({
+        task_status: TaskStatus.NONE,
+      });
+    });
+
     it('has no rollback: 501', async () => {
       const id = newId('norollback');
       await client.create(url, 'demo.echo', body('demo.echo', id), f());

@@ -426,6 +426,10 @@ export class TaskEngine {
       ...(timeoutMs ? { timeoutMs } : {}),
     });
     let t: TaskModel = t0;
+    // A new attempt of a sync type with nothing to prepare: one round trip (create_run).
+    const redrive = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
+    if (!redrive && this.createsAndRuns(type))
+      return this.startCreateAndRun(t, type, worker, attempt);
     let view: TaskViewDto;
     try {
       view = await this.client.create(worker.url, t.taskType, this.createBody(t, attempt), opts());
@@ -499,6 +503,78 @@ export class TaskEngine {
       t = next;
     }
     return this.runOnWorker(t, type, worker);
+  }
+
+  /** The worker takes create and run in one call for this type (sync, nothing to prepare). */
+  private createsAndRuns(type: TaskTypeModel): boolean {
+    return (
+      type.blocking === BlockingKind.SYNC &&
+      !type.implements.includes(ContractCall.PREPARE) &&
+      type.implements.includes(ContractCall.CREATE_RUN)
+    );
+  }
+
+  /**
+   * RUNNING is written first (attempt row, start time), then create and run go in one call. A
+   * crash between the two leaves a RUNNING task its worker does not know: the poll sends the
+   * same call again (create is idempotent on task and attempt).
+   */
+  private async startCreateAndRun(
+    t: TaskModel,
+    type: TaskTypeModel,
+    worker: WorkerModel,
+    attempt: number,
+  ): Promise<Step> {
+    const now = this.clock.now();
+    const next = await this.step(t, {
+      via: [TaskStatus.CREATE],
+      to: TaskStatus.RUNNING,
+      patch: {
+        attempt,
+        workerId: worker.workerId,
+        workerUrl: worker.url,
+        error: null,
+        result: null,
+        pendingAction: null,
+        startedAt: now,
+        heartbeatAt: now,
+      },
+      attemptStart: {
+        attempt,
+        workerId: worker.workerId,
+        workerUrl: worker.url,
+        fence: t.fence,
+        startedAt: now,
+      },
+      reason: `attempt ${attempt} to worker ${worker.workerId}: create and run`,
+    });
+    if (!next) return REST;
+    return this.sendCreateAndRun(next, type, worker);
+  }
+
+  private async sendCreateAndRun(
+    t: TaskModel,
+    type: TaskTypeModel,
+    worker: WorkerModel,
+  ): Promise<Step> {
+    let view: TaskViewDto;
+    crashPoint('before-run-call');
+    try {
+      view = await this.client.createAndRun(worker.url, t.taskType, this.createBody(t, t.attempt), {
+        fence: t.fence,
+        requestId: `${t.taskId}/${t.attempt}`,
+        timeoutMs: this.syncRunTimeoutMs(t, type),
+      });
+    } catch (err) {
+      return this.callFailed(t, type, worker, err, 'create and run', true);
+    }
+    crashPoint('after-run-call');
+    this.workers
+      .reportSuccess(worker.workerId)
+      .catch((err: unknown) =>
+        this.logger.warn(`recording a success of ${worker.workerId}: ${message(err)}`),
+      );
+    return this.adoptWorkerState(t, type, view);
   }
 
   /** The run call of the current attempt, then whatever the worker says it led to. */
@@ -636,6 +712,8 @@ export class TaskEngine {
     }
     try {
       const [task] = await this.client.query(url, t.taskType, { task_id: t.taskId }, opts);
+      // Created and run in one call that never reached the worker (the scheduler died first).
+      if (!task && this.createsAndRuns(type)) return this.resumeRun(t, type, true);
       if (!task) return this.workerLostTask(t, 'the worker does not know the task');
       if (task.attempt !== t.attempt)
         return this.workerLostTask(t, `the worker has attempt ${task.attempt}, not ${t.attempt}`);
@@ -706,8 +784,11 @@ export class TaskEngine {
     }
   }
 
-  /** Sends the run call of the current attempt again, to the worker that has the attempt. */
-  private async resumeRun(t: TaskModel, type: TaskTypeModel): Promise<Step> {
+  /**
+   * Sends the run call of the current attempt again, to the worker that has the attempt (with
+   * `create`: the create-and-run call, to a worker that never got it).
+   */
+  private async resumeRun(t: TaskModel, type: TaskTypeModel, create = false): Promise<Step> {
     const worker = t.workerId ? await this.workers.find(t.workerId) : undefined;
     if (!worker || worker.url !== t.workerUrl)
       return this.workerLostTask(t, `worker ${t.workerId ?? '?'} of attempt ${t.attempt} is gone`);
@@ -721,7 +802,9 @@ export class TaskEngine {
     );
     this.workers.acquireSlot(worker.workerId);
     try {
-      return await this.runOnWorker(renewed, type, worker);
+      return create
+        ? await this.sendCreateAndRun(renewed, type, worker)
+        : await this.runOnWorker(renewed, type, worker);
     } finally {
       this.workers.releaseSlot(worker.workerId);
     }

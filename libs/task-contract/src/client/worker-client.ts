@@ -94,6 +94,16 @@ export class WorkerClient {
     return this.http.call('PUT', baseUrl, taskPath(taskType), { task_id: taskId }, body, opts);
   }
 
+  /** create + run in one request (optional call create_run): the answer is the run's. */
+  createAndRun(
+    baseUrl: string,
+    taskType: string,
+    body: CreateTaskRequestDto,
+    opts: CallOptions,
+  ): Promise<TaskViewDto> {
+    return this.http.call('POST', baseUrl, taskPath(taskType), { action: 'running' }, body, opts);
+  }
+
   run(baseUrl: string, taskType: string, taskId: string, opts: CallOptions): Promise<TaskViewDto> {
     return this.write(baseUrl, taskType, taskId, 'running', {}, opts);
   }

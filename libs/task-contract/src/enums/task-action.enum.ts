@@ -53,6 +53,11 @@ export enum ContractCall {
   HEARTBEAT = 'heartbeat',
   PROGRESS = 'progress',
   SUMMARY = 'summary',
+  /**
+   * create and run in one call (`POST ...?action=running`), for a sync type with nothing to
+   * prepare: the run's outcome comes back in the create's answer. Optional.
+   */
+  CREATE_RUN = 'create_run',
 }
 
 /** Calls a worker may leave out (declared at registration); the rest are required. */
@@ -66,4 +71,5 @@ export const OPTIONAL_CALLS: ReadonlySet<ContractCall> = new Set([
   ContractCall.PROGRESS,
   ContractCall.SUMMARY,
   ContractCall.NOTIFY,
+  ContractCall.CREATE_RUN,
 ]);

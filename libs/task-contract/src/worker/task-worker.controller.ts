@@ -172,9 +172,13 @@ export class TaskWorkerController {
       'stored task unchanged. A higher attempt of a task in FAIL, NONE, POSTPONE, PAUSE or RUNNING ' +
       '(a run the scheduler gave up on; the worker stops it first), or in SUCCESS (the next life of a ' +
       'permanent task), starts the task again in CREATE. ' +
-      'create_info.task_type must equal the path. Unknown fields are refused (400).',
+      'create_info.task_type must equal the path. Unknown fields are refused (400). ' +
+      'With `action=running` (optional call `create_run`, declared for sync types with nothing to ' +
+      "prepare) the created attempt is run in the same request, and the answer is the run's " +
+      '(SUCCESS or FAIL); a repeat of an attempt already past CREATE answers what is there.',
   })
   @FENCE_HEADER
+  @ApiQuery({ name: 'action', required: false, enum: ['running'] })
   @ApiBody({ type: CreateTaskRequestDto })
   @ApiResponse({ status: 200, description: 'the task', schema: envelopeOf(TaskViewDto) })
   @ApiErrors(400, 401, 404, 409, 413, 415)
@@ -182,8 +186,16 @@ export class TaskWorkerController {
     @Param('task_type') taskType: string,
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() body: unknown,
+    @Query('action') action?: string,
   ): Promise<Envelope<TaskViewDto>> {
-    return ok(await this.worker.create(taskType, requireFence(fence), body));
+    if (action === undefined)
+      return ok(await this.worker.create(taskType, requireFence(fence), body));
+    if (action !== 'running')
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `create takes action=running or no action, not ${JSON.stringify(action)}`,
+      );
+    return ok(await this.worker.createAndRun(taskType, requireFence(fence), body));
   }
 
   @Get(':task_type')

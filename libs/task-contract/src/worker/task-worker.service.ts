@@ -108,6 +108,7 @@ export class TaskWorkerService implements OnModuleDestroy {
       if (h.clean) calls.push(ContractCall.CLEAN);
       if (h.rollback) calls.push(ContractCall.ROLLBACK);
       if (h.pausable) calls.push(ContractCall.PAUSE, ContractCall.CONTINUE);
+      if (h.blocking === BlockingKind.SYNC && !h.prepare) calls.push(ContractCall.CREATE_RUN);
       return { task_type: h.type, blocking: h.blocking, implements: calls };
     });
   }
@@ -123,6 +124,23 @@ export class TaskWorkerService implements OnModuleDestroy {
   }
 
   // ---- create ---------------------------------------------------------------------------------
+
+  /**
+   * create, then run the attempt it created, in one request (a sync type with nothing to
+   * prepare). A repeat of an attempt that is already past CREATE answers what is there.
+   */
+  async createAndRun(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
+    const handler = this.handlerFor(taskType);
+    if (handler.blocking !== BlockingKind.SYNC || handler.prepare) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `${taskType} cannot be created and run in one call: it is async or has a prepare step`,
+      );
+    }
+    const created = await this.create(taskType, fence, body);
+    if (created.task_status !== TaskStatus.CREATE) return created;
+    return this.run(handler, taskType, created.task_id, fence);
+  }
 
   async create(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
     const handler = this.handlerFor(taskType);
