@@ -81,6 +81,10 @@ describe('conformance kit against the template worker', () => {
     expect(run.results.find((r) => r.name.startsWith('auth: a replayed signature'))?.verdict).toBe(
       'pass',
     );
+    // create_run is offered for the sync types without a prepare step, and only those.
+    expect(run.results.find((r) => r.name.startsWith('create_run'))?.verdict).toBe(
+      type === 'demo.sleep' ? 'skip' : 'pass',
+    );
   });
 
   it('passes with a bearer token (signature checks are skips, not passes)', async () => {

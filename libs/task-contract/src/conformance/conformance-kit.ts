@@ -267,6 +267,35 @@ export class ConformanceKit {
       );
       return 'FAIL -> CREATE with attempt 2';
     });
+    await check('create_run: create and run in one call (optional)', async () => {
+      const id = this.taskId('createrun');
+      const send = (): Promise<RawAnswer> =>
+        this.send({
+          method: 'POST',
+          path: this.path,
+          query: { action: 'running' },
+          body: this.createBody(id, 1),
+          fence: 1,
+        });
+      const first = await send();
+      const env = first.json as { code?: number; data?: Data; message?: string };
+      // Not offered (an async type, a type with a prepare step, or a worker without the call).
+      if (first.status === 400 || first.status === 501)
+        throw new NotApplicable(
+          `not offered for this type (${first.status}: ${env.message ?? ''})`,
+        );
+      const data = await this.ok(Promise.resolve(first), 'create_run');
+      const status = String(data.task_status);
+      if (status === TaskStatus.CREATE || status === TaskStatus.RUNNING)
+        throw new NotApplicable(`not offered: the create was answered with ${status}`);
+      this.expect(OUTCOMES.has(status), `create_run answered ${status}, expected SUCCESS or FAIL`);
+      // A repeat of the same attempt answers what is there (no second run), as status does.
+      const again = await this.ok(send(), 'create_run repeated');
+      this.expectStatus(again, status as TaskStatus, 'create_run repeated');
+      const now = await this.ok(this.read(id, 'status'), 'status');
+      this.expectStatus(now, status as TaskStatus, 'status after create_run');
+      return `answered ${status}; a repeat answered it again`;
+    });
     await check('auth: missing credentials refused with 401', async () => {
       const answer = await this.send({
         method: 'GET',
