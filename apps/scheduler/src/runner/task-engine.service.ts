@@ -448,30 +448,18 @@ export class TaskEngine {
       t.workerId !== worker.workerId ||
       straightToRun
     ) {
-      const now = this.clock.now();
-      const next = await this.step(t, {
-        via: [TaskStatus.CREATE],
-        to: straightToRun ? TaskStatus.RUNNING : TaskStatus.CREATE,
-        patch: {
+      const next = await this.step(
+        t,
+        this.attemptStart(
+          t,
+          worker,
           attempt,
-          workerId: worker.workerId,
-          workerUrl: worker.url,
-          error: null,
-          result: null,
-          pendingAction: null,
-          ...(straightToRun ? { startedAt: now, heartbeatAt: now } : {}),
-        },
-        attemptStart: {
-          attempt,
-          workerId: worker.workerId,
-          workerUrl: worker.url,
-          fence: t.fence,
-          startedAt: now,
-        },
-        reason: straightToRun
-          ? `worker ${worker.workerId} accepted attempt ${attempt}; run`
-          : `worker ${worker.workerId} accepted attempt ${attempt}`,
-      });
+          straightToRun,
+          straightToRun
+            ? `worker ${worker.workerId} accepted attempt ${attempt}; run`
+            : `worker ${worker.workerId} accepted attempt ${attempt}`,
+        ),
+      );
       if (!next) return REST;
       t = next;
     }
@@ -525,10 +513,35 @@ export class TaskEngine {
     worker: WorkerModel,
     attempt: number,
   ): Promise<Step> {
+    const next = await this.step(
+      t,
+      this.attemptStart(
+        t,
+        worker,
+        attempt,
+        true,
+        `attempt ${attempt} to worker ${worker.workerId}: create and run`,
+      ),
+    );
+    if (!next) return REST;
+    return this.sendCreateAndRun(next, type, worker);
+  }
+
+  /**
+   * The write that opens an attempt on a worker (its row with it): to CREATE, or straight on to
+   * RUNNING (started now) when the run follows at once.
+   */
+  private attemptStart(
+    t: TaskModel,
+    worker: WorkerModel,
+    attempt: number,
+    running: boolean,
+    reason: string,
+  ): Omit<TaskChange, 'actor'> {
     const now = this.clock.now();
-    const next = await this.step(t, {
+    return {
       via: [TaskStatus.CREATE],
-      to: TaskStatus.RUNNING,
+      to: running ? TaskStatus.RUNNING : TaskStatus.CREATE,
       patch: {
         attempt,
         workerId: worker.workerId,
@@ -536,8 +549,7 @@ export class TaskEngine {
         error: null,
         result: null,
         pendingAction: null,
-        startedAt: now,
-        heartbeatAt: now,
+        ...(running ? { startedAt: now, heartbeatAt: now } : {}),
       },
       attemptStart: {
         attempt,
@@ -546,10 +558,17 @@ export class TaskEngine {
         fence: t.fence,
         startedAt: now,
       },
-      reason: `attempt ${attempt} to worker ${worker.workerId}: create and run`,
-    });
-    if (!next) return REST;
-    return this.sendCreateAndRun(next, type, worker);
+      reason,
+    };
+  }
+
+  /** The worker answered a run: it counts as healthy again (recorded in the background). */
+  private noteWorkerSuccess(worker: WorkerModel): void {
+    this.workers
+      .reportSuccess(worker.workerId)
+      .catch((err: unknown) =>
+        this.logger.warn(`recording a success of ${worker.workerId}: ${message(err)}`),
+      );
   }
 
   private async sendCreateAndRun(
@@ -569,11 +588,7 @@ export class TaskEngine {
       return this.callFailed(t, type, worker, err, 'create and run', true);
     }
     crashPoint('after-run-call');
-    this.workers
-      .reportSuccess(worker.workerId)
-      .catch((err: unknown) =>
-        this.logger.warn(`recording a success of ${worker.workerId}: ${message(err)}`),
-      );
+    this.noteWorkerSuccess(worker);
     return this.adoptWorkerState(t, type, view);
   }
 
@@ -592,11 +607,7 @@ export class TaskEngine {
       return this.callFailed(t, type, worker, err, 'run', true);
     }
     crashPoint('after-run-call');
-    this.workers
-      .reportSuccess(worker.workerId)
-      .catch((err: unknown) =>
-        this.logger.warn(`recording a success of ${worker.workerId}: ${message(err)}`),
-      );
+    this.noteWorkerSuccess(worker);
     if (!sync && view.task_status === TaskStatus.RUNNING) {
       const now = this.clock.now();
       await this.step(t, {
