@@ -5,12 +5,7 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import {
-  ContractErrorCode,
-  ContractException,
-  RepetitionKind,
-  TaskStatus,
-} from '@baton/task-contract';
+import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { crashPoint } from '../common/crash-points';
 import { Metrics } from '../common/metrics';
@@ -272,21 +267,11 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
 
   /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */
   private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
-    const actor = `producer:${this.config.instanceId}`;
-    for (let tries = 0; ; tries++) {
-      try {
-        await this.tasks.cancel(previous, actor);
-        return;
-      } catch (err) {
-        const busy =
-          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
-        if (!busy || tries >= 200 || this.stopped) {
-          this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`);
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    await this.tasks
+      .cancelWhenFree(previous, `producer:${this.config.instanceId}`, 10_000)
+      .catch((err: unknown) =>
+        this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),
+      );
   }
 
   /**

@@ -150,22 +150,9 @@ export class TimersService {
     });
     for (const task of items)
       if (task.startTime !== null && task.startTime > now)
-        await this.cancelWaiting(task.taskId, timerId);
-  }
-
-  /** A task being driven answers 409 for a moment (INIT -> POSTPONE): tried again briefly. */
-  private async cancelWaiting(taskId: string, timerId: string): Promise<void> {
-    for (let tries = 0; ; tries++) {
-      try {
-        await this.tasks.cancel(taskId, `api:timer ${timerId} changed`);
-        return;
-      } catch (err) {
-        const busy =
-          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
-        if (!busy || tries >= 20) return;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    }
+        await this.tasks
+          .cancelWhenFree(task.taskId, `api:timer ${timerId} changed`, 500)
+          .catch(() => undefined);
   }
 
   private schedule(dto: ScheduleDto, startAt: number | null, now: number): Schedule {

@@ -292,6 +292,25 @@ export class TasksService {
     return next;
   }
 
+  /**
+   * Cancels on behalf of the scheduler itself (a timer's policy or change). A task being driven
+   * answers 409 for a moment, so the cancel is tried again until `withinMs` has passed; any
+   * other refusal, or running out of time, is thrown.
+   */
+  async cancelWhenFree(taskId: string, actor: string, withinMs: number): Promise<TaskModel> {
+    const until = this.clock.now() + withinMs;
+    for (;;) {
+      try {
+        return await this.cancel(taskId, actor);
+      } catch (err) {
+        const busy =
+          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+        if (!busy || this.clock.now() >= until) throw err;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+  }
+
   async retry(taskId: string): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (t.status !== TaskStatus.FAIL && t.status !== TaskStatus.NONE) throw illegal('retry', t);
