@@ -497,6 +497,15 @@ async function main(): Promise<void> {
     const m = await runBaton(scheduler, probe, db, 'm-', TASKS, WARMUP);
     console.log(line('Baton', m));
     results.push(m);
+    const status = await api<{ counters: Record<string, number> }>(
+      scheduler.url,
+      'GET',
+      '/v1/producer',
+    );
+    console.log(
+      `Baton group commits written again row by row (a compare-and-set lost in the group), ` +
+        `warm-up and run: ${status.data.counters.baton_group_commit_retries_total ?? 0}`,
+    );
   }
   // The scheduler's idle loops (runner claim, dispatcher, checker) must not load the machine
   // while the other system runs; a profile is written when it exits.

@@ -7,6 +7,7 @@ import {
   mysqlTestDatabase,
   sqliteTestDatabase,
 } from '../database/testing/test-databases';
+import { Metrics } from '../common/metrics';
 import { TasksRepository } from './tasks.repository';
 import { TaskModel } from './task.model';
 
@@ -65,13 +66,15 @@ describe.each([
   let testDb: TestDatabase;
   let ds: DataSource;
   let repo: TasksRepository;
+  const metrics = new Metrics();
+  const retries = (): number => metrics.get('baton_group_commit_retries_total');
 
   beforeAll(async () => {
     testDb = await make();
     ds = createDataSource(testDb.config);
     await ds.initialize();
     await ds.runMigrations();
-    repo = new TasksRepository(ds, new TransactionRunner(ds));
+    repo = new TasksRepository(ds, new TransactionRunner(ds), metrics);
   });
 
   afterAll(async () => {
@@ -172,6 +175,91 @@ describe.each([
       }
     } finally {
       tx.run = run;
+    }
+  });
+
+  it('writes a group of distinct tasks in one UPDATE, each row still on its own version', async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        repo.insert(
+          newTask({ workerId: `keep${i}`, progress: { percent: i, step: null, message: null } }),
+          'c',
+          'api',
+        ),
+      ),
+    );
+    const internals = repo as unknown as {
+      exec: (m: unknown, sql: string, params: unknown[]) => Promise<unknown>;
+    };
+    const exec = internals.exec.bind(repo);
+    const updates: string[] = [];
+    internals.exec = (m, sql, params) => {
+      if (sql.startsWith('UPDATE baton_task SET')) updates.push(sql);
+      return exec(m, sql, params);
+    };
+    const now = Date.now();
+    // Two shapes of change: different columns set, one row with a fence bump.
+    const change = (t: TaskModel, i: number): Parameters<TasksRepository['apply']>[1] =>
+      i % 2 === 0
+        ? { to: TaskStatus.POSTPONE, patch: { dueAt: now + i }, reason: `wait ${i}`, actor: 's' }
+        : {
+            to: TaskStatus.CREATE,
+            patch: { attempt: 1, workerId: `w${i}`, progress: null },
+            bumpFence: true,
+            reason: `start ${i}`,
+            actor: 's',
+          };
+    const apply = (ts: TaskModel[], stale: number): Promise<(TaskModel | undefined)[]> =>
+      Promise.all(
+        ts.map((t, i) =>
+          repo.apply(i === stale ? { ...t, version: t.version + 3 } : t, change(t, i), now + i),
+        ),
+      );
+    const check = async (ts: TaskModel[], results: (TaskModel | undefined)[], stale: number) => {
+      for (const [i, t] of ts.entries()) {
+        const stored = await repo.findById(t.taskId);
+        if (i === stale) {
+          expect(results[i]).toBeUndefined();
+          expect(stored).toEqual(t);
+          continue;
+        }
+        expect(stored).toEqual(results[i]);
+        expect(stored).toMatchObject(
+          i % 2 === 0
+            ? {
+                status: TaskStatus.POSTPONE,
+                dueAt: now + i,
+                workerId: t.workerId,
+                progress: t.progress,
+                fence: t.fence,
+              }
+            : { status: TaskStatus.CREATE, workerId: `w${i}`, progress: null, fence: t.fence + 1 },
+        );
+        expect(stored?.version).toBe(t.version + 1);
+        expect(stored?.updatedAt).toBe(now + i);
+        const events = await repo.events(t.taskId);
+        expect(events.map((e) => e.reason)).toEqual([
+          'c',
+          i % 2 === 0 ? `wait ${i}` : `start ${i}`,
+        ]);
+      }
+    };
+    try {
+      // All at their versions: the grouped ones share a statement.
+      const before = retries();
+      const first = tasks.slice(0, 20);
+      const results = await apply(first, -1);
+      await check(first, results, -1);
+      expect(updates.length).toBeLessThan(first.length / 2);
+      expect(retries()).toBe(before);
+      // One stale: its group is written again row by row, and only that change is refused.
+      updates.length = 0;
+      const second = tasks.slice(20);
+      const mixed = await apply(second, 15);
+      await check(second, mixed, 15);
+      expect(retries()).toBe(before + 1);
+    } finally {
+      internals.exec = exec;
     }
   });
 

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { Metrics } from '../common/metrics';
 import {
   BlockingKind,
   ContractErrorCode,
@@ -82,6 +83,13 @@ interface AttemptEnd {
   at: number;
   outcome: TaskStatus;
   error: string | null;
+}
+
+/** A group's one-statement compare-and-set did not match every row: roll back, go row by row. */
+class GroupRaceLost extends Error {
+  constructor() {
+    super('a change in the group lost its compare-and-set');
+  }
 }
 
 /** Most changes in one group commit. */
@@ -279,6 +287,28 @@ function statusPath(from: TaskStatus, change: TaskChange): TaskStatus[] {
   return path;
 }
 
+/** The columns a change sets on its task's row (version aside), and the task after it. */
+function casRow(
+  task: TaskModel,
+  change: TaskChange,
+  now: number,
+): { set: [string, unknown][]; next: TaskModel } {
+  const set: [string, unknown][] = [['updated_at', now]];
+  const next: TaskModel = { ...task, ...change.patch, version: task.version + 1, updatedAt: now };
+  for (const [field, value] of Object.entries(change.patch ?? {}) as [keyof TaskPatch, unknown][])
+    set.push([PATCH_COLUMNS[field], toColumn(PATCH_COLUMNS[field], value)]);
+  const path = statusPath(task.status, change);
+  if (path.length > 1) {
+    set.push(['status', path[path.length - 1]]);
+    next.status = path[path.length - 1];
+  }
+  if (change.bumpFence) {
+    set.push(['fence', task.fence + 1]);
+    next.fence = task.fence + 1;
+  }
+  return { set, next };
+}
+
 const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The database cannot be reached (as opposed to one statement failing). */
@@ -327,6 +357,8 @@ export class TasksRepository {
   constructor(
     private readonly db: DataSource,
     private readonly tx: TransactionRunner,
+    /** Counts groups whose one-statement compare-and-set missed a row (written again row by row). */
+    @Optional() private readonly metrics: Metrics = new Metrics(),
   ) {
     this.maxWriters = db.options.type === 'better-sqlite3' ? 1 : MYSQL_WRITERS;
   }
@@ -544,7 +576,17 @@ export class TasksRepository {
     if (batch.length > 1) {
       let results: (TaskModel | undefined)[] | undefined;
       try {
-        results = await this.tx.run((m) => this.applyMany(m, batch));
+        try {
+          // One statement for all the row updates, when each change is of a different task (a
+          // second change of one task depends on the first's outcome).
+          const distinct = new Set(batch.map((b) => b.task.taskId)).size === batch.length;
+          results = await this.tx.run((m) => this.applyMany(m, batch, distinct));
+        } catch (err) {
+          if (!(err instanceof GroupRaceLost)) throw err;
+          // Some change lost its race: the same group again, row by row.
+          this.metrics.inc('baton_group_commit_retries_total');
+          results = await this.tx.run((m) => this.applyMany(m, batch));
+        }
       } catch (err) {
         // The database is gone: every change fails now, rather than each after its own timeout.
         if (isConnectionError(err)) {
@@ -581,25 +623,32 @@ export class TasksRepository {
 
   /**
    * The changes in one transaction: every compare-and-set first (in task order, so two groups
-   * lock rows in the same order), then the event rows and attempt rows of those that won.
+   * lock rows in the same order; `together`: as one statement, which locks through the primary
+   * key in that order too), then the event rows and attempt rows of those that won.
    */
   private async applyMany(
     m: EntityManager,
     batch: readonly Pick<PendingChange, 'task' | 'change' | 'now'>[],
+    together = false,
   ): Promise<(TaskModel | undefined)[]> {
-    const order = batch
-      .map((_, i) => i)
-      .sort((a, b) =>
-        batch[a].task.taskId < batch[b].task.taskId
-          ? -1
-          : batch[a].task.taskId > batch[b].task.taskId
-            ? 1
-            : a - b,
-      );
-    const results: (TaskModel | undefined)[] = new Array(batch.length);
-    for (const i of order) {
-      const { task, change, now } = batch[i];
-      results[i] = await this.compareAndSet(m, task, change, now);
+    let results: (TaskModel | undefined)[] = new Array(batch.length);
+    if (together && batch.length > 1) {
+      results = (await this.compareAndSetMany(m, batch)) ?? [];
+      if (results.length === 0) throw new GroupRaceLost();
+    } else {
+      const order = batch
+        .map((_, i) => i)
+        .sort((a, b) =>
+          batch[a].task.taskId < batch[b].task.taskId
+            ? -1
+            : batch[a].task.taskId > batch[b].task.taskId
+              ? 1
+              : a - b,
+        );
+      for (const i of order) {
+        const { task, change, now } = batch[i];
+        results[i] = await this.compareAndSet(m, task, change, now);
+      }
     }
     const events: Record<string, unknown>[] = [];
     const started: Record<string, unknown>[] = [];
@@ -704,33 +753,53 @@ export class TasksRepository {
     change: TaskChange,
     now: number,
   ): Promise<TaskModel | undefined> {
-    const set: [string, unknown][] = [
-      ['version', task.version + 1],
-      ['updated_at', now],
-    ];
-    const next: TaskModel = { ...task, ...change.patch, version: task.version + 1, updatedAt: now };
-    for (const [field, value] of Object.entries(change.patch ?? {}) as [
-      keyof TaskPatch,
-      unknown,
-    ][]) {
-      set.push([PATCH_COLUMNS[field], toColumn(PATCH_COLUMNS[field], value)]);
-    }
-    const path = statusPath(task.status, change);
-    if (path.length > 1) {
-      set.push(['status', path[path.length - 1]]);
-      next.status = path[path.length - 1];
-    }
-    if (change.bumpFence) {
-      set.push(['fence', task.fence + 1]);
-      next.fence = task.fence + 1;
-    }
+    const { set, next } = casRow(task, change, now);
     // Plain SQL on the hot path: the query builder cost more CPU than the database did.
     const res = await this.exec(
       m,
-      `UPDATE baton_task SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE task_id = ? AND version = ?`,
+      `UPDATE baton_task SET version = version + 1, ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE task_id = ? AND version = ?`,
       [...set.map(([, v]) => v), task.taskId, task.version],
     );
     return res.affected === 1 ? next : undefined;
+  }
+
+  /**
+   * The row updates of several changes (of distinct tasks) as one statement: each column is a
+   * CASE on task_id, each row still conditional on its own version. All or nothing: when fewer
+   * rows than changes matched, some change lost its race, and which one cannot be told from the
+   * count, so undefined is returned and the caller rolls the group back and goes row by row.
+   */
+  private async compareAndSetMany(
+    m: EntityManager,
+    items: readonly Pick<PendingChange, 'task' | 'change' | 'now'>[],
+  ): Promise<TaskModel[] | undefined> {
+    const rows = items.map((i) => casRow(i.task, i.change, i.now));
+    const columns = new Map<string, number>();
+    for (const r of rows) for (const [c] of r.set) columns.set(c, (columns.get(c) ?? 0) + 1);
+    const sets: string[] = ['version = version + 1'];
+    const params: unknown[] = [];
+    for (const [column, count] of columns) {
+      let cases = '';
+      rows.forEach((r, i) => {
+        const hit = r.set.find(([c]) => c === column);
+        if (!hit) return;
+        cases += ' WHEN ? THEN ?';
+        params.push(items[i].task.taskId, hit[1]);
+      });
+      // A column only some changes set keeps its value in the other rows.
+      sets.push(
+        `${column} = CASE task_id${cases}${count === rows.length ? '' : ` ELSE ${column}`} END`,
+      );
+    }
+    const ids = items.map((i) => i.task.taskId);
+    params.push(...ids);
+    for (const i of items) params.push(i.task.taskId, i.task.version);
+    const res = await this.exec(
+      m,
+      `UPDATE baton_task SET ${sets.join(', ')} WHERE task_id IN (${ids.map(() => '?').join(', ')}) AND version = CASE task_id${' WHEN ? THEN ?'.repeat(items.length)} END`,
+      params,
+    );
+    return res.affected === items.length ? rows.map((r) => r.next) : undefined;
   }
 
   /** A re-drive of the same attempt (after a crash): its row may exist already. */
