@@ -9,11 +9,9 @@ import {
   assertTransition,
 } from '@baton/task-contract';
 import { Brackets, DataSource, EntityManager, In, QueryFailedError } from 'typeorm';
-import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { TransactionRunner } from '../database/transaction-runner';
 import { TaskAttemptEntity } from './task-attempt.entity';
 import { TaskEventEntity } from './task-event.entity';
-import { TaskLabelEntity } from './task-label.entity';
 import { TaskEntity } from './task.entity';
 import { TaskAttemptModel, TaskEventModel, TaskFilter, TaskModel, TaskPatch } from './task.model';
 
@@ -366,24 +364,7 @@ export class TasksRepository {
   /** Inserts a new task with its INIT event. Throws CREATE_CONFLICT on a taken idempotency key. */
   async insert(task: TaskModel, reason: string, actor: string): Promise<TaskModel> {
     try {
-      await this.tx.run(async (m) => {
-        await m.insert(TaskEntity, toEntity(task) as QueryDeepPartialEntity<TaskEntity>);
-        const labels = Object.entries(task.labels).map(([label_key, label_value]) => ({
-          task_id: task.taskId,
-          label_key,
-          label_value,
-        }));
-        if (labels.length) await m.insert(TaskLabelEntity, labels);
-        await m.insert(TaskEventEntity, {
-          task_id: task.taskId,
-          from_status: null,
-          to_status: task.status,
-          reason: clip(reason, 1000),
-          actor,
-          attempt: task.attempt,
-          created_at: task.createdAt,
-        });
-      });
+      await this.tx.run((m) => this.insertTasks(m, [task], reason, actor));
     } catch (err) {
       if (isUniqueViolation(err)) {
         throw new ContractException(
@@ -400,36 +381,7 @@ export class TasksRepository {
   /** Inserts tasks with their first events in one transaction: all or none. */
   async insertMany(tasks: readonly TaskModel[], reason: string, actor: string): Promise<void> {
     try {
-      // Plain multi-row INSERTs: the ORM's insert builder cost more than the rows themselves.
-      await this.tx.run(async (m) => {
-        await this.insertRows(
-          m,
-          'baton_task',
-          tasks.map((t) => entityRow(toEntity(t))),
-        );
-        const labels = tasks.flatMap((t) =>
-          Object.entries(t.labels).map(([label_key, label_value]) => ({
-            task_id: t.taskId,
-            label_key,
-            label_value,
-          })),
-        );
-        if (labels.length) await this.insertRows(m, 'baton_task_label', labels);
-        const why = clip(reason, 1000);
-        await this.insertRows(
-          m,
-          'baton_task_event',
-          tasks.map((t) => ({
-            task_id: t.taskId,
-            from_status: null,
-            to_status: t.status,
-            reason: why,
-            actor,
-            attempt: t.attempt,
-            created_at: t.createdAt,
-          })),
-        );
-      });
+      await this.tx.run((m) => this.insertTasks(m, tasks, reason, actor));
     } catch (err) {
       if (isUniqueViolation(err)) {
         throw new ContractException(
@@ -439,6 +391,42 @@ export class TasksRepository {
       }
       throw err;
     }
+  }
+
+  /** Tasks, their labels and first events as plain multi-row INSERTs (the ORM's insert builder cost more than the rows). */
+  private async insertTasks(
+    m: EntityManager,
+    tasks: readonly TaskModel[],
+    reason: string,
+    actor: string,
+  ): Promise<void> {
+    await this.insertRows(
+      m,
+      'baton_task',
+      tasks.map((t) => entityRow(toEntity(t))),
+    );
+    const labels = tasks.flatMap((t) =>
+      Object.entries(t.labels).map(([label_key, label_value]) => ({
+        task_id: t.taskId,
+        label_key,
+        label_value,
+      })),
+    );
+    if (labels.length) await this.insertRows(m, 'baton_task_label', labels);
+    const why = clip(reason, 1000);
+    await this.insertRows(
+      m,
+      'baton_task_event',
+      tasks.map((t) => ({
+        task_id: t.taskId,
+        from_status: null,
+        to_status: t.status,
+        reason: why,
+        actor,
+        attempt: t.attempt,
+        created_at: t.createdAt,
+      })),
+    );
   }
 
   /** The hot path's read: plain SQL, no query builder (see `fromRow`). */
@@ -491,8 +479,14 @@ export class TasksRepository {
   }
 
   async findByIdempotencyKey(tenant: string, key: string): Promise<TaskModel | undefined> {
-    const e = await this.db.manager.findOneBy(TaskEntity, { tenant, idempotency_key: key });
-    return e ? toModel(e) : undefined;
+    // Plain SQL: every timer fire asks this first.
+    const { records } = await this.exec(
+      undefined,
+      'SELECT * FROM baton_task WHERE tenant = ? AND idempotency_key = ?',
+      [tenant, key],
+    );
+    const row = records[0] as Record<string, unknown> | undefined;
+    return row ? toModel(fromRow(row)) : undefined;
   }
 
   /** Newest first; `before` is the last task_id of the previous page (ids are time-ordered). */
