@@ -55,7 +55,9 @@ type Step = TaskModel | Rest;
 const DEFAULT_SYNC_RUN_SECONDS = 300;
 /**
  * Tasks are taken (queue and claim) up to this long before they fall due, so the claim is made
- * before the instant; a start_time that close is waited out in memory and the task starts on it.
+ * before the instant. With a start_time that close, the checks and the write that opens the
+ * attempt are done ahead too (RUNNING with started_at = start_time for a create_run), and only
+ * the worker call waits in memory for the instant.
  */
 export const EARLY_CLAIM_MS = 5;
 /** Most tasks claimed in one statement, and claim statements in flight at once. */
@@ -330,11 +332,10 @@ export class TaskEngine {
   private async startAttempt(t: TaskModel): Promise<Step> {
     const type = await this.types.find(t.taskType);
     if (!type) return this.fail(t, `task type ${t.taskType} is not registered`, 'no_type');
-    // Claimed a moment early (EARLY_CLAIM_MS): start on the instant itself.
-    if (t.startTime !== null && t.startTime - this.clock.now() <= EARLY_CLAIM_MS)
-      await this.until(t.startTime);
     const now = this.clock.now();
-    if (t.startTime !== null && t.startTime > now) {
+    // Claimed a moment early (EARLY_CLAIM_MS) goes on: the worker is called on the instant itself
+    // (runAttempt), with the checks and the opening write done before it.
+    if (t.startTime !== null && t.startTime - now > EARLY_CLAIM_MS) {
       return this.postpone(
         t,
         t.startTime,
@@ -431,6 +432,7 @@ export class TaskEngine {
     if (!redrive && this.createsAndRuns(type))
       return this.startCreateAndRun(t, type, worker, attempt);
     let view: TaskViewDto;
+    if (t.startTime !== null) await this.until(t.startTime);
     try {
       view = await this.client.create(worker.url, t.taskType, this.createBody(t, attempt), opts());
     } catch (err) {
@@ -524,12 +526,15 @@ export class TaskEngine {
       ),
     );
     if (!next) return REST;
+    // Written ahead of a start_time a moment away: the call itself goes on the instant.
+    if (t.startTime !== null) await this.until(t.startTime);
     return this.sendCreateAndRun(next, type, worker);
   }
 
   /**
    * The write that opens an attempt on a worker (its row with it): to CREATE, or straight on to
-   * RUNNING (started now) when the run follows at once.
+   * RUNNING when the run follows at once. Started now, or at start_time when that is a moment
+   * ahead (the run call waits for it).
    */
   private attemptStart(
     t: TaskModel,
@@ -538,7 +543,7 @@ export class TaskEngine {
     running: boolean,
     reason: string,
   ): Omit<TaskChange, 'actor'> {
-    const now = this.clock.now();
+    const now = Math.max(this.clock.now(), t.startTime ?? 0);
     return {
       via: [TaskStatus.CREATE],
       to: running ? TaskStatus.RUNNING : TaskStatus.CREATE,
