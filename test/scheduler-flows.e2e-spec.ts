@@ -206,6 +206,34 @@ describe.each([
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
   });
 
+  it('cancels a sync run while it is driven: answered at once, stopped, not retried', async () => {
+    // A sync run holds its claim until the worker answers (here up to 30 s).
+    const id = await api.create({
+      create_info: { task_type: 'demo.flaky', task_name: 'cancel sync', http_url: workerA.url },
+      process_arg: { max_retry: 3, deadline_second: 60 },
+      params: { fail_times: 0, delay_ms: 30_000 },
+    });
+    await api.until(id, 'RUNNING');
+    const asked = Date.now();
+    const res = await api.call<{ cancel_requested: boolean; task_status: string }>(
+      'POST',
+      `/v1/tasks/${id}/cancel`,
+    );
+    expect(res.status).toBe(200);
+    expect(res.data).toMatchObject({ cancel_requested: true, task_status: 'RUNNING' });
+    const done = await api.until(id, 'FINISH', 10_000);
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
+    const events = await api.events(id);
+    expect(events.map((e) => e.reason)).toContainEqual(
+      expect.stringMatching(/^cancel requested while the run is driven/),
+    );
+    expect(events.map((e) => e.reason)).not.toContainEqual(expect.stringMatching(/; retry \d+ of/));
+    // Asked again once it has ended: refused, nothing changes.
+    expect((await api.call('POST', `/v1/tasks/${id}/cancel`)).status).toBe(409);
+  });
+
   it('cancels a paused task: its attempt ends with the task', async () => {
     const id = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'paused cancel', http_url: workerA.url },

@@ -872,11 +872,16 @@ export class TaskEngine {
 
   /** An attempt failed: retry with backoff while attempts remain, else the final failure. */
   private async failed(
-    t: TaskModel,
+    t0: TaskModel,
     type: TaskTypeModel,
     why: string,
     retryable = true,
   ): Promise<Step> {
+    let t = t0;
+    // A cancel may have been recorded beside this drive (TasksRepository.requestCancel): read
+    // the flag before planning another attempt or life.
+    if (!t.cancelRequested && (retryable || this.keptAlive(t)))
+      t = { ...t, cancelRequested: await this.tasks.cancelRequested(t.taskId) };
     if (t.status === TaskStatus.SUCCESS) {
       // The next life of a permanent task could not start (the worker refused it, ...).
       await this.leases.release(t.taskId);

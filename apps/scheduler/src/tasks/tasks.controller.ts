@@ -140,7 +140,15 @@ export class TasksController {
 
   @Post(':task_id/cancel')
   @HttpCode(200)
-  @ApiOperation({ summary: 'cancel: a running task is told to stop; no retry follows' })
+  @ApiOperation({
+    summary: 'cancel: a running task is told to stop; no retry follows',
+    description:
+      'A RUNNING task is cancelled at once, even while a runner drives it (a sync run holds its ' +
+      'claim until the worker answers): cancel_requested is recorded, the worker is told to stop, ' +
+      'and the end of the run finishes the task without a retry. If the worker cannot be told, ' +
+      'the answer is 503 and the cancel stays recorded. A task in another status that a runner ' +
+      'is moving at that moment answers 409 for a moment: try again.',
+  })
   @ApiOkResponse({ type: TaskDto })
   async cancel(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
     return ok(toTaskDto(await this.tasks.cancel(taskId)));

@@ -918,6 +918,54 @@ export class TasksRepository {
     return res.affected === 1;
   }
 
+  /**
+   * A cancel of a run that a runner is driving right now (a sync run holds its claim for the
+   * whole run). Not a transition: the version does not move, so the driver's next compare-and-set
+   * still holds, and it reads the flag before it plans a retry or a next life. Applies only while
+   * the task is RUNNING the attempt under `fence`, and is logged as a note. False when the task
+   * has moved on meanwhile.
+   */
+  async requestCancel(
+    taskId: string,
+    attempt: number,
+    fence: number,
+    actor: string,
+    reason: string,
+    now: number,
+  ): Promise<boolean> {
+    return this.tx.run(async (m) => {
+      const res = await this.exec(
+        m,
+        'UPDATE baton_task SET cancel_requested = 1, updated_at = ? WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ?',
+        [now, taskId, TaskStatus.RUNNING, attempt, fence],
+      );
+      if (res.affected !== 1) return false;
+      await this.insertRows(m, 'baton_task_event', [
+        {
+          task_id: taskId,
+          from_status: TaskStatus.RUNNING,
+          to_status: TaskStatus.RUNNING,
+          reason: clip(reason, 1000),
+          actor,
+          attempt,
+          created_at: now,
+        },
+      ]);
+      return true;
+    });
+  }
+
+  /** Whether a cancel was asked for (read fresh: see `requestCancel`). */
+  async cancelRequested(taskId: string): Promise<boolean> {
+    const { records } = await this.exec(
+      undefined,
+      'SELECT cancel_requested FROM baton_task WHERE task_id = ?',
+      [taskId],
+    );
+    const row = records[0] as { cancel_requested?: unknown } | undefined;
+    return Boolean(Number(row?.cancel_requested ?? 0));
+  }
+
   /** Running tasks per type (concurrency limits). */
   /**
    * Another task that holds one of `keys` by its state: an attempt under way or an outcome not

@@ -216,6 +216,11 @@ export class TasksService {
 
   /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
   async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
+    const current = await this.get(taskId);
+    // A run being driven (a sync run holds its claim until the worker answers): the cancel is
+    // recorded beside the driver and the worker told; the driver ends the task without a retry.
+    if (this.driven(current) && current.status === TaskStatus.RUNNING)
+      return this.cancelDrivenRun(current, actor);
     const t = await this.free(taskId);
     if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
       // A permanent task between two lives: it stops here, through its final clean-up.
@@ -464,10 +469,49 @@ export class TasksService {
     }
   }
 
+  private async cancelDrivenRun(t: TaskModel, actor: string): Promise<TaskModel> {
+    const recorded = await this.repo.requestCancel(
+      t.taskId,
+      t.attempt,
+      t.fence,
+      actor,
+      'cancel requested while the run is driven: the worker is told to stop, and no retry follows',
+      this.clock.now(),
+    );
+    if (!recorded) {
+      throw new ContractException(
+        ContractErrorCode.VERSION_CONFLICT,
+        `task ${t.taskId} changed meanwhile; read it again and retry`,
+        { task_id: t.taskId },
+      );
+    }
+    try {
+      await this.client.notify(
+        t.workerUrl ?? '',
+        t.taskType,
+        t.taskId,
+        { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
+        { fence: t.fence },
+      );
+    } catch (err) {
+      throw new ContractException(
+        ContractErrorCode.WORKER_UNAVAILABLE,
+        `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
+        { task_id: t.taskId, cancel_requested: true },
+      );
+    }
+    return this.get(t.taskId);
+  }
+
+  /** Whether a runner holds the task's claim right now. */
+  private driven(t: TaskModel): boolean {
+    return t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now();
+  }
+
   /** The task, when no runner holds its claim right now (else 409: try again in a moment). */
   private async free(taskId: string): Promise<TaskModel> {
     const t = await this.get(taskId);
-    if (t.owner && (t.leaseUntil ?? 0) > this.clock.now()) {
+    if (this.driven(t)) {
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,
         `task ${taskId} is being driven by ${t.owner}; try again shortly`,

@@ -56,6 +56,10 @@ export class TaskDto {
   })
   due_at!: string | null;
   @ApiProperty({ type: 'integer' }) fence!: number;
+  @ApiProperty({
+    description: 'a cancel was asked for: the task is stopping, and no retry or next life follows',
+  })
+  cancel_requested!: boolean;
   @ApiPropertyOptional({ nullable: true, type: 'object', additionalProperties: true })
   result!: Record<string, unknown> | null;
   @ApiPropertyOptional({ nullable: true, type: 'object', additionalProperties: true }) error!: {
@@ -104,6 +108,7 @@ export function toTaskDto(t: TaskModel): TaskDto {
     callback_url: t.callbackUrl,
     due_at: iso(t.dueAt),
     fence: t.fence,
+    cancel_requested: t.cancelRequested,
     result: t.result,
     error: t.error,
     progress: t.progress,
