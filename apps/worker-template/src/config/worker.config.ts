@@ -81,9 +81,16 @@ function authFrom(env: NodeJS.ProcessEnv): AuthConfig {
 
 function storeFrom(env: NodeJS.ProcessEnv): TaskStoreConfig {
   const kind = env.WORKER_STORE ?? 'memory';
-  if (kind === 'memory') return { kind };
+  // Tasks that ended (SUCCESS, FAIL, ROLLBACK, FINISH) are forgotten after this long.
+  const retainEndedMs = int(env, 'WORKER_STORE_RETAIN_ENDED_MS', 3_600_000, 0, 30 * 86_400_000);
+  if (kind === 'memory')
+    return {
+      kind,
+      retainEndedMs,
+      maxEnded: int(env, 'WORKER_STORE_MAX_ENDED', 100_000, 0, 100_000_000),
+    };
   if (kind === 'sqlite')
-    return { kind, path: env.WORKER_STORE_PATH ?? '.data/worker-tasks.sqlite' };
+    return { kind, path: env.WORKER_STORE_PATH ?? '.data/worker-tasks.sqlite', retainEndedMs };
   throw new WorkerConfigError(`WORKER_STORE must be memory or sqlite, got ${JSON.stringify(kind)}`);
 }
 

@@ -9,9 +9,9 @@ export function createTaskStore(config: TaskStoreConfig | TaskStore | undefined)
   if ('save' in config) return config;
   switch (config.kind) {
     case 'memory':
-      return new MemoryTaskStore();
+      return new MemoryTaskStore(config);
     case 'sqlite':
-      return new SqliteTaskStore(config.path);
+      return new SqliteTaskStore(config.path, config);
     default:
       throw new ContractException(
         ContractErrorCode.INTERNAL,

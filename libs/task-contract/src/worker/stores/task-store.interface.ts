@@ -1,3 +1,4 @@
+import { TaskStatus } from '../../enums/task-status.enum';
 import { TaskRecord } from '../task-record';
 
 /**
@@ -13,5 +14,28 @@ export interface TaskStore {
   close(): Promise<void>;
 }
 
+/** How long a task that ended is kept before the store forgets it (default one hour). */
+export const DEFAULT_RETAIN_ENDED_MS = 3_600_000;
+
+/** Statuses in which a task has ended on the worker: nothing runs, nothing waits on the worker. */
+export const ENDED_STATUSES: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.SUCCESS,
+  TaskStatus.FAIL,
+  TaskStatus.ROLLBACK,
+  TaskStatus.FINISH,
+]);
+
+/**
+ * A task that ended (SUCCESS, FAIL, ROLLBACK, FINISH) is kept this long, then forgotten, so a
+ * long-lived worker does not grow without bound. The scheduler settles an outcome within seconds;
+ * a retry or the next life of a forgotten task is simply created afresh. A task in any other
+ * status is kept.
+ */
+export interface EndedRetention {
+  retainEndedMs?: number;
+}
+
 /** How to build the store: in memory (default) or an SQLite file that survives restarts. */
-export type TaskStoreConfig = { kind: 'memory' } | { kind: 'sqlite'; path: string };
+export type TaskStoreConfig =
+  | ({ kind: 'memory'; maxEnded?: number } & EndedRetention)
+  | ({ kind: 'sqlite'; path: string } & EndedRetention);
