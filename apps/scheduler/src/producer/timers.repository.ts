@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { TransactionRunner } from '../database/transaction-runner';
 import { CreateTaskDto } from '../tasks/dto/create-task.dto';
 import { Schedule } from './schedule';
 import { ProducerMemberEntity, TimerEntity } from './timer.entity';
@@ -68,7 +69,10 @@ const toEntity = (m: TimerModel): TimerEntity => ({
 /** Timers and the producer member directory. Every change of a timer is a compare-and-set on version. */
 @Injectable()
 export class TimersRepository {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    private readonly tx: TransactionRunner,
+  ) {}
 
   async insert(m: TimerModel): Promise<void> {
     await this.db.manager.insert(TimerEntity, toEntity(m));
@@ -121,14 +125,19 @@ export class TimersRepository {
     )) as TimerEntity[];
   }
 
-  /** Runs a write; returns the rows it changed. */
-  private async run(sql: string, params: unknown[]): Promise<number> {
-    const runner = this.db.createQueryRunner();
-    try {
-      return (await runner.query(sql, params, true)).affected ?? 0;
-    } finally {
-      await runner.release();
-    }
+  /**
+   * Runs a write; returns the rows it changed. Through the TransactionRunner: on SQLite's one
+   * connection it must not land inside another transaction (and be undone with it).
+   */
+  private run(sql: string, params: unknown[]): Promise<number> {
+    return this.tx.single(async () => {
+      const runner = this.db.createQueryRunner();
+      try {
+        return (await runner.query(sql, params, true)).affected ?? 0;
+      } finally {
+        await runner.release();
+      }
+    });
   }
 
   async remove(timerId: string): Promise<boolean> {
