@@ -220,7 +220,9 @@ describe.each([
       `/v1/tasks/${id}/cancel`,
     );
     expect(res.status).toBe(200);
-    expect(res.data).toMatchObject({ cancel_requested: true, task_status: 'RUNNING' });
+    // The worker stops the run at once: its FAIL may be written before the answer is read.
+    expect(res.data.cancel_requested).toBe(true);
+    expect(['RUNNING', 'FAIL', 'FINISH']).toContain(res.data.task_status);
     const done = await api.until(id, 'FINISH', 10_000);
     expect(Date.now() - asked).toBeLessThan(10_000);
     expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });

@@ -526,8 +526,18 @@ export class TaskEngine {
       ),
     );
     if (!next) return REST;
-    // Written ahead of a start_time a moment away: the call itself goes on the instant.
-    if (t.startTime !== null) await this.until(t.startTime);
+    // Written ahead of a start_time a moment away: the call itself goes on the instant, unless a
+    // cancel came meanwhile (recorded beside this drive: TasksRepository.requestCancel).
+    if (t.startTime !== null && t.startTime > this.clock.now()) {
+      await this.until(t.startTime);
+      if (await this.tasks.cancelRequested(t.taskId))
+        return this.failed(
+          { ...next, cancelRequested: true },
+          type,
+          'cancelled before the run call',
+          false,
+        );
+    }
     return this.sendCreateAndRun(next, type, worker);
   }
 
@@ -633,14 +643,18 @@ export class TaskEngine {
 
   /** Continues from what the worker says the task is. */
   private async adoptWorkerState(
-    t: TaskModel,
+    t0: TaskModel,
     type: TaskTypeModel,
     view: TaskViewDto,
   ): Promise<Step> {
+    let t = t0;
     switch (view.task_status) {
       case TaskStatus.SUCCESS:
       case TaskStatus.ROLLBACK:
       case TaskStatus.FINISH: {
+        // A permanent task lives on unless a cancel was recorded beside this drive meanwhile.
+        if (this.keptAlive(t))
+          t = { ...t, cancelRequested: await this.tasks.cancelRequested(t.taskId) };
         // Nothing to clean on the worker and no rollback asked: SUCCESS and FINISH in one write.
         // A permanent task lives on instead (its restart is decided under SUCCESS, in clean).
         const done =

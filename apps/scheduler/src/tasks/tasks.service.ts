@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BlockingKind,
   ContractCall,
@@ -6,6 +7,7 @@ import {
   ContractException,
   NotifyEvent,
   RepetitionKind,
+  TaskNotFoundError,
   TaskStatus,
   WorkerClient,
   canTransition,
@@ -25,6 +27,9 @@ import { TaskChange, TasksRepository } from './tasks.repository';
 
 const MAX_PARAMS_BYTES = 64 * 1024;
 const ACTOR = 'api';
+/** How long a cancel of a driven run tells a worker again that does not know the task yet. */
+const CANCEL_NOTIFY_WAIT_MS = 2000;
+const CANCEL_NOTIFY_AGAIN_MS = 20;
 
 /** Statuses in which params may still change. */
 const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
@@ -485,20 +490,30 @@ export class TasksService {
         { task_id: t.taskId },
       );
     }
-    try {
-      await this.client.notify(
-        t.workerUrl ?? '',
-        t.taskType,
-        t.taskId,
-        { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
-        { fence: t.fence },
-      );
-    } catch (err) {
-      throw new ContractException(
-        ContractErrorCode.WORKER_UNAVAILABLE,
-        `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
-        { task_id: t.taskId, cancel_requested: true },
-      );
+    // The RUNNING write goes before the run call: a worker that does not know the task yet is
+    // told again for a moment, until the call has reached it.
+    const tellUntil = this.clock.now() + CANCEL_NOTIFY_WAIT_MS;
+    for (;;) {
+      try {
+        await this.client.notify(
+          t.workerUrl ?? '',
+          t.taskType,
+          t.taskId,
+          { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
+          { fence: t.fence },
+        );
+        break;
+      } catch (err) {
+        if (err instanceof TaskNotFoundError && this.clock.now() < tellUntil) {
+          await sleep(CANCEL_NOTIFY_AGAIN_MS);
+          continue;
+        }
+        throw new ContractException(
+          ContractErrorCode.WORKER_UNAVAILABLE,
+          `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
+          { task_id: t.taskId, cancel_requested: true },
+        );
+      }
     }
     return this.get(t.taskId);
   }
