@@ -7,7 +7,8 @@
  * Producer's part: negative, as fires are written BATON_PRODUCER_LEAD_MS ahead with start_time =
  * slot), started_at − slot (the RUNNING write, made a moment ahead with started_at = start_time,
  * so late only when the scheduler was), and the worker's own run start − slot from its run log
- * (the target: when the task really began). Then, in the same run,
+ * (the target: when the task really began; create_run is sent a moment early and the worker
+ * begins the run on start_time, so min must not be below 0). Then, in the same run,
  * the peer: the same number of BullMQ delayed jobs (Redis on this machine) with the same spread,
  * lateness = processing start − (added + delay). Prints p50/p99/max of each and the ratios.
  */
@@ -58,7 +59,7 @@ async function call<T>(base: string, method: 'GET' | 'POST', path: string, body?
 
 function stats(xs: number[]): string {
   const s = [...xs].sort((a, b) => a - b);
-  return `p50 ${percentile(s, 50).toFixed(1)} ms, p99 ${percentile(s, 99).toFixed(1)} ms, max ${s[s.length - 1].toFixed(1)} ms (n=${s.length})`;
+  return `min ${s[0].toFixed(1)} ms, p50 ${percentile(s, 50).toFixed(1)} ms, p99 ${percentile(s, 99).toFixed(1)} ms, max ${s[s.length - 1].toFixed(1)} ms (n=${s.length})`;
 }
 
 async function baton(): Promise<{ fire: number[]; start: number[]; run: number[] }> {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import {
+  CREATE_RUN_START_WAIT_MAX_MS,
   ContractErrorCode,
   CreateTaskRequestDto,
   IllegalTransitionError,
@@ -176,6 +177,35 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       await expect(client.status(url, 'demo.sleep', sleepy, f())).resolves.toMatchObject({
         task_status: TaskStatus.NONE,
       });
+    });
+
+    it('create_run begins the run on a start_time a moment ahead, and at once past the wait limit', async () => {
+      const runStart = (id: string): number => {
+        const runs = readRunLogs([join(dir, 'runs.jsonl')]).filter((r) => r.task_id === id);
+        expect(runs).toHaveLength(1);
+        return runs[0].start;
+      };
+      const soon = newId('createrun-soon');
+      const at = Date.now() + 300;
+      const ran = await client.createAndRun(
+        url,
+        'demo.echo',
+        { ...body('demo.echo', soon), process_arg: { start_time: new Date(at).toISOString() } },
+        f(),
+      );
+      expect(ran.task_status).toBe(TaskStatus.SUCCESS);
+      expect(runStart(soon)).toBeGreaterThanOrEqual(at);
+      // Further ahead than the limit: taken as clock skew, not waited for.
+      const far = newId('createrun-far');
+      const sent = Date.now();
+      const farAt = sent + CREATE_RUN_START_WAIT_MAX_MS + 60_000;
+      await client.createAndRun(
+        url,
+        'demo.echo',
+        { ...body('demo.echo', far), process_arg: { start_time: new Date(farAt).toISOString() } },
+        f(),
+      );
+      expect(runStart(far)).toBeLessThan(sent + CREATE_RUN_START_WAIT_MAX_MS);
     });
 
     it('has no rollback: 501', async () => {

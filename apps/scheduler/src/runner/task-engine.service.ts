@@ -56,8 +56,9 @@ const DEFAULT_SYNC_RUN_SECONDS = 300;
 /**
  * Tasks are taken (queue and claim) up to this long before they fall due, so the claim is made
  * before the instant. With a start_time that close, the checks and the write that opens the
- * attempt are done ahead too (RUNNING with started_at = start_time for a create_run), and only
- * the worker call waits in memory for the instant.
+ * attempt are done ahead too (RUNNING with started_at = start_time for a create_run, which is
+ * sent at once: the worker begins the run on start_time); a create call waits in memory for the
+ * instant.
  */
 export const EARLY_CLAIM_MS = 5;
 /** Most tasks claimed in one statement, and claim statements in flight at once. */
@@ -526,18 +527,8 @@ export class TaskEngine {
       ),
     );
     if (!next) return REST;
-    // Written ahead of a start_time a moment away: the call itself goes on the instant, unless a
-    // cancel came meanwhile (recorded beside this drive: TasksRepository.requestCancel).
-    if (t.startTime !== null && t.startTime > this.clock.now()) {
-      await this.until(t.startTime);
-      if (await this.tasks.cancelRequested(t.taskId))
-        return this.failed(
-          { ...next, cancelRequested: true },
-          type,
-          'cancelled before the run call',
-          false,
-        );
-    }
+    // Sent at once, even ahead of a start_time a moment away: create_run begins the run on the
+    // start_time itself (CREATE_RUN_START_WAIT_MAX_MS), on the worker's side of the wire.
     return this.sendCreateAndRun(next, type, worker);
   }
 

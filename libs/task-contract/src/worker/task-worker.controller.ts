@@ -175,7 +175,9 @@ export class TaskWorkerController {
       'create_info.task_type must equal the path. Unknown fields are refused (400). ' +
       'With `action=running` (optional call `create_run`, declared for sync types with nothing to ' +
       "prepare) the created attempt is run in the same request, and the answer is the run's " +
-      '(SUCCESS or FAIL); a repeat of an attempt already past CREATE answers what is there.',
+      '(SUCCESS or FAIL); a repeat of an attempt already past CREATE answers what is there. ' +
+      'A process_arg.start_time up to 1 s ahead is waited for before the run begins: the ' +
+      'scheduler sends a timed start a moment early. One further ahead (clock skew) runs at once.',
   })
   @FENCE_HEADER
   @ApiQuery({ name: 'action', required: false, enum: ['running'] })

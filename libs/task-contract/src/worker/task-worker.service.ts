@@ -39,6 +39,20 @@ const QUERY_LIMIT = 100;
 /** How long shutdown waits for runs to stop after cancelling them. */
 const SHUTDOWN_WAIT_MS = 5_000;
 
+/**
+ * create_run waits for a process_arg.start_time at most this far ahead (by this host's clock);
+ * one further ahead is taken as clock skew, and the run begins at once.
+ */
+export const CREATE_RUN_START_WAIT_MAX_MS = 1000;
+
+/** Resolves at `at` (ms) when that is ahead by at most the maximum: a timer, then turns of the loop. */
+async function untilStart(at: number): Promise<void> {
+  const left = at - Date.now();
+  if (!(left > 0) || left > CREATE_RUN_START_WAIT_MAX_MS) return;
+  if (left > 1) await new Promise((r) => setTimeout(r, left - 1));
+  while (Date.now() < at) await new Promise((r) => setImmediate(r));
+}
+
 const delay = (ms: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, ms).unref());
 
@@ -139,6 +153,9 @@ export class TaskWorkerService implements OnModuleDestroy {
     }
     const created = await this.create(taskType, fence, body);
     if (created.task_status !== TaskStatus.CREATE) return created;
+    // A timed start may be sent a moment early: the run begins on start_time itself.
+    const startTime = (body as CreateTaskRequestDto).process_arg?.start_time;
+    if (startTime !== undefined) await untilStart(Date.parse(startTime));
     return this.run(handler, taskType, created.task_id, fence);
   }
 
