@@ -36,6 +36,9 @@ class NotApplicable extends Error {}
 
 type Data = Record<string, unknown>;
 
+/** create_run's start_time in its check: this far ahead, and the room allowed for clock skew. */
+const START_AHEAD_MS = 300;
+const CLOCK_ROOM_MS = 50;
 const OUTCOMES = new Set<string>([TaskStatus.SUCCESS, TaskStatus.FAIL]);
 
 /**
@@ -296,6 +299,39 @@ export class ConformanceKit {
       this.expectStatus(now, status as TaskStatus, 'status after create_run');
       return `answered ${status}; a repeat answered it again`;
     });
+    await check(
+      'create_run: the run begins on a start_time a moment ahead (optional)',
+      async () => {
+        const id = this.taskId('createrun-at');
+        const body = this.createBody(id, 1);
+        const at = Date.now() + START_AHEAD_MS;
+        const answer = await this.send({
+          method: 'POST',
+          path: this.path,
+          query: { action: 'running' },
+          body: {
+            ...body,
+            process_arg: {
+              ...(body.process_arg as Data),
+              start_time: new Date(at).toISOString(),
+            },
+          },
+          fence: 1,
+        });
+        if (answer.status === 400 || answer.status === 501)
+          throw new NotApplicable(`create_run is not offered for this type (${answer.status})`);
+        const data = await this.ok(Promise.resolve(answer), 'create_run');
+        const status = String(data.task_status);
+        if (!OUTCOMES.has(status)) throw new NotApplicable(`not offered: answered ${status}`);
+        // The run cannot have ended before it began (with some room for the two hosts' clocks).
+        const early = at - Date.now();
+        this.expect(
+          early <= CLOCK_ROOM_MS,
+          `create_run answered ${early} ms before its start_time: the run did not wait for it`,
+        );
+        return `answered ${status} after start_time`;
+      },
+    );
     await check('auth: missing credentials refused with 401', async () => {
       const answer = await this.send({
         method: 'GET',
