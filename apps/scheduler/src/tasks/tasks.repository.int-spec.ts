@@ -8,7 +8,7 @@ import {
   sqliteTestDatabase,
 } from '../database/testing/test-databases';
 import { Metrics } from '../common/metrics';
-import { TasksRepository } from './tasks.repository';
+import { STORED_JSON_MAX_BYTES, TasksRepository } from './tasks.repository';
 import { TaskModel } from './task.model';
 
 let seq = 0;
@@ -281,6 +281,46 @@ describe.each([
     } finally {
       internals.exec = exec;
     }
+  });
+
+  it('keeps a worker result, error or progress over the size limit as a stand-in that says so', async () => {
+    const task = await repo.insert(newTask(), 'c', 'api');
+    const now = Date.now();
+    const huge = 'y'.repeat(STORED_JSON_MAX_BYTES * 3);
+    const next = await repo.apply(
+      task,
+      {
+        to: TaskStatus.POSTPONE,
+        patch: {
+          result: { blob: huge },
+          error: { message: huge, code: 'big' },
+          progress: { percent: 40, step: 'copy', message: huge },
+        },
+        reason: 'big',
+        actor: 's',
+      },
+      now,
+    );
+    expect(next).toBeDefined();
+    const stored = (await repo.findById(task.taskId)) as TaskModel;
+    expect(stored.status).toBe(TaskStatus.POSTPONE);
+    const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v));
+    expect(stored.result).toMatchObject({ truncated: bytes({ blob: huge }) });
+    expect(String(stored.result?.head)).toMatch(/^\{"blob":"yyy/);
+    expect(stored.error).toMatchObject({ code: 'big', truncated: expect.any(Number) });
+    expect(stored.error?.message.length).toBeLessThanOrEqual(2000);
+    expect(stored.progress).toMatchObject({ percent: 40, step: 'copy' });
+    for (const v of [stored.result, stored.error, stored.progress])
+      expect(bytes(v)).toBeLessThan(STORED_JSON_MAX_BYTES);
+    // Under the limit: kept as it is.
+    const small = { blob: 'z'.repeat(1000) };
+    const again = await repo.apply(
+      stored,
+      { patch: { result: small }, reason: 'small', actor: 's' },
+      now + 1,
+    );
+    expect(again).toBeDefined();
+    expect((await repo.findById(task.taskId))?.result).toEqual(small);
   });
 
   it('fails only the change that fails in a group: the others are written', async () => {

@@ -271,9 +271,40 @@ function entityRow(e: TaskEntity): Record<string, unknown> {
   return { ...(e as unknown as Record<string, unknown>) };
 }
 
+/**
+ * Most bytes of JSON kept in `result`, `error` and `progress`: what workers send is not capped,
+ * and a TEXT column holds 65,535 bytes on MySQL (a longer value would fail the whole write,
+ * and with it the task's every next step).
+ */
+export const STORED_JSON_MAX_BYTES = 60_000;
+const WORKER_JSON_COLUMNS: ReadonlySet<string> = new Set(['result', 'error', 'progress']);
+
+/** A worker's JSON over the limit, as a smaller stand-in that says so. */
+function bounded(column: string, value: unknown, json: string): string {
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= STORED_JSON_MAX_BYTES) return json;
+  const v = value as Record<string, unknown>;
+  const text = (x: unknown): string | null => (typeof x === 'string' ? clip(x, 2000) : null);
+  if (column === 'error')
+    return JSON.stringify({
+      message: text(v.message) ?? 'error too large to keep',
+      code: text(v.code),
+      truncated: bytes,
+    });
+  if (column === 'progress')
+    return JSON.stringify({
+      percent: v.percent ?? null,
+      step: text(v.step),
+      message: text(v.message),
+      truncated: bytes,
+    });
+  return JSON.stringify({ truncated: bytes, head: clip(json, 2000) });
+}
+
 /** A value as its column stores it (JSON as text, booleans as 0/1). */
 function toColumn(column: string, value: unknown): unknown {
   if (value === undefined || value === null) return null;
+  if (WORKER_JSON_COLUMNS.has(column)) return bounded(column, value, JSON.stringify(value));
   if (JSON_COLUMNS.has(column)) return JSON.stringify(value);
   if (typeof value === 'boolean') return value ? 1 : 0;
   return value;
