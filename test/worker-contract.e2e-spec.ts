@@ -24,7 +24,7 @@ import {
   authHeaders,
 } from '@baton/task-contract';
 import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './support/processes';
+import { RunningProcess, WORKER_MAIN, eventually, sleep, startProcess } from './support/processes';
 
 const SECRET = 'e2e-secret-0123456789abcdef';
 let seq = 0;
@@ -206,6 +206,22 @@ describe('template worker, driven through the contract by WorkerClient', () => {
         f(),
       );
       expect(runStart(far)).toBeLessThan(sent + CREATE_RUN_START_WAIT_MAX_MS);
+    });
+
+    it('create_run cancelled while it waits for its start_time: no run, the cancel is the answer', async () => {
+      const id = newId('createrun-cancel');
+      const at = Date.now() + 600;
+      const answer = client.createAndRun(
+        url,
+        'demo.echo',
+        { ...body('demo.echo', id), process_arg: { start_time: new Date(at).toISOString() } },
+        f(),
+      );
+      await sleep(150);
+      await client.notify(url, 'demo.echo', id, { event: NotifyEvent.CANCEL }, f());
+      await expect(answer).resolves.toMatchObject({ task_status: TaskStatus.FAIL });
+      const runs = readRunLogs([join(dir, 'runs.jsonl')]).filter((r) => r.task_id === id);
+      expect(runs).toHaveLength(0);
     });
 
     it('has no rollback: 501', async () => {

@@ -588,7 +588,9 @@ export class TaskEngine {
       view = await this.client.createAndRun(worker.url, t.taskType, this.createBody(t, t.attempt), {
         fence: t.fence,
         requestId: `${t.taskId}/${t.attempt}`,
-        timeoutMs: this.syncRunTimeoutMs(t, type),
+        // Sent ahead of a start_time, the worker waits for it before the run begins.
+        timeoutMs:
+          this.syncRunTimeoutMs(t, type) + Math.max(0, (t.startTime ?? 0) - this.clock.now()),
       });
     } catch (err) {
       return this.callFailed(t, type, worker, err, 'create and run', true);

@@ -293,7 +293,7 @@ function bounded(column: string, value: unknown, json: string): string {
     });
   if (column === 'progress')
     return JSON.stringify({
-      percent: v.percent ?? null,
+      percent: typeof v.percent === 'number' ? v.percent : null,
       step: text(v.step),
       message: text(v.message),
       truncated: bytes,

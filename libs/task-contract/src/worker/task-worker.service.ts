@@ -45,12 +45,16 @@ const SHUTDOWN_WAIT_MS = 5_000;
  */
 export const CREATE_RUN_START_WAIT_MAX_MS = 1000;
 
-/** Resolves at `at` (ms) when that is ahead by at most the maximum: a timer, then turns of the loop. */
-async function untilStart(at: number): Promise<void> {
+/**
+ * Resolves at `at` (ms) when that is ahead by at most the maximum (a timer, then turns of the
+ * loop), at once otherwise. True when it waited.
+ */
+async function untilStart(at: number): Promise<boolean> {
   const left = at - Date.now();
-  if (!(left > 0) || left > CREATE_RUN_START_WAIT_MAX_MS) return;
+  if (!(left > 0) || left > CREATE_RUN_START_WAIT_MAX_MS) return false;
   if (left > 1) await new Promise((r) => setTimeout(r, left - 1));
   while (Date.now() < at) await new Promise((r) => setImmediate(r));
+  return true;
 }
 
 const delay = (ms: number): Promise<void> =>
@@ -155,7 +159,11 @@ export class TaskWorkerService implements OnModuleDestroy {
     if (created.task_status !== TaskStatus.CREATE) return created;
     // A timed start may be sent a moment early: the run begins on start_time itself.
     const startTime = (body as CreateTaskRequestDto).process_arg?.start_time;
-    if (startTime !== undefined) await untilStart(Date.parse(startTime));
+    if (startTime !== undefined && (await untilStart(Date.parse(startTime)))) {
+      // Cancelled (or changed) while it waited: answer what is there, as a repeat would.
+      const now = await this.find(taskType, created.task_id);
+      if (now && now.status !== TaskStatus.CREATE) return toTaskView(now);
+    }
     return this.run(handler, taskType, created.task_id, fence);
   }
 
