@@ -113,15 +113,18 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     );
     group.forget('c1');
     expect(doomed.output()).toContain('crash point after-timer-fire');
+    // Its one pass fired the slots due within the lead: one, or two when the pass ran just past
+    // the edge of a second.
     const firstSlots = (await fireRows(database, id)).map((r) => r.slot);
-    expect(firstSlots).toHaveLength(1);
+    expect(firstSlots.length).toBeGreaterThanOrEqual(1);
+    expect(firstSlots.length).toBeLessThanOrEqual(2);
     // The timer was not advanced: the next owner starts at that same slot.
     api = await group.start('c2');
     await sleep(3500);
     await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
     await sleep(300);
     const slots = (await fireRows(database, id)).map((r) => r.slot);
-    expect(slots[0]).toBe(firstSlots[0]);
+    expect(slots.slice(0, firstSlots.length)).toEqual(firstSlots);
     expect(new Set(slots).size).toBe(slots.length);
     expect(gaps(slots, 1000)).toEqual([]);
     expect(slots.length).toBeGreaterThanOrEqual(3);
