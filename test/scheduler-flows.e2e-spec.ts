@@ -229,7 +229,7 @@ describe.each([
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
     const events = await api.events(id);
     expect(events.map((e) => e.reason)).toContainEqual(
-      expect.stringMatching(/^cancel requested while the run is driven/),
+      expect.stringMatching(/^cancel requested: the worker is told to stop the run/),
     );
     expect(events.map((e) => e.reason)).not.toContainEqual(expect.stringMatching(/; retry \d+ of/));
     // Asked again once it has ended: refused, nothing changes.

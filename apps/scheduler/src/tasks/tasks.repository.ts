@@ -320,11 +320,19 @@ function statusPath(from: TaskStatus, change: TaskChange): TaskStatus[] {
 }
 
 /** The columns a change sets on its task's row (version aside), and the task after it. */
-function casRow(
-  task: TaskModel,
-  change: TaskChange,
-  now: number,
-): { set: [string, unknown][]; next: TaskModel } {
+interface CasRow {
+  set: [string, unknown][];
+  next: TaskModel;
+}
+
+/** Bytes of text (JSON) the rows would send. */
+const setBytes = (rows: readonly CasRow[]): number =>
+  rows.reduce(
+    (n, r) => n + r.set.reduce((k, [, v]) => k + (typeof v === 'string' ? v.length : 0), 0),
+    0,
+  );
+
+function casRow(task: TaskModel, change: TaskChange, now: number): CasRow {
   const set: [string, unknown][] = [['updated_at', now]];
   const next: TaskModel = { ...task, ...change.patch, version: task.version + 1, updatedAt: now };
   for (const [field, value] of Object.entries(change.patch ?? {}) as [keyof TaskPatch, unknown][])
@@ -589,20 +597,14 @@ export class TasksRepository {
   }
 
   /**
-   * Whether a group's row updates go as one statement: on MySQL (a round trip saved per change),
-   * when each change is of a different task (a second change of one task depends on the first's
-   * outcome), and while the statement stays small (results and errors are not capped in size).
-   * Not on SQLite: its one connection is shared, so a write made meanwhile outside the group
+   * Whether a group's row updates may go as one statement: on MySQL (a round trip saved per
+   * change), when each change is of a different task (a second change of one task depends on the
+   * first's outcome), and while the statement stays small (see applyMany). Not on SQLite: its one connection is shared, so a write made meanwhile outside the group
    * would be undone with it when a lost race rolls the group back.
    */
   private oneStatement(batch: readonly PendingChange[]): boolean {
     if (this.db.options.type === 'better-sqlite3') return false;
-    if (new Set(batch.map((b) => b.task.taskId)).size !== batch.length) return false;
-    let bytes = 0;
-    for (const b of batch)
-      for (const v of Object.values(b.change.patch ?? {}))
-        if (v !== null && typeof v === 'object') bytes += JSON.stringify(v).length;
-    return bytes <= ONE_STATEMENT_MAX_BYTES;
+    return new Set(batch.map((b) => b.task.taskId)).size === batch.length;
   }
 
   /** Starts writers while there is work and a free one: alone at low load, batched under load. */
@@ -673,9 +675,10 @@ export class TasksRepository {
     batch: readonly Pick<PendingChange, 'task' | 'change' | 'now'>[],
     together = false,
   ): Promise<(TaskModel | undefined)[]> {
+    const rows = batch.map((b) => casRow(b.task, b.change, b.now));
     let results: (TaskModel | undefined)[] = new Array(batch.length);
-    if (together && batch.length > 1) {
-      results = (await this.compareAndSetMany(m, batch)) ?? [];
+    if (together && batch.length > 1 && setBytes(rows) <= ONE_STATEMENT_MAX_BYTES) {
+      results = (await this.compareAndSetMany(m, batch, rows)) ?? [];
       if (results.length === 0) throw new GroupRaceLost();
     } else {
       const order = batch
@@ -687,10 +690,7 @@ export class TasksRepository {
               ? 1
               : a - b,
         );
-      for (const i of order) {
-        const { task, change, now } = batch[i];
-        results[i] = await this.compareAndSet(m, task, change, now);
-      }
+      for (const i of order) results[i] = await this.compareAndSet(m, batch[i].task, rows[i]);
     }
     const events: Record<string, unknown>[] = [];
     const started: Record<string, unknown>[] = [];
@@ -792,10 +792,8 @@ export class TasksRepository {
   private async compareAndSet(
     m: EntityManager,
     task: TaskModel,
-    change: TaskChange,
-    now: number,
+    { set, next }: CasRow,
   ): Promise<TaskModel | undefined> {
-    const { set, next } = casRow(task, change, now);
     // Plain SQL on the hot path: the query builder cost more CPU than the database did.
     const res = await this.exec(
       m,
@@ -814,8 +812,8 @@ export class TasksRepository {
   private async compareAndSetMany(
     m: EntityManager,
     items: readonly Pick<PendingChange, 'task' | 'change' | 'now'>[],
+    rows: readonly CasRow[],
   ): Promise<TaskModel[] | undefined> {
-    const rows = items.map((i) => casRow(i.task, i.change, i.now));
     const columns = new Map<string, number>();
     for (const r of rows) for (const [c] of r.set) columns.set(c, (columns.get(c) ?? 0) + 1);
     const sets: string[] = ['version = version + 1'];
@@ -967,9 +965,9 @@ export class TasksRepository {
   }
 
   /**
-   * A cancel of a run that a runner is driving right now (a sync run holds its claim for the
-   * whole run). Not a transition: the version does not move, so the driver's next compare-and-set
-   * still holds, and it reads the flag before it plans a retry or a next life. Applies only while
+   * A cancel of a RUNNING task, which a runner may be driving right now (a sync run holds its
+   * claim for the whole run). Not a transition: the version does not move, so a driver's next
+   * compare-and-set still holds, and it reads the flag before it plans a retry or a next life. Applies only while
    * the task is RUNNING the attempt under `fence`, and is logged as a note. False when the task
    * has moved on meanwhile.
    */

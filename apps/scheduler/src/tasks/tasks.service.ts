@@ -222,10 +222,9 @@ export class TasksService {
   /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
   async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const current = await this.get(taskId);
-    // A run being driven (a sync run holds its claim until the worker answers): the cancel is
-    // recorded beside the driver and the worker told; the driver ends the task without a retry.
-    if (this.driven(current) && current.status === TaskStatus.RUNNING)
-      return this.cancelDrivenRun(current, actor);
+    // A run, driven right now or not (a sync run holds its claim until the worker answers): the
+    // cancel is recorded beside any driver and the worker told; the run's end is not retried.
+    if (current.status === TaskStatus.RUNNING) return this.cancelRun(current, actor);
     const t = await this.free(taskId);
     if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
       // A permanent task between two lives: it stops here, through its final clean-up.
@@ -252,21 +251,6 @@ export class TasksService {
       t.outcome === TaskStatus.FAIL
     ) {
       throw illegal('cancel', t);
-    }
-    if (t.status === TaskStatus.RUNNING) {
-      // The run stops on the worker; its FAIL comes back like any outcome, and is not retried.
-      await this.client.notify(
-        t.workerUrl ?? '',
-        t.taskType,
-        t.taskId,
-        { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
-        { fence: t.fence },
-      );
-      return this.change(
-        t,
-        { patch: { cancelRequested: true }, reason: 'cancel requested' },
-        actor,
-      );
     }
     if (
       t.workerUrl &&
@@ -474,13 +458,17 @@ export class TasksService {
     }
   }
 
-  private async cancelDrivenRun(t: TaskModel, actor: string): Promise<TaskModel> {
+  /**
+   * The flag first, then the worker: its FAIL may come back at once, and must find the flag. The
+   * flag moves no version, so a runner driving the run keeps its claim and ends it.
+   */
+  private async cancelRun(t: TaskModel, actor: string): Promise<TaskModel> {
     const recorded = await this.repo.requestCancel(
       t.taskId,
       t.attempt,
       t.fence,
       actor,
-      'cancel requested while the run is driven: the worker is told to stop, and no retry follows',
+      'cancel requested: the worker is told to stop the run, and no retry follows',
       this.clock.now(),
     );
     if (!recorded) {
@@ -518,15 +506,10 @@ export class TasksService {
     return this.get(t.taskId);
   }
 
-  /** Whether a runner holds the task's claim right now. */
-  private driven(t: TaskModel): boolean {
-    return t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now();
-  }
-
   /** The task, when no runner holds its claim right now (else 409: try again in a moment). */
   private async free(taskId: string): Promise<TaskModel> {
     const t = await this.get(taskId);
-    if (this.driven(t)) {
+    if (t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now()) {
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,
         `task ${taskId} is being driven by ${t.owner}; try again shortly`,
