@@ -18,6 +18,7 @@ export * from './dto/callback.dto';
 export * from './util/headers';
 export * from './util/keyed-mutex';
 export * from './util/validate';
+export * from './util/wait-until';
 export * from './worker/auth/request-auth';
 export * from './worker/task-handler.interface';
 export * from './worker/task-record';

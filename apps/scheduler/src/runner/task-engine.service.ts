@@ -17,6 +17,7 @@ import {
   WorkerClient,
   WorkerTimeoutError,
   WorkerUnavailableError,
+  waitUntil,
 } from '@baton/task-contract';
 import { Clock } from '../common/clock';
 import { crashPoint } from '../common/crash-points';
@@ -433,7 +434,7 @@ export class TaskEngine {
     if (!redrive && this.createsAndRuns(type))
       return this.startCreateAndRun(t, type, worker, attempt);
     let view: TaskViewDto;
-    if (t.startTime !== null) await this.until(t.startTime);
+    if (t.startTime !== null) await waitUntil(t.startTime, () => this.clock.now());
     try {
       view = await this.client.create(worker.url, t.taskType, this.createBody(t, attempt), opts());
     } catch (err) {
@@ -646,8 +647,7 @@ export class TaskEngine {
       case TaskStatus.ROLLBACK:
       case TaskStatus.FINISH: {
         // A permanent task lives on unless a cancel was recorded beside this drive meanwhile.
-        if (this.keptAlive(t))
-          t = { ...t, cancelRequested: await this.tasks.cancelRequested(t.taskId) };
+        if (this.keptAlive(t)) t = await this.withCancelFlag(t);
         // Nothing to clean on the worker and no rollback asked: SUCCESS and FINISH in one write.
         // A permanent task lives on instead (its restart is decided under SUCCESS, in clean).
         const done =
@@ -884,11 +884,8 @@ export class TaskEngine {
     why: string,
     retryable = true,
   ): Promise<Step> {
-    let t = t0;
-    // A cancel may have been recorded beside this drive (TasksRepository.requestCancel): read
-    // the flag before planning another attempt or life.
-    if (!t.cancelRequested && (retryable || this.keptAlive(t)))
-      t = { ...t, cancelRequested: await this.tasks.cancelRequested(t.taskId) };
+    // Before planning another attempt or life.
+    const t = retryable || this.keptAlive(t0) ? await this.withCancelFlag(t0) : t0;
     if (t.status === TaskStatus.SUCCESS) {
       // The next life of a permanent task could not start (the worker refused it, ...).
       await this.leases.release(t.taskId);
@@ -1179,11 +1176,13 @@ export class TaskEngine {
     return REST;
   }
 
-  /** Resolves at `at` (ms): a timer for the bulk, then turns of the loop for the last fraction. */
-  private async until(at: number): Promise<void> {
-    const left = at - this.clock.now();
-    if (left > 1) await new Promise((r) => setTimeout(r, left - 1));
-    while (this.clock.now() < at) await new Promise((r) => setImmediate(r));
+  /**
+   * The task with its cancel flag read again: a cancel may have been recorded beside this drive
+   * (TasksRepository.requestCancel), which moves no version and so is not in the model we hold.
+   */
+  private async withCancelFlag(t: TaskModel): Promise<TaskModel> {
+    if (t.cancelRequested) return t;
+    return { ...t, cancelRequested: await this.tasks.cancelRequested(t.taskId) };
   }
 
   /** A permanent task that nobody cancelled: every end of a life starts the next one. */

@@ -20,6 +20,7 @@ import {
 } from '../dto/worker-responses.dto';
 import { KeyedMutex } from '../util/keyed-mutex';
 import { validateDto } from '../util/validate';
+import { waitUntil } from '../util/wait-until';
 import { TaskExecution } from './task-execution';
 import {
   RunContext,
@@ -45,15 +46,11 @@ const SHUTDOWN_WAIT_MS = 5_000;
  */
 export const CREATE_RUN_START_WAIT_MAX_MS = 1000;
 
-/**
- * Resolves at `at` (ms) when that is ahead by at most the maximum (a timer, then turns of the
- * loop), at once otherwise. True when it waited.
- */
+/** Waits for `at` when that is ahead by at most the maximum; true when it waited. */
 async function untilStart(at: number): Promise<boolean> {
   const left = at - Date.now();
   if (!(left > 0) || left > CREATE_RUN_START_WAIT_MAX_MS) return false;
-  if (left > 1) await new Promise((r) => setTimeout(r, left - 1));
-  while (Date.now() < at) await new Promise((r) => setImmediate(r));
+  await waitUntil(at);
   return true;
 }
 
