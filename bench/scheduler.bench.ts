@@ -27,7 +27,8 @@ import { cpus, loadavg } from 'node:os';
 import Redis from 'ioredis';
 import { createPool, Pool, RowDataPacket } from 'mysql2/promise';
 import { request } from 'undici';
-import { createDataSource } from '../apps/scheduler/src/database/data-source.factory';
+import { createDataSource } from '../apps/scheduler/src/database';
+import { ENTITIES } from '../apps/scheduler/src/entities';
 import {
   BenchError,
   Child,
@@ -148,7 +149,10 @@ async function createDatabases(admin: Pool): Promise<void> {
     });
   }
   // The pipeline writes the scheduler's schema, made by the scheduler's own migrations.
-  const ds = createDataSource({ type: 'mysql', ...MYSQL, database: BULL_DB, poolSize: 2 });
+  const ds = createDataSource(
+    { type: 'mysql', ...MYSQL, database: BULL_DB, poolSize: 2 },
+    ENTITIES,
+  );
   await ds.initialize();
   try {
     await ds.runMigrations();

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TaskWorkerModule, buildWorkerOpenApi } from '@baton/task-contract';
 import { createSchedulerApp, schedulerDocument } from '../apps/scheduler/src/bootstrap';
-import { loadSchedulerConfig } from '../apps/scheduler/src/config/scheduler.config';
+import { loadSchedulerConfig } from '../apps/scheduler/src/config';
 
 const OUT_DIR = join(__dirname, '..', '..', 'openapi');
 

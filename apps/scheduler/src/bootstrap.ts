@@ -9,7 +9,7 @@ import {
   describeValidationErrors,
 } from '@baton/task-contract';
 import { SchedulerAppModule } from './app.module';
-import { SchedulerConfig } from './config/scheduler.config';
+import { SchedulerConfig } from './config';
 
 /** The scheduler's public API document (also written to openapi/scheduler.v1.json). */
 export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {

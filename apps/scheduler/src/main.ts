@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { createSchedulerApp } from './bootstrap';
-import { loadSchedulerConfig } from './config/scheduler.config';
+import { loadSchedulerConfig } from './config';
 
 async function main(): Promise<void> {
   const config = loadSchedulerConfig();

@@ -5,8 +5,9 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { loadSchedulerConfig } from './config/scheduler.config';
-import { createDataSource } from './database/data-source.factory';
+import { loadSchedulerConfig } from './config';
+import { createDataSource } from './database';
+import { ENTITIES } from './entities';
 
 async function main(): Promise<void> {
   const { database } = loadSchedulerConfig({
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
     BATON_AUTH_MODE: process.env.BATON_AUTH_MODE ?? 'none',
   });
   if (database.type === 'sqlite') mkdirSync(dirname(database.path), { recursive: true });
-  const ds = createDataSource(database);
+  const ds = createDataSource(database, ENTITIES);
   await ds.initialize();
   const ran = await ds.runMigrations({ transaction: 'each' });
   console.log(

@@ -5,12 +5,12 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { PeriodicLoop } from '../common/periodic-loop';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { PeriodicLoop } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStatus } from '@baton/task-contract';
-import { ResourceLeases } from '../runner/resource-leases';
-import { QueueLanes } from '../runner/queue-lanes';
-import { TasksRepository } from '../tasks/tasks.repository';
+import { ResourceLeases } from '../engine';
+import { QueueLanes } from '../queue';
+import { TasksRepository } from '../task-store';
 
 /**
  * The Checker: returns queue entries whose runner died (claim lease lapsed) to the queue, and

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { AuthConfig } from '@baton/task-contract';
 import { LockConfig } from '@baton/locks';
-import { DatabaseConfig } from '../database/database.config';
-import { DEFAULT_QUEUE_PREFIX, QueueConfig } from '../queue/queue.config';
+import { DatabaseConfig } from './database.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
 
 /** Everything the scheduler reads from its environment, checked once at boot. */
 export interface SchedulerConfig {

@@ -1,33 +1,15 @@
-import { DataSource } from 'typeorm';
-import { LogOffsetEntity } from '../logdumper/log-offset.entity';
-import { LogRuleEntity } from '../logdumper/log-rule.entity';
-import { IdempotencyRecordEntity } from '../tasks/idempotency-record.entity';
-import { TaskAttemptEntity } from '../tasks/task-attempt.entity';
-import { TaskEventEntity } from '../tasks/task-event.entity';
-import { TaskLabelEntity } from '../tasks/task-label.entity';
-import { TaskEntity } from '../tasks/task.entity';
-import { TaskTypeEntity } from '../task-types/task-type.entity';
-import { WorkerEntity } from '../workers/worker.entity';
-import { DatabaseConfig } from './database.config';
+import { DataSource, EntitySchema } from 'typeorm';
+import { DatabaseConfig } from '../config';
 import { Init1763800000000 } from './migrations/1763800000000-Init';
 import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskTypeRateLimit';
 import { Timers1764000000000 } from './migrations/1764000000000-Timers';
-import { ProducerMemberEntity, TimerEntity } from '../producer/timer.entity';
 import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
 
-export const ENTITIES = [
-  TaskEntity,
-  TaskEventEntity,
-  TaskLabelEntity,
-  TaskAttemptEntity,
-  TaskTypeEntity,
-  WorkerEntity,
-  IdempotencyRecordEntity,
-  TimerEntity,
-  ProducerMemberEntity,
-  LogRuleEntity,
-  LogOffsetEntity,
-];
+/** An entity as TypeORM takes it: a decorated class or a schema. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+export type EntityClass = Function | EntitySchema;
+
+/** The schema's history, oldest first: the only source of tables (never `synchronize`). */
 export const MIGRATIONS = [
   Init1763800000000,
   TaskTypeRateLimit1763900000000,
@@ -36,17 +18,21 @@ export const MIGRATIONS = [
 ];
 
 /**
- * Builds (does not open) the TypeORM data source. Never `synchronize`: the schema comes only from
+ * Builds (does not open) the TypeORM data source over the given entities (the composition root
+ * gathers them from the modules that own them: `apps/scheduler/src/entities.ts`). Never `synchronize`: the schema comes only from
  * the migrations, which run as an explicit step (`runMigrations`).
  */
-export function createDataSource(config: DatabaseConfig): DataSource {
+export function createDataSource(
+  config: DatabaseConfig,
+  entities: readonly EntityClass[],
+): DataSource {
   const common = {
-    entities: ENTITIES,
+    entities: [...entities],
     migrations: MIGRATIONS,
     synchronize: false,
     migrationsRun: false,
     logging: false,
-  } as const;
+  };
   if (config.type === 'sqlite') {
     return new DataSource({
       ...common,

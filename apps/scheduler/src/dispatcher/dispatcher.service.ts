@@ -5,14 +5,12 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { Clock } from '../common/clock';
-import { PeriodicLoop } from '../common/periodic-loop';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { DRIVABLE } from '../runner/task-engine.service';
-import { EnqueueTracker } from '../runner/enqueue-tracker';
-import { QueueLanes } from '../runner/queue-lanes';
-import { RunnerService } from '../runner/runner.service';
-import { TasksRepository } from '../tasks/tasks.repository';
+import { Clock, PeriodicLoop } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { DRIVABLE } from '../engine';
+import { EnqueueTracker, QueueLanes } from '../queue';
+import { RunnerService } from '../runner';
+import { TasksRepository } from '../task-store';
 
 /**
  * The Dispatcher: moves tasks that are due in the database (new, postponed, retrying, polling,

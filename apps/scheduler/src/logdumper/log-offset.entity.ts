@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber } from '../database/column-transformers';
+import { bigintNumber } from '../database';
 
 /**
  * Where the reader of a tailed file has got to: every line before `byte_offset` of the file

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContractException, validateDto } from '@baton/task-contract';
-import { CreateTaskDto } from '../tasks/dto/create-task.dto';
-import { TasksService } from '../tasks/tasks.service';
+import { CreateTaskDto, TasksService } from '../tasks';
 import { LogRecord, MalformedRecord, idempotencyKeyOf } from './log-record';
 import { ActiveRule, LogRulesService } from './log-rules.service';
 import { LogDumperCounters } from './logdumper.counters';

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { bigintNumber, jsonText } from '../database/column-transformers';
+import { bigintNumber, jsonText } from '../database';
 
 /** A LogDumper rule. Never leaves the repository: services see LogRuleModel. */
 @Entity('baton_log_rule')

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { IdGenerator } from '../common/id-generator';
-import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { Clock, IdGenerator } from '../common';
+import { CreateTaskDto } from '../tasks';
 import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
 import { invalid } from './checks';
 import { LogRuleModel } from './log-rule.model';

@@ -6,9 +6,8 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { LOCK_PROVIDER, LockProvider } from '@baton/locks';
-import { Clock } from '../common/clock';
-import { PeriodicLoop } from '../common/periodic-loop';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { Clock, PeriodicLoop } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { LogOffsetsRepository } from './log-offsets.repository';
 import { LogProcessorService } from './log-processor.service';
 import { FileTailer } from './sources/file-tailer';

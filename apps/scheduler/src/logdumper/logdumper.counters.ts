@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Metrics } from '../common/metrics';
+import { Metrics } from '../metrics';
 
 /** What happened to records, per source. */
 export interface SourceCounts {

@@ -1,6 +1,5 @@
-import { Metrics } from '../common/metrics';
-import { Clock } from '../common/clock';
-import { IdGenerator } from '../common/id-generator';
+import { Metrics } from '../metrics';
+import { Clock, IdGenerator } from '../common';
 import { LogRuleModel } from './log-rule.model';
 import { LogRulesRepository } from './log-rules.repository';
 import { LogRulesService } from './log-rules.service';

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
-import { Clock } from '../common/clock';
-import { PeriodicLoop } from '../common/periodic-loop';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { Clock, PeriodicLoop } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TimersRepository } from './timers.repository';
 
 export type ProducerMode = 'standby' | 'distributed';

@@ -6,11 +6,10 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { crashPoint } from '../common/crash-points';
-import { Metrics } from '../common/metrics';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { TasksService } from '../tasks/tasks.service';
+import { Clock, crashPoint } from '../common';
+import { Metrics } from '../metrics';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TasksService } from '../tasks';
 import { ProducerOwnership } from './ownership';
 import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
 import { TimerModel } from './timer.model';

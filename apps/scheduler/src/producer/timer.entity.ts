@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber } from '../database/column-transformers';
+import { bigintNumber } from '../database';
 
 /** A timed definition (see TimerModel). */
 @Entity('baton_timer')

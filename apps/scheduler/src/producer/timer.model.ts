@@ -1,4 +1,4 @@
-import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { CreateTaskDto } from '../tasks';
 import { Schedule } from './schedule';
 
 /** Skip a fire while the previous fire's task is not finished, fire anyway, or cancel the previous. */

@@ -11,8 +11,8 @@ import {
 } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
-import { Metrics } from '../common/metrics';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { Metrics } from '../metrics';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import {
   CreateTimerDto,
   ProducerStatusDto,

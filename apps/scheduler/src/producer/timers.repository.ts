@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { TransactionRunner } from '../database/transaction-runner';
-import { CreateTaskDto } from '../tasks/dto/create-task.dto';
+import { TransactionRunner } from '../database';
+import { CreateTaskDto } from '../tasks';
 import { Schedule } from './schedule';
 import { ProducerMemberEntity, TimerEntity } from './timer.entity';
 import { MisfirePolicy, OverlapPolicy, TimerModel } from './timer.model';

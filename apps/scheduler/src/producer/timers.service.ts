@@ -5,10 +5,8 @@ import {
   RepetitionKind,
   TaskStatus,
 } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { IdGenerator } from '../common/id-generator';
-import { CreateTaskDto } from '../tasks/dto/create-task.dto';
-import { TasksService } from '../tasks/tasks.service';
+import { Clock, IdGenerator } from '../common';
+import { CreateTaskDto, TasksService } from '../tasks';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
 import { ProducerService } from './producer.service';
 import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';

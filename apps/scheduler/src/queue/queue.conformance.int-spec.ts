@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import Redis from 'ioredis';
 import { RedisQueueDriver } from './drivers/redis.queue.driver';
-import { QueueDriverName } from './queue.config';
+import { QueueDriverName } from '../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from './queue.driver';
 import { QueueErrorCode, QueueException } from './queue.exception';
 import { createQueueDriver } from './queue.factory';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { MemoryQueueDriver } from './drivers/memory.queue.driver';
-import { QueueConfig } from './queue.config';
+import { QueueConfig } from '../config';
 import { QueueErrorCode } from './queue.exception';
 import { createQueueDriver, QUEUE_DRIVER_NAMES } from './queue.factory';
 

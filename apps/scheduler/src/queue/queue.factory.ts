@@ -1,6 +1,6 @@
 import { MemoryQueueDriver } from './drivers/memory.queue.driver';
 import { RedisQueueDriver } from './drivers/redis.queue.driver';
-import { DEFAULT_QUEUE_PREFIX, QueueConfig, QueueDriverName } from './queue.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig, QueueDriverName } from '../config';
 import { QueueDriver } from './queue.driver';
 import { QueueErrorCode, QueueException } from './queue.exception';
 

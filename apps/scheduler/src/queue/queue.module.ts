@@ -1,9 +1,14 @@
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import { QueueConfig } from './queue.config';
+import { QueueConfig } from '../config';
+import { EnqueueTracker } from './enqueue-tracker';
+import { QueueLanes } from './queue-lanes';
 import { QUEUE_DRIVER, QueueDriver } from './queue.driver';
 import { createQueueDriver } from './queue.factory';
 
-/** Provides the configured QueueDriver under `QUEUE_DRIVER` and closes it on shutdown. */
+/**
+ * The queue tasks wait in: the configured driver (memory or Redis) behind the two lanes (main and
+ * retry). Other modules see only the lanes and the tracker of what this process enqueued.
+ */
 @Module({})
 export class QueueModule implements OnApplicationShutdown {
   constructor(@Inject(QUEUE_DRIVER) private readonly queue: QueueDriver) {}
@@ -12,10 +17,14 @@ export class QueueModule implements OnApplicationShutdown {
   static forRoot(config: QueueConfig): DynamicModule {
     return {
       module: QueueModule,
-      // Dispatcher, Checker and runner all use the one queue; importing it once is enough.
+      // Dispatcher, Checker, runner, engine and the task API all use the one queue.
       global: true,
-      providers: [{ provide: QUEUE_DRIVER, useFactory: () => createQueueDriver(config) }],
-      exports: [QUEUE_DRIVER],
+      providers: [
+        { provide: QUEUE_DRIVER, useFactory: () => createQueueDriver(config) },
+        EnqueueTracker,
+        QueueLanes,
+      ],
+      exports: [QueueLanes, EnqueueTracker],
     };
   }
 

@@ -5,10 +5,9 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { EnqueueTracker } from './enqueue-tracker';
-import { QueueLanes } from './queue-lanes';
-import { EARLY_CLAIM_MS, TaskEngine } from './task-engine.service';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { EnqueueTracker, QueueLanes } from '../queue';
+import { EARLY_CLAIM_MS, TaskEngine } from '../engine';
 
 type Lane = 'main' | 'retry';
 

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber, jsonText } from '../database/column-transformers';
+import { bigintNumber, jsonText } from '../database';
 
 /** What to do when a timeout fires: try again, give up, or only tell people. */
 export const TIMEOUT_POLICIES = ['retry', 'fail', 'alert'] as const;

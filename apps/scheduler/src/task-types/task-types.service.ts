@@ -5,7 +5,7 @@ import {
   ContractErrorCode,
   ContractException,
 } from '@baton/task-contract';
-import { Clock } from '../common/clock';
+import { Clock } from '../common';
 import { UpdateTaskTypeDto } from './dto/task-type.dto';
 import { TASK_TYPE_DEFAULTS, TaskTypeModel } from './task-type.model';
 import { TaskTypesRepository } from './task-types.repository';

@@ -12,7 +12,7 @@ import {
   ok,
   parseFence,
 } from '@baton/task-contract';
-import { TaskEngine } from '../runner/task-engine.service';
+import { TaskEngine } from '../engine';
 
 function fenceOf(value: string | undefined): number {
   const fence = parseFence(value);

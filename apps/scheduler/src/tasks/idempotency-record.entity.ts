@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber } from '../database/column-transformers';
+import { bigintNumber } from '../database';
 
 /** A create request seen under an Idempotency-Key: in flight, or its stored answer. */
 @Entity('baton_idempotency')

@@ -2,9 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { createHash } from 'node:crypto';
 import { DataSource, QueryFailedError } from 'typeorm';
-import { Clock } from '../common/clock';
-import { crashPoint } from '../common/crash-points';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { Clock, crashPoint } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { IdempotencyRecordEntity } from './idempotency-record.entity';
 
 /** Canonical JSON: keys sorted, so the same body hashes the same whatever the key order. */

@@ -12,18 +12,23 @@ import {
   WorkerClient,
   canTransition,
 } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { IdGenerator } from '../common/id-generator';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { QueueLanes } from '../runner/queue-lanes';
-import { RunnerService } from '../runner/runner.service';
-import { WORKER_CLIENT } from '../runner/runner.tokens';
-import { TaskTypesService } from '../task-types/task-types.service';
-import { WorkersService } from '../workers/workers.service';
+import { Clock, IdGenerator } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { QueueLanes } from '../queue';
+import { RunnerService } from '../runner';
+import { WORKER_CLIENT } from '../engine';
+import { TaskTypesService } from '../task-types';
+import { WorkersService } from '../workers';
 import { CreateTaskDto } from './dto/create-task.dto';
 import { ListTasksQuery } from './dto/list-tasks.query';
-import { TaskAttemptModel, TaskEventModel, TaskModel, TaskPatch } from './task.model';
-import { TaskChange, TasksRepository } from './tasks.repository';
+import {
+  TaskAttemptModel,
+  TaskEventModel,
+  TaskModel,
+  TaskPatch,
+  TaskChange,
+  TasksRepository,
+} from '../task-store';
 
 const MAX_PARAMS_BYTES = 64 * 1024;
 const ACTOR = 'api';

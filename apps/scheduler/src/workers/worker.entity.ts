@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { bigintNumber, jsonText } from '../database/column-transformers';
+import { bigintNumber, jsonText } from '../database';
 
 /** A registered worker instance. */
 @Entity('baton_worker')

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
-import { Clock } from '../common/clock';
+import { Clock } from '../common';
 import { RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
 import { WorkersService } from './workers.service';
 

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { TaskTypesService } from '../task-types/task-types.service';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TaskTypesService } from '../task-types';
 import { RegisterWorkerDto } from './dto/worker.dto';
 import { WorkerModel } from './worker.model';
 import { WorkersRepository } from './workers.repository';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { DatabaseConfig } from '../database.config';
+import { DatabaseConfig } from '../../config';
 
 /** A database made for one test file, and how to throw it away. */
 export interface TestDatabase {

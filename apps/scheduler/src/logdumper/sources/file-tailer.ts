@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Lease, LockProvider } from '@baton/locks';
-import { crashPoint } from '../../common/crash-points';
+import { crashPoint } from '../../common';
 import { FilePosition, LogOffsetsRepository, StoredClaim } from '../log-offsets.repository';
 import { LogProcessorService } from '../log-processor.service';
 import { MalformedRecord, sourceId } from '../log-record';

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { crashPoint } from '../../common/crash-points';
+import { crashPoint } from '../../common';
 import { Incoming, LogProcessorService } from '../log-processor.service';
 import { MAX_LINE_CHARS, MalformedRecord, contentOfLine, sourceId } from '../log-record';
 import { RedisStreamDriver, StreamEntry } from './redis-stream.driver';

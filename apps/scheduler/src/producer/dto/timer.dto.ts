@@ -14,7 +14,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { CreateTaskDto } from '../../tasks/dto/create-task.dto';
+import { CreateTaskDto } from '../../tasks';
 import {
   MISFIRE_POLICIES,
   MisfirePolicy,

@@ -1,16 +1,9 @@
 import Redis, { ChainableCommander, Cluster } from 'ioredis';
+import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
 import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
 import { QueueErrorCode, QueueException } from '../queue.exception';
 import * as lua from './redis-queue.scripts';
-
-/** Where to connect when the driver is to open (and own) its client. */
-export interface RedisQueueConnection {
-  host: string;
-  port: number;
-  db?: number;
-  password?: string;
-}
 
 export interface RedisQueueDriverOptions {
   /**

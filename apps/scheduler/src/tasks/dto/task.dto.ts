@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
-import { TaskAttemptModel, TaskEventModel, TaskModel } from '../task.model';
+import { TaskAttemptModel, TaskEventModel, TaskModel } from '../../task-store';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 

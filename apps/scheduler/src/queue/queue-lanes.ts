@@ -1,10 +1,8 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { DEFAULT_QUEUE_PREFIX, QueueConfig } from '../queue/queue.config';
-import type { DueTask } from '../tasks/tasks.repository';
-import { QUEUE_DRIVER, QueueDriver } from '../queue/queue.driver';
-import { createQueueDriver } from '../queue/queue.factory';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig, SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { QUEUE_DRIVER, QueueDriver } from './queue.driver';
+import { createQueueDriver } from './queue.factory';
 import { EnqueueTracker } from './enqueue-tracker';
 
 /** The retry lane lives beside the main queue, under its own keys. */
@@ -14,7 +12,12 @@ function retryLaneConfig(main: QueueConfig): QueueConfig {
 }
 
 /** A task as the queues need it (a task row or a due-list entry will do). */
-export type LaneEntry = Pick<DueTask, 'taskId' | 'priority' | 'status'> & { dueAt: number | null };
+export interface LaneEntry {
+  taskId: string;
+  priority: number;
+  status: TaskStatus;
+  dueAt: number | null;
+}
 
 /**
  * The two queues tasks wait in (ARCHITECTURE.md §6): the main lane, and a retry lane the runner

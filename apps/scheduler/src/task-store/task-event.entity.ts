@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { bigintNumber } from '../database/column-transformers';
+import { bigintNumber } from '../database';
 
 /** One line of a task's lifecycle log: who moved it, when, from, to, why, in which attempt. */
 @Entity('baton_task_event')

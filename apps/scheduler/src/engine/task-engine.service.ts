@@ -19,21 +19,16 @@ import {
   WorkerUnavailableError,
   waitUntil,
 } from '@baton/task-contract';
-import { Clock } from '../common/clock';
-import { crashPoint } from '../common/crash-points';
-import { Metrics } from '../common/metrics';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
-import { TimeoutPolicy } from '../task-types/task-type.entity';
-import { TaskTypeModel } from '../task-types/task-type.model';
-import { TaskTypesService } from '../task-types/task-types.service';
-import { TaskModel, TaskPatch } from '../tasks/task.model';
-import { TaskChange, TasksRepository } from '../tasks/tasks.repository';
-import { WorkerModel } from '../workers/worker.model';
-import { WorkersService } from '../workers/workers.service';
+import { Clock, crashPoint } from '../common';
+import { Metrics } from '../metrics';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TimeoutPolicy, TaskTypeModel, TaskTypesService } from '../task-types';
+import { TaskModel, TaskPatch, TaskChange, TasksRepository } from '../task-store';
+import { WorkerModel, WorkersService } from '../workers';
 import { RateLimit, RateLimiter } from './rate-limiter';
 import { ResourceLeases } from './resource-leases';
-import { QueueLanes } from './queue-lanes';
-import { WORKER_CLIENT } from './runner.tokens';
+import { QueueLanes } from '../queue';
+import { WORKER_CLIENT } from './engine.tokens';
 
 /** Statuses the engine drives when they are due; the rest wait for a person or a worker. */
 export const DRIVABLE: readonly TaskStatus[] = [

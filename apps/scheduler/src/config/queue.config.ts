@@ -1,4 +1,10 @@
-import type { RedisQueueConnection } from './drivers/redis.queue.driver';
+/** Where the Redis queue driver connects when it opens (and owns) its client. */
+export interface RedisQueueConnection {
+  host: string;
+  port: number;
+  db?: number;
+  password?: string;
+}
 
 /** The queue drivers the factory knows. */
 export type QueueDriverName = 'memory' | 'redis';

@@ -1,4 +1,4 @@
-import { Clock } from '../common/clock';
+import { Clock } from '../common';
 import { RateLimiter } from './rate-limiter';
 
 class StillClock extends Clock {

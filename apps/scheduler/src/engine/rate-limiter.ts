@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Clock } from '../common/clock';
+import { Clock } from '../common';
 
 interface Bucket {
   tokens: number;

@@ -1,13 +1,13 @@
 import { BlockingKind, ContractErrorCode, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
-import { createDataSource } from '../database/data-source.factory';
-import { TransactionRunner } from '../database/transaction-runner';
+import { createDataSource, TransactionRunner } from '../database';
+import { ENTITIES } from '../entities';
 import {
   TestDatabase,
   mysqlTestDatabase,
   sqliteTestDatabase,
 } from '../database/testing/test-databases';
-import { Metrics } from '../common/metrics';
+import { Metrics } from '../metrics';
 import { STORED_JSON_MAX_BYTES, TasksRepository } from './tasks.repository';
 import { TaskModel } from './task.model';
 
@@ -71,7 +71,7 @@ describe.each([
 
   beforeAll(async () => {
     testDb = await make();
-    ds = createDataSource(testDb.config);
+    ds = createDataSource(testDb.config, ENTITIES);
     await ds.initialize();
     await ds.runMigrations();
     repo = new TasksRepository(ds, new TransactionRunner(ds), metrics);

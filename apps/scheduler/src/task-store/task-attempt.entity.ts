@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { bigintNumber } from '../database/column-transformers';
+import { bigintNumber } from '../database';
 
 /** One run attempt: which worker, when it started and ended, how. */
 @Entity('baton_task_attempt')

@@ -1,5 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { Metrics } from '../common/metrics';
+import { Metrics } from '../metrics';
 import {
   BlockingKind,
   ContractErrorCode,
@@ -9,7 +9,7 @@ import {
   assertTransition,
 } from '@baton/task-contract';
 import { Brackets, DataSource, EntityManager, In, QueryFailedError } from 'typeorm';
-import { TransactionRunner } from '../database/transaction-runner';
+import { TransactionRunner } from '../database';
 import { TaskAttemptEntity } from './task-attempt.entity';
 import { TaskEventEntity } from './task-event.entity';
 import { TaskEntity } from './task.entity';

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { bigintNumber, jsonText } from '../database/column-transformers';
+import { bigintNumber, jsonText } from '../database';
 
 /** One task (ARCHITECTURE.md §2). Never leaves the repository: services see TaskModel. */
 @Entity('baton_task')

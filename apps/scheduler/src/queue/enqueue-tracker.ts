@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Clock } from '../common/clock';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config/scheduler.config';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 
 /**
  * Which tasks this process put in the queue and has not finished with yet, so the Dispatcher

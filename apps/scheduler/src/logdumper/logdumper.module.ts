@@ -1,4 +1,5 @@
-import { Provider, Type } from '@nestjs/common';
+import { Module } from '@nestjs/common';
+import { TasksModule } from '../tasks';
 import { LogIngestService } from './log-ingest.service';
 import { LogOffsetsRepository } from './log-offsets.repository';
 import { LogProcessorService } from './log-processor.service';
@@ -9,18 +10,18 @@ import { LogSourcesService } from './log-sources.service';
 import { LogDumperCounters } from './logdumper.counters';
 import { LogsController } from './logs.controller';
 
-/**
- * The LogDumper's parts, listed into SchedulerAppModule: they create tasks through TasksService,
- * which lives there, so a separate Nest module would need it exported back (a cycle).
- */
-export const LOGDUMPER_CONTROLLERS: Type[] = [LogRulesController, LogsController];
-
-export const LOGDUMPER_PROVIDERS: Provider[] = [
-  LogDumperCounters,
-  LogRulesRepository,
-  LogOffsetsRepository,
-  LogRulesService,
-  LogProcessorService,
-  LogIngestService,
-  LogSourcesService,
-];
+/** The LogDumper: tasks from log records (HTTP ingest, tailed files, Redis streams) through rules. */
+@Module({
+  imports: [TasksModule],
+  controllers: [LogRulesController, LogsController],
+  providers: [
+    LogDumperCounters,
+    LogRulesRepository,
+    LogOffsetsRepository,
+    LogRulesService,
+    LogProcessorService,
+    LogIngestService,
+    LogSourcesService,
+  ],
+})
+export class LogDumperModule {}

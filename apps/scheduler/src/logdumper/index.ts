@@ -1,0 +1,7 @@
+import { LogOffsetEntity } from './log-offset.entity';
+import { LogRuleEntity } from './log-rule.entity';
+
+export * from './logdumper.module';
+
+/** The tables this module owns, for the data source. */
+export const LOGDUMPER_ENTITIES = [LogRuleEntity, LogOffsetEntity];

@@ -1,0 +1,6 @@
+export * from './enqueue-tracker';
+export * from './queue-lanes';
+export * from './queue.driver';
+export * from './queue.exception';
+export * from './queue.factory';
+export * from './queue.module';

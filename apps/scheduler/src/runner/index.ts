@@ -1,0 +1,2 @@
+export * from './runner.module';
+export * from './runner.service';

@@ -1,0 +1,8 @@
+import { IdempotencyRecordEntity } from './idempotency-record.entity';
+
+export * from './dto/create-task.dto';
+export * from './tasks.module';
+export * from './tasks.service';
+
+/** The tables this module owns, for the data source. */
+export const TASKS_ENTITIES = [IdempotencyRecordEntity];
