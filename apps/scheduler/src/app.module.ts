@@ -13,6 +13,7 @@ import { MetricsModule } from './metrics';
 import { ProducerModule } from './producer';
 import { QueueModule } from './queue';
 import { RunnerModule } from './runner';
+import { TaskMetricsModule } from './task-metrics';
 import { TaskStoreModule } from './task-store';
 import { TaskTypesModule } from './task-types';
 import { TasksModule } from './tasks';
@@ -49,6 +50,8 @@ export class SchedulerAppModule {
         TasksModule,
         ProducerModule,
         LogDumperModule,
+        // Who learns of what happened to them: through the task store's durable change feed.
+        TaskMetricsModule,
         HealthModule,
       ],
     };

@@ -13,7 +13,9 @@ export type CrashPoint =
   /** The tasks of a batch of log records exist; the file offset / stream ack is not written yet. */
   | 'after-log-tasks'
   /** A create under an Idempotency-Key header wrote its task; the stored answer is not written. */
-  | 'after-idempotent-create';
+  | 'after-idempotent-create'
+  /** A move to FINISH is committed (its change-feed rows with it); no consumer has it yet. */
+  | 'after-final-transition';
 
 const armed = new Set(
   (process.env.BATON_CRASH_AT ?? '')
@@ -21,6 +23,11 @@ const armed = new Set(
     .map((s) => s.trim())
     .filter(Boolean),
 );
+
+/** Whether a test armed this point (to skip work that only decides whether to crash). */
+export function crashArmed(name: CrashPoint): boolean {
+  return armed.size > 0 && armed.has(name);
+}
 
 export function crashPoint(name: CrashPoint): void {
   if (armed.size > 0 && armed.has(name)) {

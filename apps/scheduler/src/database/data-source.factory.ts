@@ -4,6 +4,7 @@ import { Init1763800000000 } from './migrations/1763800000000-Init';
 import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskTypeRateLimit';
 import { Timers1764000000000 } from './migrations/1764000000000-Timers';
 import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
+import { TaskChanges1764200000000 } from './migrations/1764200000000-TaskChanges';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -15,6 +16,7 @@ export const MIGRATIONS = [
   TaskTypeRateLimit1763900000000,
   Timers1764000000000,
   LogDumper1764100000000,
+  TaskChanges1764200000000,
 ];
 
 /**

@@ -4,15 +4,27 @@ import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStoreModule } from '../task-store';
 import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
+import { AttemptRunner } from './attempt-runner';
+import { AttemptStarter } from './attempt-starter';
 import { WORKER_CLIENT } from './engine.tokens';
+import { FailurePolicy } from './failure-policy';
+import { LeaseKeeper } from './lease-keeper';
+import { PermanentLives } from './permanent-lives';
 import { RateLimiter } from './rate-limiter';
 import { ResourceLeases } from './resource-leases';
+import { TaskClaims } from './task-claims';
+import { TaskCleanup } from './task-cleanup';
 import { TaskEngine } from './task-engine.service';
+import { TaskPoller } from './task-poller';
+import { TaskSteps } from './task-steps';
+import { WorkerReports } from './worker-reports';
+import { WorkerStateAdoption } from './worker-state-adoption';
 
 /**
  * The engine: drives one task at a time through its states by calling its worker (ARCHITECTURE
- * §5), under a claim and fence. Exports the engine itself, the resource leases (the Checker frees
- * those of tasks that ended elsewhere) and the worker client (a cancel tells the worker).
+ * §5), under a claim and fence. Exports the engine itself, the reports of async workers (the
+ * callback endpoints), the resource leases (the Checker frees those of tasks that ended elsewhere) and the
+ * worker client (a cancel tells the worker). Its parts stay inside.
  */
 @Module({
   imports: [TaskStoreModule, TaskTypesModule, WorkersModule],
@@ -25,8 +37,19 @@ import { TaskEngine } from './task-engine.service';
     },
     RateLimiter,
     ResourceLeases,
+    TaskSteps,
+    LeaseKeeper,
+    TaskClaims,
+    PermanentLives,
+    TaskCleanup,
+    FailurePolicy,
+    WorkerStateAdoption,
+    WorkerReports,
+    AttemptRunner,
+    TaskPoller,
+    AttemptStarter,
     TaskEngine,
   ],
-  exports: [TaskEngine, ResourceLeases, WORKER_CLIENT],
+  exports: [TaskEngine, WorkerReports, ResourceLeases, WORKER_CLIENT],
 })
 export class EngineModule {}

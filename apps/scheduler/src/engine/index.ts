@@ -1,4 +1,6 @@
 export * from './engine.module';
 export * from './engine.tokens';
+export { DRIVABLE, EARLY_CLAIM_MS } from './engine-rules';
 export * from './resource-leases';
-export { DRIVABLE, EARLY_CLAIM_MS, TaskEngine } from './task-engine.service';
+export * from './task-engine.service';
+export * from './worker-reports';

@@ -38,6 +38,17 @@ export class Metrics {
     return out;
   }
 
+  /** Every series of every counter, by counter name (copies). */
+  all(): Map<string, Series[]> {
+    const out = new Map<string, Series[]>();
+    for (const c of this.counters.values()) {
+      const list = out.get(c.name) ?? [];
+      list.push({ labels: { ...c.labels }, value: c.value });
+      out.set(c.name, list);
+    }
+    return out;
+  }
+
   /** Every counter, keyed `name{label="value",...}`, sorted. */
   snapshot(): Record<string, number> {
     return Object.fromEntries(

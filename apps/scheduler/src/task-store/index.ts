@@ -1,8 +1,14 @@
 import { TaskAttemptEntity } from './task-attempt.entity';
+import { TaskChangeEntity } from './task-change.entity';
 import { TaskEventEntity } from './task-event.entity';
 import { TaskLabelEntity } from './task-label.entity';
 import { TaskEntity } from './task.entity';
 
+export type { TaskChange } from './task-change';
+export type { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from './task-change-feed';
+export { TaskChangeFeed } from './task-change-feed';
+export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
+export * from './task-log.repository';
 export * from './task-store.module';
 export * from './task.model';
 export * from './tasks.repository';
@@ -13,4 +19,5 @@ export const TASK_STORE_ENTITIES = [
   TaskEventEntity,
   TaskLabelEntity,
   TaskAttemptEntity,
+  TaskChangeEntity,
 ];

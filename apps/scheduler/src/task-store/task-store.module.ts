@@ -1,9 +1,26 @@
 import { Module } from '@nestjs/common';
+import { GroupCommitWriter } from './group-commit.writer';
+import { SqlRunner } from './sql-runner';
+import { TaskChangeFeed } from './task-change-feed';
+import { TaskChangeRelay } from './task-change-relay';
+import { TaskLogRepository } from './task-log.repository';
 import { TasksRepository } from './tasks.repository';
 
 /**
- * Where tasks live: their rows and compare-and-set, the lifecycle log and attempts, the
- * group-commit writer. Every other module reads and changes tasks through what this one exports.
+ * Where tasks live: their rows and compare-and-set (TasksRepository), the lifecycle log and
+ * attempts (TaskLogRepository), the group-commit writer behind every transition, and the durable
+ * status-change seam (TaskChangeFeed: consumers subscribe; TaskChangeRelay hands the outbox over).
+ * Other modules read and change tasks only through what this module exports.
  */
-@Module({ providers: [TasksRepository], exports: [TasksRepository] })
+@Module({
+  providers: [
+    SqlRunner,
+    TaskChangeFeed,
+    TaskChangeRelay,
+    TaskLogRepository,
+    GroupCommitWriter,
+    TasksRepository,
+  ],
+  exports: [TasksRepository, TaskLogRepository, TaskChangeFeed],
+})
 export class TaskStoreModule {}

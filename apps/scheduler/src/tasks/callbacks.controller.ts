@@ -12,7 +12,7 @@ import {
   ok,
   parseFence,
 } from '@baton/task-contract';
-import { TaskEngine } from '../engine';
+import { TaskEngine, WorkerReports } from '../engine';
 
 function fenceOf(value: string | undefined): number {
   const fence = parseFence(value);
@@ -51,7 +51,10 @@ function answer(
 @UseGuards(WorkerAuthGuard)
 @Controller('v1/tasks/:task_id')
 export class CallbacksController {
-  constructor(private readonly engine: TaskEngine) {}
+  constructor(
+    private readonly reports: WorkerReports,
+    private readonly engine: TaskEngine,
+  ) {}
 
   @Put('notify')
   @ApiOperation({ summary: 'an async worker reports the outcome of a run' })
@@ -60,7 +63,7 @@ export class CallbacksController {
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() dto: CompletionCallbackDto,
   ) {
-    const { verdict, task } = await this.engine.completeFromWorker(
+    const { verdict, task } = await this.reports.completeFromWorker(
       taskId,
       fenceOf(fence),
       dto.attempt,
@@ -79,7 +82,7 @@ export class CallbacksController {
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() dto: HeartbeatCallbackDto,
   ) {
-    return answer(taskId, await this.engine.beatFromWorker(taskId, fenceOf(fence), dto.attempt));
+    return answer(taskId, await this.reports.beatFromWorker(taskId, fenceOf(fence), dto.attempt));
   }
 
   @Put('progress')
@@ -92,7 +95,7 @@ export class CallbacksController {
     const progress = { percent: dto.percent, step: dto.step ?? null, message: dto.message ?? null };
     return answer(
       taskId,
-      await this.engine.beatFromWorker(taskId, fenceOf(fence), dto.attempt, progress),
+      await this.reports.beatFromWorker(taskId, fenceOf(fence), dto.attempt, progress),
     );
   }
 }

@@ -27,6 +27,7 @@ import {
   TaskModel,
   TaskPatch,
   TaskChange,
+  TaskLogRepository,
   TasksRepository,
 } from '../task-store';
 
@@ -64,6 +65,7 @@ function illegal(what: string, t: TaskModel): ContractException {
 export class TasksService {
   constructor(
     private readonly repo: TasksRepository,
+    private readonly log: TaskLogRepository,
     private readonly types: TaskTypesService,
     private readonly workers: WorkersService,
     private readonly runner: RunnerService,
@@ -168,12 +170,12 @@ export class TasksService {
 
   async events(taskId: string): Promise<TaskEventModel[]> {
     await this.get(taskId);
-    return this.repo.events(taskId);
+    return this.log.events(taskId);
   }
 
   async attempts(taskId: string): Promise<TaskAttemptModel[]> {
     await this.get(taskId);
-    return this.repo.attempts(taskId);
+    return this.log.attempts(taskId);
   }
 
   // ---- actions ------------------------------------------------------------------------------

@@ -8,7 +8,12 @@ import {
   sqliteTestDatabase,
 } from '../database/testing/test-databases';
 import { Metrics } from '../metrics';
-import { STORED_JSON_MAX_BYTES, TasksRepository } from './tasks.repository';
+import { GroupCommitWriter } from './group-commit.writer';
+import { SqlRunner } from './sql-runner';
+import { TaskChangeFeed } from './task-change-feed';
+import { TaskLogRepository } from './task-log.repository';
+import { STORED_JSON_MAX_BYTES } from './task-row.mapping';
+import { TasksRepository } from './tasks.repository';
 import { TaskModel } from './task.model';
 
 let seq = 0;
@@ -62,10 +67,12 @@ function newTask(over: Partial<TaskModel> = {}): TaskModel {
 describe.each([
   ['sqlite', async () => sqliteTestDatabase()],
   ['mysql', mysqlTestDatabase],
-])('TasksRepository on %s', (_name, make: () => Promise<TestDatabase>) => {
+])('the task store on %s', (_name, make: () => Promise<TestDatabase>) => {
   let testDb: TestDatabase;
   let ds: DataSource;
   let repo: TasksRepository;
+  let log: TaskLogRepository;
+  let sql: SqlRunner;
   const metrics = new Metrics();
   const retries = (): number => metrics.get('baton_group_commit_retries_total');
 
@@ -74,7 +81,12 @@ describe.each([
     ds = createDataSource(testDb.config, ENTITIES);
     await ds.initialize();
     await ds.runMigrations();
-    repo = new TasksRepository(ds, new TransactionRunner(ds), metrics);
+    const tx = new TransactionRunner(ds);
+    sql = new SqlRunner(ds);
+    const feed = new TaskChangeFeed(sql);
+    log = new TaskLogRepository(ds, sql, feed);
+    const writer = new GroupCommitWriter(ds, tx, sql, log, feed, metrics);
+    repo = new TasksRepository(ds, tx, sql, writer, log, feed);
   });
 
   afterAll(async () => {
@@ -90,7 +102,7 @@ describe.each([
     const task = newTask({ labels: { team: 'db', env: 'prod' }, fence: 2 ** 40 });
     await repo.insert(task, 'created by test', 'api');
     await expect(repo.findById(task.taskId)).resolves.toEqual(task);
-    const events = await repo.events(task.taskId);
+    const events = await log.events(task.taskId);
     expect(events.map((e) => [e.from, e.to, e.reason, e.actor])).toEqual([
       [null, TaskStatus.INIT, 'created by test', 'api'],
     ]);
@@ -140,9 +152,9 @@ describe.each([
         expect([a, b].filter(Boolean)).toHaveLength(1);
         const stored = await repo.findById(tasks[i].taskId);
         expect(stored).toEqual(winner);
-        const events = await repo.events(tasks[i].taskId);
+        const events = await log.events(tasks[i].taskId);
         expect(events.map((e) => e.to)).toEqual([TaskStatus.INIT, winner?.status]);
-        const attempts = await repo.attempts(tasks[i].taskId);
+        const attempts = await log.attempts(tasks[i].taskId);
         expect(attempts).toHaveLength(a ? 1 : 0);
       }
       // The attempts end together too: each row closed with its own outcome and error.
@@ -165,7 +177,7 @@ describe.each([
       );
       expect(ends.every(Boolean)).toBe(true);
       for (const [k, t] of started.entries()) {
-        const [row] = await repo.attempts(t.taskId);
+        const [row] = await log.attempts(t.taskId);
         expect(row).toMatchObject({
           attempt: 1,
           endedAt: later + k,
@@ -188,14 +200,14 @@ describe.each([
         ),
       ),
     );
-    const internals = repo as unknown as {
+    const internals = sql as unknown as {
       exec: (m: unknown, sql: string, params: unknown[]) => Promise<unknown>;
     };
-    const exec = internals.exec.bind(repo);
+    const exec = internals.exec.bind(sql);
     const updates: string[] = [];
-    internals.exec = (m, sql, params) => {
-      if (sql.startsWith('UPDATE baton_task SET')) updates.push(sql);
-      return exec(m, sql, params);
+    internals.exec = (m, text, params) => {
+      if (text.startsWith('UPDATE baton_task SET')) updates.push(text);
+      return exec(m, text, params);
     };
     const now = Date.now();
     // Two shapes of change: different columns set, one row with a fence bump.
@@ -237,7 +249,7 @@ describe.each([
         );
         expect(stored?.version).toBe(t.version + 1);
         expect(stored?.updatedAt).toBe(now + i);
-        const events = await repo.events(t.taskId);
+        const events = await log.events(t.taskId);
         expect(events.map((e) => e.reason)).toEqual([
           'c',
           i % 2 === 0 ? `wait ${i}` : `start ${i}`,
@@ -400,7 +412,7 @@ describe.each([
     const stored = await repo.findById(task.taskId);
     expect(stored).toEqual(winners[0]);
     expect(stored?.version).toBe(1);
-    const events = await repo.events(task.taskId);
+    const events = await log.events(task.taskId);
     expect(events).toHaveLength(2);
     expect(events[1].to).toBe(stored?.status);
   });
@@ -433,7 +445,7 @@ describe.each([
       status: TaskStatus.INIT,
     });
     // a change of fields only writes no event
-    expect(await repo.events(task.taskId)).toHaveLength(1);
+    expect(await log.events(task.taskId)).toHaveLength(1);
   });
 
   it('refuses a move the transition table forbids, writing nothing', async () => {
@@ -555,7 +567,7 @@ describe.each([
       },
       20,
     );
-    expect(await repo.attempts(task.taskId)).toEqual([
+    expect(await log.attempts(task.taskId)).toEqual([
       {
         taskId: task.taskId,
         attempt: 1,

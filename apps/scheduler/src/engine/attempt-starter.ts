@@ -1,0 +1,133 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { TaskStatus } from '@baton/task-contract';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TaskModel, TasksRepository } from '../task-store';
+import { TaskTypeModel, TaskTypesService } from '../task-types';
+import { WorkersService } from '../workers';
+import { AttemptRunner } from './attempt-runner';
+import { EARLY_CLAIM_MS, Step, backoff } from './engine-rules';
+import { FailurePolicy } from './failure-policy';
+import { RateLimit, RateLimiter } from './rate-limiter';
+import { ResourceLeases } from './resource-leases';
+import { TaskSteps } from './task-steps';
+
+/**
+ * Whether an attempt may start now, and on which worker: start time, rate limits, the queue
+ * timeout, the type's concurrency, the task's lock keys, a healthy worker with a free slot.
+ * Whatever stands in the way, the task waits (POSTPONE) with the reason logged.
+ */
+@Injectable()
+export class AttemptStarter {
+  private readonly logger = new Logger('TaskEngine');
+
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly types: TaskTypesService,
+    private readonly workers: WorkersService,
+    private readonly leases: ResourceLeases,
+    private readonly limiter: RateLimiter,
+    private readonly steps: TaskSteps,
+    private readonly policy: FailurePolicy,
+    private readonly attempts: AttemptRunner,
+    private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  /** INIT, POSTPONE, NONE, or a re-drive of CREATE/PREPARE after a crash: (re)create on a worker and run. */
+  async startAttempt(t: TaskModel): Promise<Step> {
+    const type = await this.types.find(t.taskType);
+    if (!type) return this.policy.noType(t);
+    const now = this.clock.now();
+    // Claimed a moment early (EARLY_CLAIM_MS) goes on: the worker is called on the instant itself
+    // (runAttempt), with the checks and the opening write done before it.
+    if (t.startTime !== null && t.startTime - now > EARLY_CLAIM_MS) {
+      return this.steps.postpone(
+        t,
+        t.startTime,
+        `waiting for start_time ${new Date(t.startTime).toISOString()}`,
+      );
+    }
+    // Rate limits (per task type, per tenant): a start over the limit waits in POSTPONE.
+    const limits = this.rateLimits(t, type);
+    if (limits.length > 0) {
+      const wait = this.limiter.take(limits);
+      if (wait > 0)
+        return this.steps.postpone(
+          t,
+          now + wait,
+          `rate limit: ${limits.map((l) => `${l.key} at ${l.perSecond}/s`).join(', ')}`,
+        );
+    }
+    // The first of the three timeouts: waiting too long to start at all.
+    if (type.queueTimeoutMs !== null && t.attempt === 0) {
+      const waited = now - (t.startTime ?? t.createdAt);
+      if (waited > type.queueTimeoutMs) {
+        const why = `waited ${waited} ms to start (queue timeout ${type.queueTimeoutMs} ms)`;
+        if (type.timeoutPolicy.queue === 'fail') return this.policy.fail(t, why, 'queue_timeout');
+        // 'alert' (and 'retry', which for a task that never started means: keep waiting).
+        this.logger.warn(`task ${t.taskId}: ${why}`);
+      }
+    }
+    if (
+      type.concurrencyLimit !== null &&
+      (await this.tasks.countByStatus(t.taskType, [TaskStatus.RUNNING])) >= type.concurrencyLimit
+    ) {
+      return this.steps.postpone(
+        t,
+        now + backoff(type, 1),
+        `${t.taskType} is at its concurrency limit of ${type.concurrencyLimit}`,
+      );
+    }
+    if (t.lockKeys.length > 0) {
+      const held = await this.leases.acquire(t.taskId, t.lockKeys, (t.lockTimeout ?? 60) * 1000);
+      if (!held)
+        return this.steps.postpone(
+          t,
+          now + backoff(type, 1),
+          `lock key held: ${t.lockKeys.join(', ')}`,
+        );
+      // The lease says no other starter is here now; the rows say whether a task that started
+      // before still holds a key (its scheduler died and the lease ran out while it runs on).
+      const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId);
+      if (holder !== undefined) {
+        await this.leases.release(t.taskId);
+        return this.steps.postpone(
+          t,
+          now + backoff(type, 1),
+          `lock key held by task ${holder}: ${t.lockKeys.join(', ')}`,
+        );
+      }
+    }
+    // A re-drive goes back to the worker that already has the attempt; a new attempt may go anywhere.
+    const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
+    const worker = await this.workers.pick(t.taskType, {
+      url: sameAttempt ? t.workerUrl : t.requestedUrl,
+    });
+    if (!worker) {
+      await this.leases.release(t.taskId);
+      return this.steps.postpone(
+        t,
+        now + backoff(type, 1),
+        `no healthy ${t.taskType} worker with free capacity`,
+      );
+    }
+    const attempt = sameAttempt ? t.attempt : t.attempt + 1;
+    this.workers.acquireSlot(worker.workerId);
+    try {
+      return await this.attempts.runAttempt(t, type, worker, attempt);
+    } finally {
+      this.workers.releaseSlot(worker.workerId);
+    }
+  }
+
+  private rateLimits(t: TaskModel, type: TaskTypeModel): RateLimit[] {
+    const limits: RateLimit[] = [];
+    if (type.rateLimitPerSec !== null)
+      limits.push({ key: `type:${t.taskType}`, perSecond: type.rateLimitPerSec });
+    const { tenantRates, tenantRateDefault } = this.config.dispatcher;
+    const tenantRate = tenantRates[t.tenant] ?? tenantRateDefault;
+    if (tenantRate > 0) limits.push({ key: `tenant:${t.tenant}`, perSecond: tenantRate });
+    return limits;
+  }
+}

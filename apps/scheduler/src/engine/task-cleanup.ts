@@ -1,0 +1,97 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  ContractCall,
+  NotImplementedError,
+  StaleFenceError,
+  TaskNotFoundError,
+  TaskStatus,
+  WorkerCallError,
+  WorkerClient,
+  WorkerUnavailableError,
+} from '@baton/task-contract';
+import { Clock } from '../common';
+import { TaskModel } from '../task-store';
+import { TaskTypesService } from '../task-types';
+import { WORKER_CLIENT } from './engine.tokens';
+import { REST, Step, keptAlive, message } from './engine-rules';
+import { PermanentLives } from './permanent-lives';
+import { ResourceLeases } from './resource-leases';
+import { TaskSteps } from './task-steps';
+
+/** The end of a task: rollback when asked for, clean on the worker and here, then FINISH. */
+@Injectable()
+export class TaskCleanup {
+  private readonly logger = new Logger('TaskEngine');
+
+  constructor(
+    private readonly types: TaskTypesService,
+    @Inject(WORKER_CLIENT) private readonly client: WorkerClient,
+    private readonly leases: ResourceLeases,
+    private readonly steps: TaskSteps,
+    private readonly lives: PermanentLives,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A final failure (or a rollback asked for): roll back if the type can and wants it, else clean. */
+  async rollbackOrClean(t: TaskModel): Promise<Step> {
+    const type = await this.types.find(t.taskType);
+    const wantsRollback = t.pendingAction === 'rollback' || (type?.rollbackOnFail ?? false);
+    if (wantsRollback && type?.implements.includes(ContractCall.ROLLBACK) && t.workerUrl) {
+      try {
+        await this.client.rollback(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+      } catch (err) {
+        if (!(err instanceof NotImplementedError))
+          return this.steps.retryLater(t, `rollback failed: ${message(err)}`);
+      }
+      const next = await this.steps.step(t, {
+        to: TaskStatus.ROLLBACK,
+        patch: { outcome: TaskStatus.ROLLBACK, pendingAction: null },
+        reason: 'rolled back',
+      });
+      return next ?? REST;
+    }
+    return this.clean(t, TaskStatus.FAIL);
+  }
+
+  /** After an outcome: release resources on the worker and here, then FINISH. */
+  async clean(t: TaskModel, outcome: TaskStatus): Promise<Step> {
+    if (t.pendingAction === 'rollback' && outcome === TaskStatus.SUCCESS)
+      return this.rollbackOrClean(t);
+    const type = await this.types.find(t.taskType);
+    // A permanent task between lives is not cleaned on the worker (a retry is not either): the
+    // worker takes its next attempt from SUCCESS; the clean comes when the task really ends.
+    if (outcome === TaskStatus.SUCCESS && keptAlive(t)) {
+      await this.leases.release(t.taskId);
+      return this.lives.awaitNextLife(t, type, 'success');
+    }
+    if (type?.implements.includes(ContractCall.CLEAN) && t.workerUrl) {
+      try {
+        await this.client.clean(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+      } catch (err) {
+        if (err instanceof StaleFenceError) return REST;
+        // The worker forgot the task or cannot be reached: nothing of ours to release there.
+        if (!(
+          err instanceof TaskNotFoundError ||
+          err instanceof WorkerUnavailableError ||
+          err instanceof WorkerCallError
+        ))
+          throw err;
+        this.logger.warn(`clean of ${t.taskId} failed: ${message(err)}`);
+      }
+    }
+    await this.leases.release(t.taskId);
+    const now = this.clock.now();
+    await this.steps.step(t, {
+      to: TaskStatus.FINISH,
+      patch: {
+        outcome: t.outcome ?? outcome,
+        finishedAt: now,
+        dueAt: null,
+        owner: null,
+        leaseUntil: null,
+      },
+      reason: `cleaned up (${t.outcome ?? outcome})`,
+    });
+    return REST;
+  }
+}

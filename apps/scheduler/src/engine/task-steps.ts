@@ -1,0 +1,107 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { KeyedMutex, TaskStatus, canTransition } from '@baton/task-contract';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TaskChange, TaskModel, TasksRepository } from '../task-store';
+import { REST, Step } from './engine-rules';
+
+/**
+ * The engine's writes of the tasks it drives: each a compare-and-set step on the row, made under
+ * a per-task lock and from the newest row this process wrote (a lease renewal may have moved the
+ * version on meanwhile), plus the steps that let a task rest.
+ */
+@Injectable()
+export class TaskSteps {
+  private readonly logger = new Logger('TaskEngine');
+  /** Who the steps are logged as. */
+  readonly actor: string;
+  /** The newest row this process wrote per task it drives (lease renewals move the version). */
+  private readonly latest = new Map<string, TaskModel>();
+  private readonly stepLock = new KeyedMutex();
+
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {
+    this.actor = `scheduler:${config.instanceId}`;
+  }
+
+  /** A claim was taken: steps of this drive start from its row. */
+  track(t: TaskModel): void {
+    this.latest.set(t.taskId, t);
+  }
+
+  /** The drive ended: nothing of it is kept. */
+  forget(taskId: string): void {
+    this.latest.delete(taskId);
+  }
+
+  /** The newest row of a task this process drives, if it drives it. */
+  latestOf(taskId: string): TaskModel | undefined {
+    return this.latest.get(taskId);
+  }
+
+  /** Resolves once a step in flight for the task (a renewal) has finished. */
+  async settled(taskId: string): Promise<void> {
+    await this.stepLock.run(taskId, async () => undefined);
+  }
+
+  /** One compare-and-set step; undefined when the task changed under us (we stop driving). */
+  async step(
+    t: TaskModel,
+    change: Omit<TaskChange, 'actor'>,
+    actor = this.actor,
+    onlyIf?: (latest: TaskModel) => boolean,
+  ): Promise<TaskModel | undefined> {
+    return this.stepLock.run(t.taskId, async () => {
+      // A lease renewal may have moved the row on since `t` was read: only the lease changed then.
+      const latest = this.latest.get(t.taskId);
+      if (onlyIf && !onlyIf(latest ?? t)) return undefined;
+      const base =
+        latest && latest.version > t.version
+          ? { ...t, version: latest.version, leaseUntil: latest.leaseUntil }
+          : t;
+      const next = await this.tasks.apply(base, { ...change, actor }, this.clock.now());
+      if (next) this.latest.set(t.taskId, next);
+      else this.logger.debug(`task ${t.taskId}: lost the race for the task`);
+      return next;
+    });
+  }
+
+  /**
+   * The task may not start yet. A first start waits in POSTPONE; a retry (FAIL) or a re-create
+   * (NONE) waits where it is, since the table has no move from there to POSTPONE (and a retry
+   * stays in the retry lane): the wait and its reason are logged as an event either way.
+   */
+  async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
+    const patch = { dueAt: until, owner: null, leaseUntil: null };
+    await this.step(
+      t,
+      canTransition(t.status, TaskStatus.POSTPONE)
+        ? { to: TaskStatus.POSTPONE, patch, reason: why }
+        : { patch, reason: `waiting: ${why}`, note: true },
+    );
+    return REST;
+  }
+
+  /** Look again after a poll interval, the claim given up. */
+  async retryLater(t: TaskModel, why: string): Promise<Step> {
+    await this.step(t, {
+      patch: {
+        dueAt: this.clock.now() + this.config.checker.pollIntervalMs,
+        owner: null,
+        leaseUntil: null,
+      },
+      reason: why,
+    });
+    this.logger.warn(`task ${t.taskId}: ${why}`);
+    return REST;
+  }
+
+  /** Nothing to do until someone acts: the claim given up, nothing due. */
+  async release(t: TaskModel, why: string): Promise<Step> {
+    await this.step(t, { patch: { owner: null, leaseUntil: null, dueAt: null }, reason: why });
+    return REST;
+  }
+}

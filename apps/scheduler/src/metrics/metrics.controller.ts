@@ -1,0 +1,22 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { Metrics } from './metrics';
+import { prometheusText } from './prometheus-text';
+
+@ApiTags('metrics')
+@Controller('metrics')
+export class MetricsController {
+  constructor(private readonly metrics: Metrics) {}
+
+  @Get()
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiProduces('text/plain')
+  @ApiOperation({
+    summary: "this instance's counters, in the Prometheus text format",
+    description:
+      'Counters of this scheduler process since it started (task transitions it relayed, timer fires, LogDumper records, group-commit retries): sum them over instances.',
+  })
+  scrape(): string {
+    return prometheusText(this.metrics.all());
+  }
+}

@@ -1,0 +1,100 @@
+import { Injectable } from '@nestjs/common';
+import { TaskStatus } from '@baton/task-contract';
+import { EntityManager } from 'typeorm';
+import { SqlRunner } from './sql-runner';
+
+/** One status change of a task, as its consumers learn of it. */
+export interface TaskStatusChange {
+  /** Position in the outbox: increases with each change of a task (not a global commit order). */
+  id: number;
+  taskId: string;
+  taskType: string;
+  tenant: string;
+  /** Null for a task's first status (it was created). */
+  from: TaskStatus | null;
+  to: TaskStatus;
+  attempt: number;
+  at: number;
+}
+
+/** A change as it is written, before the outbox numbers it. */
+export type NewTaskStatusChange = Omit<TaskStatusChange, 'id'>;
+
+/**
+ * A module that must learn of task status changes durably: topologies (a node ended, evaluate its
+ * dependants), webhooks (an outbox of notifications), metrics of transitions.
+ *
+ * The promise: every change the consumer `wants` is written to the outbox in the same transaction
+ * as the change itself, so a change that committed is never lost, whatever crashes after; and
+ * `handle` is called at least once for it, in order per task, until it returns. A change is never
+ * handled before it committed. Handlers must be idempotent: a crash after `handle` and before the
+ * outbox row is deleted hands the same change over again (its `id` tells).
+ */
+export interface TaskChangeConsumer {
+  /** Stable and unique (at most 64 characters): the consumer's outbox rows are kept under it. */
+  readonly name: string;
+  /** Whether the consumer wants this change. Called inside the writing transaction: no I/O. */
+  wants(change: NewTaskStatusChange): boolean;
+  /**
+   * The next changes for this consumer, oldest first. Throw to have the same changes again later
+   * (with backoff); a change is only dropped from the outbox once this resolves.
+   */
+  handle(changes: readonly TaskStatusChange[]): Promise<void>;
+}
+
+/**
+ * The durable status-change seam: consumers subscribe once at start (`onModuleInit`), the task
+ * store writes their outbox rows with every change, and TaskChangeRelay hands the rows over.
+ */
+@Injectable()
+export class TaskChangeFeed {
+  private readonly consumers = new Map<string, TaskChangeConsumer>();
+  private readonly listeners: (() => void)[] = [];
+
+  constructor(private readonly sql: SqlRunner) {}
+
+  /**
+   * Registers a consumer. Subscribe before the application starts driving tasks
+   * (`onModuleInit`): changes are written for the consumers known when they happen.
+   */
+  subscribe(consumer: TaskChangeConsumer): void {
+    if (this.consumers.has(consumer.name))
+      throw new Error(`a task change consumer named ${consumer.name} is already subscribed`);
+    if (consumer.name.length === 0 || consumer.name.length > 64)
+      throw new Error(`a task change consumer's name must have 1 to 64 characters`);
+    this.consumers.set(consumer.name, consumer);
+  }
+
+  subscribers(): readonly TaskChangeConsumer[] {
+    return [...this.consumers.values()];
+  }
+
+  /** Called when changes committed: the relay looks at the outbox now. */
+  onCommitted(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  committed(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /** The outbox rows of these changes, in the caller's transaction. */
+  async write(m: EntityManager, changes: readonly NewTaskStatusChange[]): Promise<void> {
+    if (this.consumers.size === 0 || changes.length === 0) return;
+    const rows: Record<string, unknown>[] = [];
+    for (const c of changes)
+      for (const consumer of this.consumers.values())
+        if (consumer.wants(c))
+          rows.push({
+            consumer: consumer.name,
+            task_id: c.taskId,
+            task_type: c.taskType,
+            tenant: c.tenant,
+            from_status: c.from,
+            to_status: c.to,
+            attempt: c.attempt,
+            created_at: c.at,
+          });
+    await this.sql.insertRows(m, 'baton_task_change', rows);
+  }
+}

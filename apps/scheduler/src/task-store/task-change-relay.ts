@@ -1,0 +1,178 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
+import { TaskStatus } from '@baton/task-contract';
+import { Clock } from '../common';
+import { TransactionRunner } from '../database';
+import { SqlRunner } from './sql-runner';
+import { TaskChangeConsumer, TaskChangeFeed, TaskStatusChange } from './task-change-feed';
+
+/** Changes handed to a consumer at once. */
+const BATCH = 500;
+/** How often the outbox is looked at when no commit said so. */
+const IDLE_MS = 500;
+/** A consumer whose handler threw waits this long, doubling up to the most. */
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 60_000;
+/** The lease that makes one process the relay of a consumer (renewed while it lives). */
+const LEASE_TTL_MS = 10_000;
+
+/** Where a consumer's delivery stands in this process. */
+interface ConsumerState {
+  lease: Lease | undefined;
+  failures: number;
+  notBefore: number;
+}
+
+/**
+ * Hands each consumer the outbox rows of TaskChangeFeed, oldest first, and deletes them once its
+ * handler resolved. One process relays a consumer at a time (a lease per consumer on the lock
+ * backend): changes of one task reach it in order. A process that dies mid-batch leaves the rows
+ * where they are, and the next holder of the lease hands them over again.
+ */
+@Injectable()
+export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('TaskChangeRelay');
+  private readonly state = new Map<string, ConsumerState>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+
+  constructor(
+    private readonly feed: TaskChangeFeed,
+    private readonly sql: SqlRunner,
+    private readonly tx: TransactionRunner,
+    private readonly clock: Clock,
+    @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.stopped = false;
+    this.feed.onCommitted(() => this.soon());
+    this.soon();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    for (const s of this.state.values()) await s.lease?.release().catch(() => undefined);
+  }
+
+  /** One pass over every consumer: what is in the outbox now is handed over (tests call it). */
+  async deliverOnce(): Promise<void> {
+    for (const consumer of this.feed.subscribers()) {
+      try {
+        await this.deliver(consumer);
+      } catch (err) {
+        this.logger.error(
+          `relaying to ${consumer.name} failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
+  }
+
+  /** A pass as soon as the current one is over (at once when none runs). */
+  private soon(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.running = this.deliverOnce().finally(() => {
+      this.running = undefined;
+      if (this.stopped) return;
+      if (this.again) {
+        this.again = false;
+        setImmediate(() => this.soon());
+      } else {
+        this.timer = setTimeout(() => this.soon(), IDLE_MS);
+        this.timer.unref();
+      }
+    });
+  }
+
+  private async deliver(consumer: TaskChangeConsumer): Promise<void> {
+    const s = this.stateOf(consumer.name);
+    if (this.clock.now() < s.notBefore) return;
+    if (!(await this.holdLease(consumer.name, s))) return;
+    for (;;) {
+      const changes = await this.next(consumer.name);
+      if (changes.length === 0) return;
+      // The lease may have gone while we read: another process relays now.
+      if (s.lease?.lost) return;
+      try {
+        await consumer.handle(changes);
+      } catch (err) {
+        s.failures++;
+        const wait = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (s.failures - 1));
+        s.notBefore = this.clock.now() + wait;
+        this.logger.warn(
+          `${consumer.name} refused ${changes.length} change(s) (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`,
+        );
+        return;
+      }
+      s.failures = 0;
+      s.notBefore = 0;
+      await this.query(
+        `DELETE FROM baton_task_change WHERE consumer = ? AND id IN (${changes.map(() => '?').join(', ')})`,
+        [consumer.name, ...changes.map((c) => c.id)],
+      );
+      if (changes.length < BATCH) return;
+    }
+  }
+
+  private stateOf(name: string): ConsumerState {
+    let s = this.state.get(name);
+    if (!s) {
+      s = { lease: undefined, failures: 0, notBefore: 0 };
+      this.state.set(name, s);
+    }
+    return s;
+  }
+
+  /** True while this process holds (or now took) the consumer's relay lease. */
+  private async holdLease(name: string, s: ConsumerState): Promise<boolean> {
+    if (s.lease && !s.lease.lost) return true;
+    s.lease =
+      (await this.locks.tryAcquire(`task-changes:${name}`, {
+        ttlMs: LEASE_TTL_MS,
+        autoRenew: true,
+      })) ?? undefined;
+    return s.lease !== undefined;
+  }
+
+  /**
+   * Outside any transaction, but serialized with them on SQLite: on its one connection a read
+   * would otherwise see a transaction's rows before they commit (or roll back).
+   */
+  private async query(sql: string, params: unknown[]): Promise<unknown[]> {
+    return (await this.tx.single((m) => this.sql.exec(m, sql, params))).records;
+  }
+
+  private async next(consumer: string): Promise<TaskStatusChange[]> {
+    const records = await this.query(
+      `SELECT id, task_id, task_type, tenant, from_status, to_status, attempt, created_at
+         FROM baton_task_change WHERE consumer = ? ORDER BY id LIMIT ${BATCH}`,
+      [consumer],
+    );
+    return (records as Record<string, unknown>[]).map((r) => ({
+      id: Number(r.id),
+      taskId: String(r.task_id),
+      taskType: String(r.task_type),
+      tenant: String(r.tenant),
+      from: (r.from_status ?? null) as TaskStatus | null,
+      to: r.to_status as TaskStatus,
+      attempt: Number(r.attempt),
+      at: Number(r.created_at),
+    }));
+  }
+}
