@@ -9,7 +9,7 @@ import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contr
 import { Clock, crashPoint } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { TasksService } from '../tasks';
+import { TaskActionsService, TasksService } from '../tasks';
 import { ProducerOwnership } from './ownership';
 import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
 import { TimerModel } from './timer.model';
@@ -49,6 +49,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     private readonly repo: TimersRepository,
     private readonly ownership: ProducerOwnership,
     private readonly tasks: TasksService,
+    private readonly actions: TaskActionsService,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -266,7 +267,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
 
   /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */
   private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
-    await this.tasks
+    await this.actions
       .cancelWhenFree(previous, `producer:${this.config.instanceId}`, 10_000)
       .catch((err: unknown) =>
         this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),

@@ -6,7 +6,7 @@ import {
   TaskStatus,
 } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
-import { CreateTaskDto, TasksService } from '../tasks';
+import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
 import { ProducerService } from './producer.service';
 import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';
@@ -22,6 +22,7 @@ export class TimersService {
   constructor(
     private readonly repo: TimersRepository,
     private readonly tasks: TasksService,
+    private readonly actions: TaskActionsService,
     private readonly producer: ProducerService,
     private readonly ids: IdGenerator,
     private readonly clock: Clock,
@@ -148,7 +149,7 @@ export class TimersService {
     });
     for (const task of items)
       if (task.startTime !== null && task.startTime > now)
-        await this.tasks
+        await this.actions
           .cancelWhenFree(task.taskId, `api:timer ${timerId} changed`, 500)
           .catch(() => undefined);
   }

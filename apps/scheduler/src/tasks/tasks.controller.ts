@@ -24,6 +24,7 @@ import {
   toTaskDto,
 } from './dto/task.dto';
 import { IdempotencyService } from './idempotency.service';
+import { TaskActionsService } from './task-actions.service';
 import { TasksService } from './tasks.service';
 
 interface ReplyLike {
@@ -37,6 +38,7 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,200}$/;
 export class TasksController {
   constructor(
     private readonly tasks: TasksService,
+    private readonly actions: TaskActionsService,
     private readonly idempotency: IdempotencyService,
   ) {}
 
@@ -127,7 +129,7 @@ export class TasksController {
   })
   @ApiOkResponse({ type: TaskDto })
   async pause(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.pause(taskId)));
+    return ok(toTaskDto(await this.actions.pause(taskId)));
   }
 
   @Post(':task_id/continue')
@@ -135,7 +137,7 @@ export class TasksController {
   @ApiOperation({ summary: 'continue a paused task where it was' })
   @ApiOkResponse({ type: TaskDto })
   async continue(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.continue(taskId)));
+    return ok(toTaskDto(await this.actions.continue(taskId)));
   }
 
   @Post(':task_id/cancel')
@@ -151,7 +153,7 @@ export class TasksController {
   })
   @ApiOkResponse({ type: TaskDto })
   async cancel(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.cancel(taskId)));
+    return ok(toTaskDto(await this.actions.cancel(taskId)));
   }
 
   @Post(':task_id/retry')
@@ -159,7 +161,7 @@ export class TasksController {
   @ApiOperation({ summary: 'retry a failed task now (FAIL or NONE, not yet finished)' })
   @ApiOkResponse({ type: TaskDto })
   async retry(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.retry(taskId)));
+    return ok(toTaskDto(await this.actions.retry(taskId)));
   }
 
   @Post(':task_id/rollback')
@@ -169,7 +171,7 @@ export class TasksController {
   })
   @ApiOkResponse({ type: TaskDto })
   async rollback(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.rollback(taskId)));
+    return ok(toTaskDto(await this.actions.rollback(taskId)));
   }
 
   @Put(':task_id/params')
@@ -179,6 +181,6 @@ export class TasksController {
     @Param('task_id') taskId: string,
     @Body() dto: ChangeParamsDto,
   ): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.tasks.changeParams(taskId, dto.params)));
+    return ok(toTaskDto(await this.actions.changeParams(taskId, dto.params)));
   }
 }

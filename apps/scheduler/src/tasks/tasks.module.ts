@@ -7,16 +7,20 @@ import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
 import { TasksController } from './tasks.controller';
+import { FastEnqueue } from './fast-enqueue';
+import { TaskActionsService } from './task-actions.service';
+import { TaskFactory } from './task-factory';
 import { TasksService } from './tasks.service';
 
 /**
  * The public task API (create, list, act on tasks) and the endpoints async workers report to.
- * Exports TasksService: the Producer and the LogDumper create tasks through it.
+ * Exports TasksService (the Producer and the LogDumper create tasks through it) and
+ * TaskActionsService (the Producer cancels a timer's earlier task through it).
  */
 @Module({
   imports: [TaskStoreModule, TaskTypesModule, WorkersModule, EngineModule, RunnerModule],
   controllers: [TasksController, CallbacksController],
-  providers: [TasksService, IdempotencyService],
-  exports: [TasksService],
+  providers: [TaskFactory, FastEnqueue, TasksService, TaskActionsService, IdempotencyService],
+  exports: [TasksService, TaskActionsService],
 })
 export class TasksModule {}

@@ -3,6 +3,7 @@ import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
 import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
 import { QueueErrorCode, QueueException } from '../queue.exception';
+import { claimOrder, parseClaims, planClaim, shardKeys } from './redis-queue.claims';
 import * as lua from './redis-queue.scripts';
 
 export interface RedisQueueDriverOptions {
@@ -180,10 +181,11 @@ export class RedisQueueDriver implements QueueDriver {
   async extend(taskIds: readonly string[], leaseMs: number, now = Date.now()): Promise<string[]> {
     assertIntegerAtLeast('leaseMs', leaseMs, 1);
     const leaseUntil = now + leaseMs;
-    const calls = this.chunked(this.groupByShard(taskIds, id), 'batonQueueExtend', (chunk) => [
-      leaseUntil,
-      ...chunk,
-    ]);
+    const calls = this.chunked(
+      this.groupByShard(taskIds, (taskId) => taskId),
+      'batonQueueExtend',
+      (chunk) => [leaseUntil, ...chunk],
+    );
     const replies = await this.run('extend', calls);
     return replies.flatMap((reply) => reply as string[]);
   }
@@ -191,7 +193,11 @@ export class RedisQueueDriver implements QueueDriver {
   async ack(taskIds: readonly string[]): Promise<void> {
     await this.run(
       'ack',
-      this.chunked(this.groupByShard(taskIds, id), 'batonQueueAck', (chunk) => chunk),
+      this.chunked(
+        this.groupByShard(taskIds, (taskId) => taskId),
+        'batonQueueAck',
+        (chunk) => chunk,
+      ),
     );
   }
 
@@ -221,7 +227,11 @@ export class RedisQueueDriver implements QueueDriver {
   async remove(taskIds: readonly string[]): Promise<void> {
     await this.run(
       'remove',
-      this.chunked(this.groupByShard(taskIds, id), 'batonQueueRemove', (chunk) => chunk),
+      this.chunked(
+        this.groupByShard(taskIds, (taskId) => taskId),
+        'batonQueueRemove',
+        (chunk) => chunk,
+      ),
     );
   }
 
@@ -362,81 +372,4 @@ export class RedisQueueDriver implements QueueDriver {
   private assertOpen(): void {
     if (this.closed) throw new QueueException(QueueErrorCode.CLOSED, 'redis queue is closed');
   }
-}
-
-function shardKeys(prefix: string, shard: number): string[] {
-  const tag = `{${prefix}:s${shard}}`;
-  const keys: string[] = [];
-  for (let p = 0; p <= MAX_PRIORITY; p++) keys.push(`${tag}:p${p}`);
-  keys.push(`${tag}:claimed`, `${tag}:pending-priority`, `${tag}:claimed-priority`);
-  return keys;
-}
-
-function id(taskId: string): string {
-  return taskId;
-}
-
-interface Candidate {
-  shard: number;
-  priority: number;
-  taskId: string;
-  dueAt: number;
-}
-
-/**
- * Merges the shards' peeks into the best `want` entries overall and says how many to take from
- * each shard's lanes: `byShard` maps a shard to [priority, count] pairs, highest priority first.
- */
-function planClaim(
-  peeks: unknown[],
-  want: number,
-): { total: number; byShard: Map<number, [number, number][]> } {
-  const candidates: Candidate[] = [];
-  peeks.forEach((reply, shard) => {
-    const flat = reply as (string | number)[];
-    for (let i = 0; i < flat.length; i += 3) {
-      candidates.push({
-        shard,
-        priority: Number(flat[i]),
-        taskId: String(flat[i + 1]),
-        dueAt: Number(flat[i + 2]),
-      });
-    }
-  });
-  candidates.sort(claimOrder);
-  const chosen = candidates.slice(0, want);
-  const counts = new Map<number, Map<number, number>>();
-  for (const c of chosen) {
-    const lanes = counts.get(c.shard) ?? new Map<number, number>();
-    lanes.set(c.priority, (lanes.get(c.priority) ?? 0) + 1);
-    counts.set(c.shard, lanes);
-  }
-  const byShard = new Map<number, [number, number][]>();
-  for (const [shard, lanes] of counts) {
-    byShard.set(
-      shard,
-      [...lanes.entries()].sort(([a], [b]) => b - a),
-    );
-  }
-  return { total: chosen.length, byShard };
-}
-
-function claimOrder(a: QueueEntry, b: QueueEntry): number {
-  if (a.priority !== b.priority) return b.priority - a.priority;
-  if (a.dueAt !== b.dueAt) return a.dueAt - b.dueAt;
-  return a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0;
-}
-
-function parseClaims(reply: unknown, leaseUntil: number): ClaimedEntry[] {
-  const flat = reply as string[];
-  const claims: ClaimedEntry[] = [];
-  for (let i = 0; i < flat.length; i += 3) {
-    claims.push({
-      taskId: flat[i],
-      priority: Number(flat[i + 1]),
-      dueAt: Number(flat[i + 2]),
-      leaseUntil,
-    });
-  }
-  return claims;
 }

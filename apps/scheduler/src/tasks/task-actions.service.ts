@@ -1,0 +1,327 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  BlockingKind,
+  ContractCall,
+  ContractErrorCode,
+  ContractException,
+  NotifyEvent,
+  TaskNotFoundError,
+  TaskStatus,
+  WorkerClient,
+  canTransition,
+} from '@baton/task-contract';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { WORKER_CLIENT } from '../engine';
+import { TaskChange, TaskModel, TaskPatch, TasksRepository } from '../task-store';
+import { TaskTypesService } from '../task-types';
+import { FastEnqueue } from './fast-enqueue';
+import { TaskFactory } from './task-factory';
+import { TasksService } from './tasks.service';
+
+const ACTOR = 'api';
+/** How long a cancel of a driven run tells a worker again that does not know the task yet. */
+const CANCEL_NOTIFY_WAIT_MS = 2000;
+const CANCEL_NOTIFY_AGAIN_MS = 20;
+
+/** Statuses in which params may still change. */
+const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.INIT,
+  TaskStatus.POSTPONE,
+  TaskStatus.CREATE,
+  TaskStatus.PREPARE,
+  TaskStatus.RUNNING,
+  TaskStatus.PAUSE,
+  TaskStatus.NONE,
+]);
+
+function illegal(what: string, t: TaskModel): ContractException {
+  return new ContractException(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    `cannot ${what} a task in ${t.status}${t.outcome ? ` (${t.outcome})` : ''}`,
+    { task_id: t.taskId, status: t.status },
+  );
+}
+
+/**
+ * What people (and the Producer) may do to a task: pause, continue, cancel, retry, roll back,
+ * change params. The transition table decides what is allowed from which status. Every change is
+ * a compare-and-set; a task being driven by a runner at that moment answers 409 VERSION_CONFLICT,
+ * and the caller tries again.
+ */
+@Injectable()
+export class TaskActionsService {
+  constructor(
+    private readonly repo: TasksRepository,
+    private readonly tasks: TasksService,
+    private readonly types: TaskTypesService,
+    private readonly factory: TaskFactory,
+    private readonly fast: FastEnqueue,
+    private readonly clock: Clock,
+    @Inject(WORKER_CLIENT) private readonly client: WorkerClient,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  async pause(taskId: string): Promise<TaskModel> {
+    const t = await this.free(taskId);
+    if (!canTransition(t.status, TaskStatus.PAUSE)) throw illegal('pause', t);
+    if (t.status === TaskStatus.RUNNING) {
+      const type = await this.types.get(t.taskType);
+      if (type.blocking !== BlockingKind.ASYNC || !type.implements.includes(ContractCall.PAUSE)) {
+        throw new ContractException(
+          ContractErrorCode.NOT_IMPLEMENTED,
+          `a running ${t.taskType} task cannot be paused`,
+        );
+      }
+      await this.client.pause(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
+    }
+    return this.change(t, {
+      to: TaskStatus.PAUSE,
+      patch: { pausedFrom: t.status, dueAt: null },
+      reason: 'paused',
+    });
+  }
+
+  async continue(taskId: string): Promise<TaskModel> {
+    const t = await this.free(taskId);
+    if (t.status !== TaskStatus.PAUSE) throw illegal('continue', t);
+    const back = t.pausedFrom ?? TaskStatus.INIT;
+    const now = this.clock.now();
+    if (back === TaskStatus.RUNNING) {
+      await this.client.continue(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
+      return this.change(t, {
+        to: TaskStatus.RUNNING,
+        patch: {
+          pausedFrom: null,
+          dueAt: now + this.config.checker.pollIntervalMs,
+          heartbeatAt: now,
+        },
+        reason: 'continued',
+      });
+    }
+    const next = await this.change(t, {
+      to: back,
+      patch: { pausedFrom: null, dueAt: now },
+      reason: 'continued',
+    });
+    await this.fast.enqueue([next]);
+    return next;
+  }
+
+  /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
+  async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
+    const current = await this.tasks.get(taskId);
+    // A run, driven right now or not (a sync run holds its claim until the worker answers): the
+    // cancel is recorded beside any driver and the worker told; the run's end is not retried.
+    if (current.status === TaskStatus.RUNNING) return this.cancelRun(current, actor);
+    const t = await this.free(taskId);
+    if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
+      // A permanent task between two lives: it stops here, through its final clean-up.
+      const next = await this.change(
+        t,
+        {
+          patch: {
+            cancelRequested: true,
+            pendingAction: null,
+            outcome: TaskStatus.SUCCESS,
+            dueAt: this.clock.now(),
+          },
+          reason: 'cancelled: the permanent task is not restarted',
+        },
+        actor,
+      );
+      await this.fast.enqueue([next]);
+      return next;
+    }
+    if (
+      t.status === TaskStatus.FINISH ||
+      t.status === TaskStatus.SUCCESS ||
+      t.status === TaskStatus.ROLLBACK ||
+      t.outcome === TaskStatus.FAIL
+    ) {
+      throw illegal('cancel', t);
+    }
+    if (
+      t.workerUrl &&
+      (t.status === TaskStatus.CREATE ||
+        t.status === TaskStatus.PREPARE ||
+        t.status === TaskStatus.PAUSE)
+    ) {
+      await this.client
+        .notify(
+          t.workerUrl,
+          t.taskType,
+          t.taskId,
+          { event: NotifyEvent.CANCEL },
+          { fence: t.fence },
+        )
+        .catch(() => undefined);
+    }
+    const next = await this.change(
+      t,
+      {
+        to: TaskStatus.FAIL,
+        patch: {
+          cancelRequested: true,
+          outcome: TaskStatus.FAIL,
+          error: { message: 'cancelled', code: 'cancelled' },
+          dueAt: this.clock.now(),
+        },
+        reason: 'cancelled',
+      },
+      actor,
+    );
+    await this.fast.enqueue([next]);
+    return next;
+  }
+
+  /**
+   * Cancels on behalf of the scheduler itself (a timer's policy or change). A task being driven
+   * answers 409 for a moment, so the cancel is tried again until `withinMs` has passed; any
+   * other refusal, or running out of time, is thrown.
+   */
+  async cancelWhenFree(taskId: string, actor: string, withinMs: number): Promise<TaskModel> {
+    const until = this.clock.now() + withinMs;
+    for (;;) {
+      try {
+        return await this.cancel(taskId, actor);
+      } catch (err) {
+        const busy =
+          err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+        if (!busy || this.clock.now() >= until) throw err;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+  }
+
+  async retry(taskId: string): Promise<TaskModel> {
+    const t = await this.free(taskId);
+    if (t.status !== TaskStatus.FAIL && t.status !== TaskStatus.NONE) throw illegal('retry', t);
+    if (t.cancelRequested) throw illegal('retry a cancelled task; create a new one to', t);
+    const next = await this.change(t, {
+      patch: { outcome: null, dueAt: this.clock.now() },
+      reason: 'retry requested',
+    });
+    await this.fast.enqueue([next]);
+    return next;
+  }
+
+  async rollback(taskId: string): Promise<TaskModel> {
+    const t = await this.free(taskId);
+    if (!canTransition(t.status, TaskStatus.ROLLBACK)) throw illegal('roll back', t);
+    const type = await this.types.get(t.taskType);
+    if (!type.implements.includes(ContractCall.ROLLBACK)) {
+      throw new ContractException(
+        ContractErrorCode.NOT_IMPLEMENTED,
+        `${t.taskType} workers cannot roll back`,
+      );
+    }
+    const next = await this.change(t, {
+      patch: { pendingAction: 'rollback', dueAt: this.clock.now() },
+      reason: 'rollback requested',
+    });
+    await this.fast.enqueue([next]);
+    return next;
+  }
+
+  async changeParams(taskId: string, params: Record<string, unknown>): Promise<TaskModel> {
+    this.factory.checkParamsSize(params);
+    const t = await this.free(taskId);
+    if (!CHANGEABLE.has(t.status)) throw illegal('change the params of', t);
+    const workerHasIt =
+      t.workerUrl &&
+      [TaskStatus.CREATE, TaskStatus.PREPARE, TaskStatus.RUNNING, TaskStatus.PAUSE].includes(
+        t.status,
+      );
+    if (workerHasIt) {
+      const type = await this.types.get(t.taskType);
+      if (!type.implements.includes(ContractCall.CHANGE)) {
+        throw new ContractException(
+          ContractErrorCode.NOT_IMPLEMENTED,
+          `${t.taskType} workers cannot change a task they already have`,
+        );
+      }
+      await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, { fence: t.fence });
+    }
+    return this.change(t, { patch: { params }, reason: 'params changed' });
+  }
+
+  /**
+   * The flag first, then the worker: its FAIL may come back at once, and must find the flag. The
+   * flag moves no version, so a runner driving the run keeps its claim and ends it.
+   */
+  private async cancelRun(t: TaskModel, actor: string): Promise<TaskModel> {
+    const recorded = await this.repo.requestCancel(
+      t.taskId,
+      t.attempt,
+      t.fence,
+      actor,
+      'cancel requested: the worker is told to stop the run, and no retry follows',
+      this.clock.now(),
+    );
+    if (!recorded) {
+      throw new ContractException(
+        ContractErrorCode.VERSION_CONFLICT,
+        `task ${t.taskId} changed meanwhile; read it again and retry`,
+        { task_id: t.taskId },
+      );
+    }
+    // The RUNNING write goes before the run call: a worker that does not know the task yet is
+    // told again for a moment, until the call has reached it.
+    const tellUntil = this.clock.now() + CANCEL_NOTIFY_WAIT_MS;
+    for (;;) {
+      try {
+        await this.client.notify(
+          t.workerUrl ?? '',
+          t.taskType,
+          t.taskId,
+          { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
+          { fence: t.fence },
+        );
+        break;
+      } catch (err) {
+        if (err instanceof TaskNotFoundError && this.clock.now() < tellUntil) {
+          await sleep(CANCEL_NOTIFY_AGAIN_MS);
+          continue;
+        }
+        throw new ContractException(
+          ContractErrorCode.WORKER_UNAVAILABLE,
+          `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
+          { task_id: t.taskId, cancel_requested: true },
+        );
+      }
+    }
+    return this.tasks.get(t.taskId);
+  }
+
+  /** The task, when no runner holds its claim right now (else 409: try again in a moment). */
+  private async free(taskId: string): Promise<TaskModel> {
+    const t = await this.tasks.get(taskId);
+    if (t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now()) {
+      throw new ContractException(
+        ContractErrorCode.VERSION_CONFLICT,
+        `task ${taskId} is being driven by ${t.owner}; try again shortly`,
+        { task_id: taskId },
+      );
+    }
+    return t;
+  }
+
+  /** An action of the API: every one is logged, a request that moves no status too (a note). */
+  private async change(
+    t: TaskModel,
+    change: Omit<TaskChange, 'actor'> & { patch?: TaskPatch },
+    actor = ACTOR,
+  ): Promise<TaskModel> {
+    const next = await this.repo.apply(t, { ...change, actor, note: true }, this.clock.now());
+    if (!next) {
+      throw new ContractException(
+        ContractErrorCode.VERSION_CONFLICT,
+        `task ${t.taskId} changed meanwhile; read it again and retry`,
+        { task_id: t.taskId },
+      );
+    }
+    return next;
+  }
+}

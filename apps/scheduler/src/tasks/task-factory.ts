@@ -1,0 +1,126 @@
+import { Injectable } from '@nestjs/common';
+import {
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+} from '@baton/task-contract';
+import { IdGenerator } from '../common';
+import { TaskModel } from '../task-store';
+import { TaskTypesService } from '../task-types';
+import { WorkersService } from '../workers';
+import { CreateTaskDto } from './dto/create-task.dto';
+
+const MAX_PARAMS_BYTES = 64 * 1024;
+
+/**
+ * A create body made into a task, checked against what the scheduler knows: the type is
+ * registered, an `http_url` is one of its workers, params and labels are within bounds.
+ */
+@Injectable()
+export class TaskFactory {
+  constructor(
+    private readonly types: TaskTypesService,
+    private readonly workers: WorkersService,
+    private readonly ids: IdGenerator,
+  ) {}
+
+  async build(dto: CreateTaskDto, now: number, made?: RepetitionKind): Promise<TaskModel> {
+    const info = dto.create_info;
+    // A task made by a timer is timed; a body asks for simple or permanent itself.
+    if (made !== undefined && dto.repetition !== undefined && dto.repetition !== made) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `a ${made} task cannot be ${dto.repetition}: leave repetition out of the template`,
+        { repetition: dto.repetition },
+      );
+    }
+    const repetition = made ?? dto.repetition ?? RepetitionKind.SIMPLE;
+    const type = await this.types.find(info.task_type);
+    if (!type) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `task type ${info.task_type} is not registered: no worker has declared it`,
+        { task_type: info.task_type },
+      );
+    }
+    if (info.http_url && !(await this.workers.isRegisteredUrl(info.task_type, info.http_url))) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `http_url ${info.http_url} is not a registered ${info.task_type} worker`,
+        { http_url: info.http_url },
+      );
+    }
+    const params = dto.params ?? {};
+    this.checkParamsSize(params);
+    for (const [k, v] of Object.entries(dto.labels ?? {})) {
+      if (
+        typeof v !== 'string' ||
+        k.length === 0 ||
+        k.length > 100 ||
+        v.length > 200 ||
+        k.includes(':')
+      ) {
+        throw new ContractException(
+          ContractErrorCode.VALIDATION_FAILED,
+          `label ${JSON.stringify(k)} must map a name (no ':') to a string of at most 200 characters`,
+        );
+      }
+    }
+    const arg = dto.process_arg ?? {};
+    const startTime = arg.start_time ? Date.parse(arg.start_time) : null;
+    const initial = arg.task_status ?? TaskStatus.INIT;
+    return {
+      taskId: this.ids.taskId(),
+      taskType: info.task_type,
+      taskName: info.task_name,
+      tenant: dto.tenant ?? 'default',
+      labels: dto.labels ?? {},
+      status: initial,
+      version: 0,
+      attempt: 0,
+      priority: info.important_level ?? 5,
+      blocking: type.blocking,
+      repetition,
+      params,
+      lockKeys: [...new Set(dto.lock_keys ?? [])].sort(),
+      requestedUrl: info.http_url ?? null,
+      workerId: null,
+      workerUrl: null,
+      parentTaskId: info.parent_task_id ?? null,
+      controlTaskId: info.control_task_id ?? null,
+      startTime,
+      deadlineSecond: arg.deadline_second ?? null,
+      lockTimeout: arg.lock_timeout ?? null,
+      maxRetry: arg.max_retry ?? -1,
+      idempotencyKey: dto.idempotency_key ?? null,
+      callbackUrl: dto.callback_url ?? null,
+      // Due at once even with a later start_time: the engine records POSTPONE until then.
+      dueAt: initial === TaskStatus.PAUSE ? null : now,
+      owner: null,
+      leaseUntil: null,
+      fence: 0,
+      result: null,
+      error: null,
+      progress: null,
+      heartbeatAt: null,
+      outcome: null,
+      pausedFrom: initial === TaskStatus.PAUSE ? TaskStatus.INIT : null,
+      cancelRequested: false,
+      pendingAction: null,
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      finishedAt: null,
+    };
+  }
+
+  checkParamsSize(params: Record<string, unknown>): void {
+    if (Buffer.byteLength(JSON.stringify(params)) > MAX_PARAMS_BYTES) {
+      throw new ContractException(
+        ContractErrorCode.PAYLOAD_TOO_LARGE,
+        `params must be at most ${MAX_PARAMS_BYTES} bytes of JSON`,
+      );
+    }
+  }
+}
