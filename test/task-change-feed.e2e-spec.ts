@@ -25,7 +25,7 @@ async function counter(base: string, series: string): Promise<number> {
 /**
  * The durable status-change seam: a scheduler is killed (as by kill -9) right after it committed
  * a task's move to FINISH, before any consumer heard of it. The next scheduler on the same
- * database hands the change to its consumer (the transitions counter), once.
+ * database hands the change to its consumer (the counter of finished tasks), once.
  */
 describe.each([
   ['sqlite + memory + local locks', async () => embeddedBackend()],
@@ -75,11 +75,11 @@ describe.each([
     const task = await api.task(id);
     expect(task.task_status).toBe('FINISH');
     // This instance never drove the task: what it counts came to it through the outbox.
-    const finished = 'baton_task_transitions_total{from="SUCCESS",to="FINISH",type="demo.echo"}';
+    const finished = 'baton_tasks_finished_total{outcome="SUCCESS",type="demo.echo"}';
     await eventually(
       async () => ((await counter(healthy.url, finished)) >= 1 ? true : undefined),
       30_000,
-      'the FINISH move counted by the new scheduler',
+      'the finished task counted by the new scheduler',
     );
     // Handed over once: a later pass does not count it again.
     await new Promise((r) => setTimeout(r, 1500));

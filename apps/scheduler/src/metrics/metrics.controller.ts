@@ -14,7 +14,7 @@ export class MetricsController {
   @ApiOperation({
     summary: "this instance's counters, in the Prometheus text format",
     description:
-      'Counters of this scheduler process since it started (task transitions it relayed, timer fires, LogDumper records, group-commit retries): sum them over instances.',
+      'Counters of this scheduler process since it started (tasks finished, as relayed to it, timer fires, LogDumper records, group-commit retries): sum them over instances.',
   })
   scrape(): string {
     return prometheusText(this.metrics.all());

@@ -1,13 +1,13 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { TaskChangeFeed, TaskStoreModule } from '../task-store';
-import { TransitionCounter } from './transition-counter';
+import { OutcomeCounter } from './outcome-counter';
 
 /** Metrics of what happens to tasks, learnt from the task store's durable change feed. */
-@Module({ imports: [TaskStoreModule], providers: [TransitionCounter] })
+@Module({ imports: [TaskStoreModule], providers: [OutcomeCounter] })
 export class TaskMetricsModule implements OnModuleInit {
   constructor(
     private readonly feed: TaskChangeFeed,
-    private readonly counter: TransitionCounter,
+    private readonly counter: OutcomeCounter,
   ) {}
 
   onModuleInit(): void {

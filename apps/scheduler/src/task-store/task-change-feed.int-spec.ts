@@ -149,6 +149,7 @@ describe.each([
       {
         via: [TaskStatus.RUNNING, TaskStatus.SUCCESS],
         to: TaskStatus.FINISH,
+        patch: { outcome: TaskStatus.SUCCESS },
         reason: 'r',
         actor: 's',
       },
@@ -168,7 +169,9 @@ describe.each([
       [TaskStatus.SUCCESS, TaskStatus.FINISH],
     ]);
     expect(all.seen.every((c) => c.taskId === t0.taskId && c.taskType === 'demo.echo')).toBe(true);
-    expect(finals.seen.map((c) => c.to)).toEqual([TaskStatus.FINISH]);
+    expect(finals.seen.map((c) => [c.to, c.outcome])).toEqual([
+      [TaskStatus.FINISH, TaskStatus.SUCCESS],
+    ]);
     expect(await outbox('all')).toBe(0);
     expect(await outbox('finals')).toBe(0);
   });

@@ -13,6 +13,8 @@ export interface TaskStatusChange {
   /** Null for a task's first status (it was created). */
   from: TaskStatus | null;
   to: TaskStatus;
+  /** The task's outcome once it has one (SUCCESS, FAIL, ROLLBACK): set with the move to FINISH. */
+  outcome: TaskStatus | null;
   attempt: number;
   at: number;
 }
@@ -22,7 +24,7 @@ export type NewTaskStatusChange = Omit<TaskStatusChange, 'id'>;
 
 /**
  * A module that must learn of task status changes durably: topologies (a node ended, evaluate its
- * dependants), webhooks (an outbox of notifications), metrics of transitions.
+ * dependants), webhooks (an outbox of notifications), metrics of finished tasks.
  *
  * The promise: every change the consumer `wants` is written to the outbox in the same transaction
  * as the change itself, so a change that committed is never lost, whatever crashes after; and
@@ -92,6 +94,7 @@ export class TaskChangeFeed {
             tenant: c.tenant,
             from_status: c.from,
             to_status: c.to,
+            outcome: c.outcome,
             attempt: c.attempt,
             created_at: c.at,
           });

@@ -160,7 +160,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
 
   private async next(consumer: string): Promise<TaskStatusChange[]> {
     const records = await this.query(
-      `SELECT id, task_id, task_type, tenant, from_status, to_status, attempt, created_at
+      `SELECT id, task_id, task_type, tenant, from_status, to_status, outcome, attempt, created_at
          FROM baton_task_change WHERE consumer = ? ORDER BY id LIMIT ${BATCH}`,
       [consumer],
     );
@@ -171,6 +171,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
       tenant: String(r.tenant),
       from: (r.from_status ?? null) as TaskStatus | null,
       to: r.to_status as TaskStatus,
+      outcome: (r.outcome ?? null) as TaskStatus | null,
       attempt: Number(r.attempt),
       at: Number(r.created_at),
     }));

@@ -27,6 +27,9 @@ export class TaskChangeEntity {
   @Column({ type: 'varchar', length: 16 })
   to_status!: string;
 
+  @Column({ type: 'varchar', length: 16, nullable: true })
+  outcome!: string | null;
+
   @Column({ type: 'int' })
   attempt!: number;
 

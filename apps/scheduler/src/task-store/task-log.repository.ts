@@ -39,6 +39,7 @@ function statusChange(
     tenant: t.tenant,
     from,
     to,
+    outcome: t.outcome,
     attempt: t.attempt,
     at,
   };

@@ -33,6 +33,7 @@ export class TaskChanges1764200000000 implements MigrationInterface {
           str('tenant', 100),
           str('from_status', 16, true),
           str('to_status', 16),
+          str('outcome', 16, true),
           { name: 'attempt', type: 'int' },
           { name: 'created_at', type: 'bigint' },
         ],
