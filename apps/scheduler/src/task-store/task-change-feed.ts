@@ -52,6 +52,8 @@ export interface TaskChangeConsumer {
 export class TaskChangeFeed {
   private readonly consumers = new Map<string, TaskChangeConsumer>();
   private readonly listeners: (() => void)[] = [];
+  /** Rows were written since the last `committed()`. */
+  private written = false;
 
   constructor(private readonly sql: SqlRunner) {}
 
@@ -71,12 +73,15 @@ export class TaskChangeFeed {
     return [...this.consumers.values()];
   }
 
-  /** Called when changes committed: the relay looks at the outbox now. */
+  /** Called when outbox rows may have committed: the relay looks at the outbox soon. */
   onCommitted(listener: () => void): void {
     this.listeners.push(listener);
   }
 
+  /** Changes committed: the relay is told when any of them wrote outbox rows. */
   committed(): void {
+    if (!this.written) return;
+    this.written = false;
     for (const l of this.listeners) l();
   }
 
@@ -98,6 +103,8 @@ export class TaskChangeFeed {
             attempt: c.attempt,
             created_at: c.at,
           });
+    if (rows.length === 0) return;
     await this.sql.insertRows(m, 'baton_task_change', rows);
+    this.written = true;
   }
 }

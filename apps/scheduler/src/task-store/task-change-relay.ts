@@ -16,6 +16,8 @@ import { TaskChangeConsumer, TaskChangeFeed, TaskStatusChange } from './task-cha
 const BATCH = 500;
 /** How often the outbox is looked at when no commit said so. */
 const IDLE_MS = 500;
+/** How long a pass waits after a commit for more rows to join its batch. */
+const LINGER_MS = 20;
 /** A consumer whose handler threw waits this long, doubling up to the most. */
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 60_000;
@@ -42,6 +44,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  private lingering = false;
   private stopped = true;
 
   constructor(
@@ -54,8 +57,8 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
 
   onApplicationBootstrap(): void {
     this.stopped = false;
-    this.feed.onCommitted(() => this.soon());
-    this.soon();
+    this.feed.onCommitted(() => this.nudge());
+    this.nudge();
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -78,23 +81,35 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
     }
   }
 
-  /** A pass as soon as the current one is over (at once when none runs). */
-  private soon(): void {
+  /**
+   * New rows were committed: a pass within LINGER_MS, so that rows committed meanwhile go in the
+   * same batch; after the current pass if one runs.
+   */
+  private nudge(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    if (this.lingering) return;
+    this.lingering = true;
     if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.pass(), LINGER_MS);
+  }
+
+  private pass(): void {
+    this.lingering = false;
     this.timer = undefined;
+    if (this.stopped) return;
     this.running = this.deliverOnce().finally(() => {
       this.running = undefined;
       if (this.stopped) return;
       if (this.again) {
         this.again = false;
-        setImmediate(() => this.soon());
+        this.nudge();
       } else {
-        this.timer = setTimeout(() => this.soon(), IDLE_MS);
+        // Rows of another instance (or of a handler that asked for a retry) are found here.
+        this.timer = setTimeout(() => this.pass(), IDLE_MS);
         this.timer.unref();
       }
     });
