@@ -20,11 +20,8 @@ async function main(): Promise<void> {
       capacity: config.capacity,
       heartbeatMs: config.heartbeatMs,
       taskTypes: app.get(TaskWorkerService).describe(),
-      onError: (err) =>
-        Logger.warn(
-          `registration: ${err instanceof Error ? err.message : String(err)}`,
-          'WorkerTemplate',
-        ),
+      // Quiet while the scheduler is still starting; a warning per distinct problem after that.
+      logger: new Logger('WorkerTemplate'),
     });
     await registration.start();
     // bootstrap() enabled Nest's shutdown hooks; the registration stops with the process.

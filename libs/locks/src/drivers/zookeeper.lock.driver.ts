@@ -6,50 +6,39 @@ import { ZookeeperLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
 import { LeaseLostReason } from '../lock-provider.interface';
 import { LossLatch } from '../loss-latch';
+import { ZookeeperSession, ZookeeperSessionOptions } from './zookeeper.session';
 
 type LostHandler = (reason: LeaseLostReason, error?: unknown) => void;
-
-/** One ZooKeeper session and what the driver knows about its liveness. */
-interface Session {
-  readonly client: zk.Client;
-  /** The negotiated session timeout: the server drops our ephemerals this long after it last heard from us. */
-  readonly timeoutMs: number;
-  /** When (holder's clock) the last request that the server answered was sent (a conservative liveness bound). */
-  lastReply: number;
-  heartbeat: NodeJS.Timeout | undefined;
-  watchdog: NodeJS.Timeout | undefined;
-  /** Waiters for a predecessor's deletion, woken when the session is dropped. */
-  readonly wakers: Set<() => void>;
-}
 
 /**
  * The "lock with watch": every taker creates an ephemeral sequential znode under the key's
  * node; the lowest sequence holds, each waiter watches only its predecessor (no herd on
  * release). The fence is the znode's creation zxid, which ZooKeeper orders globally and
  * persists. ZooKeeper's known weakness is that a holder whose session expired (GC pause,
- * partition) keeps believing it holds. node-zookeeper-client has no read timeout and pings only
- * when idle, so a silent partition shows no `disconnected` for minutes: the driver heartbeats
- * itself, times out every call, and treats a connection it has not heard from for two thirds of
- * the session timeout — or any disconnect — as lost (Curator's "suspended is lost"). The fence
- * remains the real protection.
+ * partition) keeps believing it holds: every key held through a session is reported lost as soon
+ * as the session suspects itself gone (see ZookeeperSession). The fence remains the real
+ * protection.
  */
 export class ZookeeperLockDriver extends BaseLockProvider {
   readonly driver = 'zookeeper' as const;
   private readonly root: string;
-  private readonly sessionTimeoutMs: number;
-  private readonly connectTimeoutMs: number;
-  private readonly callTimeoutMs: number;
-  private session: Session | undefined;
-  private connecting: Promise<Session> | undefined;
+  private readonly sessionOptions: ZookeeperSessionOptions;
+  private session: ZookeeperSession | undefined;
+  private connecting: Promise<ZookeeperSession> | undefined;
   /** Lost handlers of every znode currently held through the current session, by path. */
   private readonly held = new Map<string, LostHandler>();
 
-  constructor(private readonly config: ZookeeperLockConfig) {
+  constructor(config: ZookeeperLockConfig) {
     super();
     this.root = (config.rootPath ?? '/baton/locks').replace(/\/+$/, '');
-    this.sessionTimeoutMs = config.sessionTimeoutMs ?? 4000;
-    this.connectTimeoutMs = config.connectTimeoutMs ?? 5000;
-    this.callTimeoutMs = config.callTimeoutMs ?? this.sessionTimeoutMs;
+    const sessionTimeoutMs = config.sessionTimeoutMs ?? 4000;
+    this.sessionOptions = {
+      connectionString: config.connectionString,
+      sessionTimeoutMs,
+      connectTimeoutMs: config.connectTimeoutMs ?? 5000,
+      callTimeoutMs: config.callTimeoutMs ?? sessionTimeoutMs,
+      heartbeatPath: this.root,
+    };
   }
 
   async acquireKey(key: string, _ttlMs: number, deadline: number): Promise<HeldKey | null> {
@@ -62,7 +51,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     // that blocks every taker for as long as the session lives.
     const prefix = `lease-${randomUUID()}-`;
     const create = (): Promise<string> =>
-      this.call<string>(session, (cb) =>
+      session.call<string>((cb) =>
         client.create(`${parent}/${prefix}`, EMPTY, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
       );
     let path: string;
@@ -71,7 +60,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       // (mkdirp is one write per path segment, through the leader, even when all exist).
       path = await create().catch(async (error: unknown) => {
         if (!isZkCode(error, zk.Exception.NO_NODE)) throw error;
-        await this.call(session, (cb) => client.mkdirp(parent, cb));
+        await session.call((cb) => client.mkdirp(parent, cb));
         return create();
       });
     } catch (error) {
@@ -90,9 +79,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
           );
         }
         const attemptAt = Date.now();
-        const children = (
-          await this.call<string[]>(session, (cb) => client.getChildren(parent, cb))
-        )
+        const children = (await session.call<string[]>((cb) => client.getChildren(parent, cb)))
           .filter((c) => c.startsWith('lease-'))
           .sort(bySequence);
         const index = children.indexOf(name);
@@ -118,11 +105,15 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     this.held.clear();
     const session = this.session ?? (await this.connecting?.catch(() => undefined));
     this.session = undefined;
-    if (session) this.shutdown(session);
+    if (session) session.close();
   }
 
   /** Watches the predecessor only: wakes on its deletion, on deadline, on session loss, or at once if it is gone. */
-  private waitForDeletion(session: Session, path: string, deadline: number): Promise<void> {
+  private waitForDeletion(
+    session: ZookeeperSession,
+    path: string,
+    deadline: number,
+  ): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -132,15 +123,14 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
       timer.unref();
       session.wakers.add(done);
-      this.call<zk.Stat | null>(session, (cb) => session.client.exists(path, done, cb)).then(
-        (stat) => (stat ? undefined : done()),
-        done,
-      );
+      session
+        .call<zk.Stat | null>((cb) => session.client.exists(path, done, cb))
+        .then((stat) => (stat ? undefined : done()), done);
     });
   }
 
   private async holdKey(
-    session: Session,
+    session: ZookeeperSession,
     key: string,
     path: string,
     takenAt: number,
@@ -154,7 +144,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     };
     // The watch doubles as "someone removed my znode" detection.
     const watchOwn = (): Promise<zk.Stat | null> =>
-      this.call<zk.Stat | null>(session, (cb) =>
+      session.call<zk.Stat | null>((cb) =>
         client.exists(
           path,
           (event) => {
@@ -174,7 +164,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       released = true;
       if (this.session !== session || loss.lost) throw notHolder();
       try {
-        await this.call<void>(session, (cb) => client.remove(path, -1, cb));
+        await session.call<void>((cb) => client.remove(path, -1, cb));
       } catch (error) {
         if (isZkCode(error, zk.Exception.NO_NODE) || this.session !== session) throw notHolder();
         // Maybe still ours: a retry may try again, the watch keeps reporting.
@@ -193,7 +183,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
         if (this.session !== session || loss.lost) throw notHolder();
         let current: zk.Stat | null;
         try {
-          current = await this.call<zk.Stat | null>(session, (cb) => client.exists(path, cb));
+          current = await session.call<zk.Stat | null>((cb) => client.exists(path, cb));
         } catch (error) {
           throw unavailable('extend', error);
         }
@@ -203,150 +193,48 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       // The holder's TTL passed: free the key for others instead of holding it for the session.
       expire: () => remove().catch(() => undefined),
       // The server may drop the session this long after it last heard from us, whatever the TTL.
-      validUntil: () => session.lastReply + this.suspectAfterMs(session),
+      validUntil: () => session.validUntil(),
       setLostHandler: (handler) => loss.setHandler(handler),
     };
   }
 
-  private connected(): Promise<Session> {
+  private connected(): Promise<ZookeeperSession> {
     if (this.closed)
       return Promise.reject(
         new LockException(LockErrorCode.CLOSED, 'zookeeper provider is closed'),
       );
     if (this.session) return Promise.resolve(this.session);
-    this.connecting ??= new Promise<Session>((resolve, reject) => {
-      const client = zk.createClient(this.config.connectionString, {
-        sessionTimeout: this.sessionTimeoutMs,
-        spinDelay: 200,
-        retries: 1,
-      });
-      const timer = setTimeout(() => {
-        terminate(client);
-        reject(
-          new LockException(
-            LockErrorCode.BACKEND_UNAVAILABLE,
-            `ZooKeeper at ${this.config.connectionString} did not answer within ${this.connectTimeoutMs} ms`,
-          ),
-        );
-      }, this.connectTimeoutMs);
-      client.once('connected', () => {
-        clearTimeout(timer);
-        const session: Session = {
-          client,
-          timeoutMs: client.getSessionTimeout() || this.sessionTimeoutMs,
-          lastReply: Date.now(),
-          heartbeat: undefined,
-          watchdog: undefined,
-          wakers: new Set(),
-        };
-        // Any disconnect is "suspended": the server may expire us before we reconnect, and
-        // the holder must not go on believing meanwhile.
-        client.on('disconnected', () => this.dropSession(session, this.silentReason(session)));
-        client.on('expired', () => this.dropSession(session, 'session_lost'));
-        this.startLiveness(session);
+    this.connecting ??= ZookeeperSession.open(this.sessionOptions, (session, reason) =>
+      this.dropSession(session, reason),
+    )
+      .then((session) => {
         if (this.closed) {
-          this.shutdown(session);
-          reject(new LockException(LockErrorCode.CLOSED, 'zookeeper provider is closed'));
-          return;
+          session.close();
+          throw new LockException(LockErrorCode.CLOSED, 'zookeeper provider is closed');
         }
         this.session = session;
-        resolve(session);
-      });
-      client.connect();
-    }).finally(() => (this.connecting = undefined));
+        return session;
+      })
+      .finally(() => (this.connecting = undefined));
     return this.connecting;
   }
 
-  /** How long the holder trusts the session after the last reply: the session timeout minus a third. */
-  private suspectAfterMs(session: Session): number {
-    return Math.floor((session.timeoutMs * 2) / 3);
-  }
-
-  /** Past the whole session timeout without a reply, the server has certainly expired us. */
-  private silentReason(session: Session): LeaseLostReason {
-    return Date.now() - session.lastReply >= session.timeoutMs ? 'session_lost' : 'connection_lost';
-  }
-
-  /**
-   * Our own heartbeat (a cheap `exists` every quarter session timeout), and a watchdog that
-   * drops the session when no reply came for two thirds of it: the server hears from us no
-   * later than we hear back, so we give up before it can expire us and hand our keys on.
-   */
-  private startLiveness(session: Session): void {
-    const beat = Math.max(50, Math.floor(session.timeoutMs / 4));
-    session.heartbeat = setInterval(() => {
-      void this.call(session, (cb) => session.client.exists(this.root, cb)).catch(() => undefined);
-    }, beat);
-    session.heartbeat.unref();
-    const arm = (): void => {
-      const due = session.lastReply + this.suspectAfterMs(session) - Date.now();
-      session.watchdog = setTimeout(
-        () => {
-          if (Date.now() - session.lastReply >= this.suspectAfterMs(session)) {
-            this.dropSession(session, this.silentReason(session));
-          } else {
-            arm();
-          }
-        },
-        Math.max(0, due),
-      );
-      session.watchdog.unref();
-    };
-    arm();
-  }
-
   /** Every znode of the session is (or may soon be) gone: report all holders lost, wake waiters, start a new session next time. */
-  private dropSession(session: Session, reason: LeaseLostReason): void {
+  private dropSession(session: ZookeeperSession, reason: LeaseLostReason): void {
     if (this.session !== session) return;
     this.session = undefined;
     const handlers = [...this.held.values()];
     this.held.clear();
     for (const handler of handlers) handler(reason);
     for (const wake of [...session.wakers]) wake();
-    this.shutdown(session);
-  }
-
-  private shutdown(session: Session): void {
-    clearInterval(session.heartbeat);
-    clearTimeout(session.watchdog);
-    terminate(session.client);
-  }
-
-  /** Adapts node-zookeeper-client's callbacks with a deadline, and notes server replies. */
-  private call<T>(
-    session: Session,
-    fn: (cb: (error: Error | zk.Exception | null, value: T) => void) => void,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(
-          new LockException(
-            LockErrorCode.BACKEND_UNAVAILABLE,
-            `ZooKeeper call had no reply within ${this.callTimeoutMs} ms`,
-          ),
-        );
-        this.dropSession(session, this.silentReason(session));
-      }, this.callTimeoutMs);
-      timer.unref();
-      // A reply proves the session was alive after the request left, not when the reply is read:
-      // one that sat in the socket while this process was paused (a GC stop, SIGSTOP) must not
-      // make a session the server already expired look fresh. So the send time is what counts.
-      const sentAt = Date.now();
-      fn((error, value) => {
-        clearTimeout(timer);
-        if (!error || isServerAnswer(error))
-          session.lastReply = Math.max(session.lastReply, sentAt);
-        if (error) reject(error);
-        else resolve(value);
-      });
-    });
+    session.close();
   }
 
   /** Removes a znode of ours through whatever session is current; best effort. */
   private async removeQuietly(path: string): Promise<void> {
     try {
       const session = await this.connected();
-      await this.call<void>(session, (cb) => session.client.remove(path, -1, cb));
+      await session.call<void>((cb) => session.client.remove(path, -1, cb));
     } catch {
       // Gone already, or unreachable: an ephemeral dies with its session anyway.
     }
@@ -356,9 +244,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
   private async removeOurs(parent: string, prefix: string): Promise<void> {
     try {
       const session = await this.connected();
-      const children = await this.call<string[]>(session, (cb) =>
-        session.client.getChildren(parent, cb),
-      );
+      const children = await session.call<string[]>((cb) => session.client.getChildren(parent, cb));
       for (const child of children.filter((c) => c.startsWith(prefix))) {
         await this.removeQuietly(`${parent}/${child}`);
       }
@@ -377,37 +263,8 @@ function bySequence(a: string, b: string): number {
   return sa < sb ? -1 : sa > sb ? 1 : 0;
 }
 
-/** Errors that came from the server (so the connection is alive), not from the client library. */
-function isServerAnswer(error: unknown): boolean {
-  return (
-    error instanceof zk.Exception &&
-    [zk.Exception.NO_NODE, zk.Exception.NODE_EXISTS, zk.Exception.NOT_EMPTY].includes(
-      error.getCode(),
-    )
-  );
-}
-
 function isZkCode(error: unknown, code: number): boolean {
   return error instanceof zk.Exception && error.getCode() === code;
-}
-
-/**
- * Closes a client for good. node-zookeeper-client's close() only queues a closeSession: sent at
- * once on a live connection (the server then drops our ephemerals), never on a silent one, and
- * a client between connections reconnects forever (keeping the process alive). So: no more
- * reconnects, close, and drop the socket shortly after if the server did not close it.
- */
-function terminate(client: zk.Client): void {
-  client.removeAllListeners();
-  // Internals: the library exposes neither the reconnect loop nor the socket.
-  const manager = (
-    client as unknown as {
-      connectionManager?: { connect: () => void; socket?: { destroy(): void } };
-    }
-  ).connectionManager;
-  if (manager) manager.connect = () => undefined;
-  client.close();
-  setTimeout(() => manager?.socket?.destroy(), 1000).unref();
 }
 
 /** zxids are 64-bit (epoch << 32 | counter); below 2^53 for any epoch a real ensemble reaches. */

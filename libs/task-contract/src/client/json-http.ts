@@ -11,6 +11,7 @@ import {
 } from '../errors/worker-call.errors';
 import { isEnvelope } from '../dto/envelope.dto';
 import { HEADER, newTraceparent } from '../util/headers';
+import { socketErrorCode } from './socket-error';
 
 /** Per-call settings every contract call carries. */
 export interface CallOptions {
@@ -206,15 +207,23 @@ async function readCapped(
 }
 
 function toTransportError(err: unknown, where: string, timeout: number): WorkerCallError {
-  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code ?? '';
+  const e = err as { name?: string; message?: string };
+  const code = socketErrorCode(err) ?? '';
   if (e.name === 'TimeoutError' || e.name === 'AbortError' || TIMEOUT_CODES.has(code)) {
     return new WorkerTimeoutError(
       `${where}: no answer within ${timeout} ms`,
       ContractErrorCode.WORKER_TIMEOUT,
       0,
+      null,
+      { cause: err },
     );
   }
   const reason = RETRYABLE_SOCKET_CODES.has(code) ? code : (e.message ?? String(err));
-  return new WorkerUnavailableError(`${where}: ${reason}`, ContractErrorCode.WORKER_UNAVAILABLE, 0);
+  return new WorkerUnavailableError(
+    `${where}: ${reason}`,
+    ContractErrorCode.WORKER_UNAVAILABLE,
+    0,
+    null,
+    { cause: err },
+  );
 }

@@ -1,7 +1,16 @@
+import { Logger } from '@nestjs/common';
 import { BlockingKind } from '../enums/task-kind.enum';
+import { errorMessage } from '../util/error-message';
 import { NotFoundLikeCodes } from './registration-codes';
 import { JsonHttp, JsonHttpOptions } from './json-http';
-import { WorkerCallError } from '../errors/worker-call.errors';
+import { socketErrorCode } from './socket-error';
+import { WorkerCallError, WorkerUnavailableError } from '../errors/worker-call.errors';
+
+/** Where the registration logs; Nest's Logger fits. */
+export interface RegistrationLogger {
+  debug(message: string): void;
+  warn(message: string): void;
+}
 
 export interface RegistrationOptions extends JsonHttpOptions {
   schedulerUrl: string;
@@ -13,22 +22,50 @@ export interface RegistrationOptions extends JsonHttpOptions {
   taskTypes: { task_type: string; blocking: BlockingKind; implements: string[] }[];
   /** How often to heartbeat. Default 2000 ms. */
   heartbeatMs?: number;
-  /** Called on every failed attempt (for logs). */
-  onError?: (err: unknown) => void;
+  /**
+   * How long after the first try a scheduler that is not listening yet (connection refused or
+   * reset) is simply waited for, retried quickly and logged at debug only. Default 30 000 ms.
+   */
+  startupGraceMs?: number;
+  /**
+   * Gets a warning once per distinct problem (until the next success), debug lines for the
+   * rest. Default: a Nest Logger with context `WorkerRegistration`.
+   */
+  logger?: RegistrationLogger;
 }
+
+/** Retry period while not registered, as it has always been once past start-up. */
+const RETRY_MS = 1000;
+/** The first start-up retry; it doubles up to RETRY_MS, so a late scheduler is found quickly. */
+const STARTUP_FIRST_RETRY_MS = 100;
+const DEFAULT_STARTUP_GRACE_MS = 30_000;
+/** No answer because nothing listens (yet) at the scheduler's address, or it hung up at once. */
+const NOT_LISTENING_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET']);
 
 /**
  * Keeps a worker registered with the scheduler: registers (retrying until the scheduler answers),
  * then heartbeats; registers again when the scheduler no longer knows it (404).
+ *
+ * Workers usually start before the scheduler: while it is not listening yet, within the start-up
+ * grace period, retries are quiet. After that, and at once for an answer that says something is
+ * wrong (401, 400 ...), each distinct problem is warned about once, not on every retry.
  */
 export class WorkerRegistration {
   private readonly http: JsonHttp;
+  private readonly logger: RegistrationLogger;
   private timer: NodeJS.Timeout | undefined;
   private registered = false;
   private stopped = false;
+  private firstTryAt: number | undefined;
+  private everRegistered = false;
+  /** Failed tries before the first registration: the start-up backoff's exponent. */
+  private startupFailures = 0;
+  /** Problems already warned about since the last success. */
+  private readonly warned = new Set<string>();
 
   constructor(private readonly options: RegistrationOptions) {
     this.http = new JsonHttp(options);
+    this.logger = options.logger ?? new Logger('WorkerRegistration');
   }
 
   /** Starts the register/heartbeat cycle; resolves after the first attempt, whatever it gave. */
@@ -43,19 +80,48 @@ export class WorkerRegistration {
   }
 
   private async tick(): Promise<void> {
+    this.firstTryAt ??= Date.now();
     try {
       if (!this.registered) await this.register();
       else await this.beat();
+      this.warned.clear();
     } catch (err) {
-      this.options.onError?.(err);
+      this.report(err);
+      if (!this.everRegistered) this.startupFailures++;
       if (err instanceof WorkerCallError && NotFoundLikeCodes.has(err.code))
         this.registered = false;
     }
     if (!this.stopped) {
-      const wait = this.registered ? (this.options.heartbeatMs ?? 2000) : 1000;
-      this.timer = setTimeout(() => void this.tick(), wait);
+      this.timer = setTimeout(() => void this.tick(), this.nextWait());
       this.timer.unref();
     }
+  }
+
+  private nextWait(): number {
+    if (this.registered) return this.options.heartbeatMs ?? 2000;
+    if (this.everRegistered) return RETRY_MS;
+    return Math.min(RETRY_MS, STARTUP_FIRST_RETRY_MS * 2 ** (this.startupFailures - 1));
+  }
+
+  private report(err: unknown): void {
+    const message = `registration: ${errorMessage(err)}`;
+    if (this.startingUp() && notListening(err)) {
+      this.logger.debug(`${message} (the scheduler is not up yet; retrying)`);
+      return;
+    }
+    const problem = problemOf(err);
+    if (this.warned.has(problem)) {
+      this.logger.debug(message);
+      return;
+    }
+    this.warned.add(problem);
+    this.logger.warn(message);
+  }
+
+  /** Before the first registration and within the grace period from the first try. */
+  private startingUp(): boolean {
+    const grace = this.options.startupGraceMs ?? DEFAULT_STARTUP_GRACE_MS;
+    return !this.everRegistered && Date.now() - (this.firstTryAt ?? 0) < grace;
   }
 
   private async register(): Promise<void> {
@@ -75,6 +141,7 @@ export class WorkerRegistration {
       { fence: 0 },
     );
     this.registered = true;
+    this.everRegistered = true;
   }
 
   private async beat(): Promise<void> {
@@ -87,4 +154,21 @@ export class WorkerRegistration {
       { fence: 0 },
     );
   }
+}
+
+function notListening(err: unknown): boolean {
+  return (
+    err instanceof WorkerUnavailableError &&
+    err.httpStatus === 0 &&
+    NOT_LISTENING_CODES.has(socketErrorCode(err.cause) ?? '')
+  );
+}
+
+/**
+ * What makes two failures the same problem: the kind of answer (or of no answer), not the
+ * message, which may carry details that change from one try to the next.
+ */
+function problemOf(err: unknown): string {
+  if (!(err instanceof WorkerCallError)) return errorMessage(err);
+  return [err.name, err.code, err.httpStatus, socketErrorCode(err.cause) ?? ''].join(' ');
 }

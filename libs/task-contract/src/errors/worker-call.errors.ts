@@ -13,8 +13,10 @@ export class WorkerCallError extends Error {
     readonly httpStatus: number,
     /** The envelope's data, if any. */
     readonly data: unknown = null,
+    /** `cause`: what the call failed on when no answer came (the socket or timeout error). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = new.target.name;
   }
 }

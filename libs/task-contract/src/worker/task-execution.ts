@@ -9,11 +9,6 @@ export class TaskExecution {
   private gate: { promise: Promise<void>; open: () => void } | null = null;
   /** Settles when the run's outcome has been written. */
   done: Promise<void> = Promise.resolve();
-  /**
-   * Drops the progress reports still waiting to go and settles when the one being sent is
-   * answered: the outcome is reported after it, never overtaken by an older progress.
-   */
-  settleReports: () => Promise<void> = () => Promise.resolve();
 
   constructor(
     readonly taskId: string,

@@ -2,6 +2,7 @@ import { TaskStatus } from '../enums/task-status.enum';
 import { CreateInfoDto } from '../dto/create-info.dto';
 import { ProcessArgDto } from '../dto/process-arg.dto';
 import { ProgressDto, TaskErrorDto, TaskViewDto } from '../dto/worker-responses.dto';
+import { TaskSnapshot } from './task-handler.interface';
 
 /** What a worker keeps per task, in its store. Plain JSON so any store can hold it. */
 export interface TaskRecord {
@@ -46,4 +47,19 @@ export function toTaskView(record: TaskRecord): TaskViewDto {
     created_at: record.created_at,
     updated_at: record.updated_at,
   };
+}
+
+/** The record as a handler sees it: a frozen copy, so nothing the handler does reaches the store. */
+export function toSnapshot(record: TaskRecord): TaskSnapshot {
+  return Object.freeze({
+    taskId: record.task_id,
+    taskType: record.task_type,
+    taskName: record.task_name,
+    attempt: record.attempt,
+    fence: record.fence,
+    status: record.status,
+    params: structuredClone(record.params),
+    lockKeys: [...record.lock_keys],
+    result: record.result && structuredClone(record.result),
+  });
 }

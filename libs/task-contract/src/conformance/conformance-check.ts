@@ -1,0 +1,19 @@
+import { ConformanceProbe } from './conformance-probe';
+
+/** What the checks share: the probe, and the task the happy path drives from create to clean. */
+export interface CheckContext {
+  readonly probe: ConformanceProbe;
+  /** The happy path's task id. */
+  readonly main: string;
+  /** The outcome the happy path's run reached (SUCCESS or FAIL), once known. */
+  outcome?: string;
+}
+
+/**
+ * One check of the contract. It returns what it observed when it passed; it throws an
+ * Expectation when it failed, NotApplicable when it does not apply to this worker.
+ */
+export interface Check {
+  readonly name: string;
+  run(context: CheckContext): Promise<string>;
+}

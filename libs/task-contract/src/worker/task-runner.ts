@@ -1,0 +1,219 @@
+import { Logger } from '@nestjs/common';
+import { BlockingKind } from '../enums/task-kind.enum';
+import { TaskStatus } from '../enums/task-status.enum';
+import { ContractErrorCode, ContractException } from '../errors/contract.exception';
+import { assertTransition } from '../state-machine/transition-table';
+import { TaskViewDto } from '../dto/worker-responses.dto';
+import { errorMessage } from '../util/error-message';
+import { RunReporter } from './run-reporter';
+import { TaskExecution } from './task-execution';
+import {
+  RunContext,
+  RunLogListener,
+  TaskCancelledError,
+  TaskHandler,
+} from './task-handler.interface';
+import { TaskLedger } from './task-ledger';
+import { TaskRecord, toSnapshot, toTaskView } from './task-record';
+import { WorkerCallbacks } from './worker-callbacks.interface';
+
+/** How long a new attempt waits for the previous one to stop after aborting it. */
+const SUPERSEDE_WAIT_MS = 2_000;
+/** How long shutdown waits for runs to stop after cancelling them. */
+const SHUTDOWN_WAIT_MS = 5_000;
+
+/** Statuses from which `running` may start an execution. */
+const RUNNABLE_FROM: ReadonlySet<TaskStatus> = new Set([TaskStatus.CREATE, TaskStatus.PREPARE]);
+
+const delay = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * The runs in this process: starts an attempt's run, hands the handler its run context
+ * (heartbeat, progress, checkpoint, abort signal), and writes the outcome when the run settles.
+ * A run holds no lock while it works; its outcome is written under the task's lock.
+ */
+export class TaskRunner {
+  private readonly logger = new Logger('TaskWorker');
+  private readonly executions = new Map<string, TaskExecution>();
+
+  constructor(
+    private readonly ledger: TaskLedger,
+    private readonly runLog: RunLogListener | undefined,
+    private readonly callbacks: WorkerCallbacks | undefined,
+  ) {}
+
+  /** The run of this task going on in this process, if any. */
+  execution(taskId: string): TaskExecution | undefined {
+    return this.executions.get(taskId);
+  }
+
+  /** `running`: a sync type answers the outcome, an async one answers RUNNING at once. */
+  async run(
+    handler: TaskHandler,
+    taskType: string,
+    taskId: string,
+    fence: number,
+  ): Promise<TaskViewDto> {
+    const started = await this.ledger.exclusive(taskId, async () => {
+      const record = await this.ledger.require(taskType, taskId);
+      await this.ledger.acceptFence(record, fence);
+      if (this.executions.has(taskId)) {
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `task ${taskId} is already running`,
+          {
+            from: record.status,
+          },
+        );
+      }
+      assertTransition(record.status, TaskStatus.RUNNING);
+      if (!RUNNABLE_FROM.has(record.status)) {
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `run needs a CREATE or PREPARE task; task is ${record.status} (use continue for a paused one)`,
+          { from: record.status },
+        );
+      }
+      this.ledger.move(record, TaskStatus.RUNNING);
+      record.heartbeat_at = record.updated_at;
+      record.result = null;
+      record.error = null;
+      record.progress = { percent: 0, step: null, message: null, updated_at: null };
+      await this.ledger.write(record);
+      const execution = new TaskExecution(taskId, record.attempt, fence);
+      this.executions.set(taskId, execution);
+      execution.done = this.execute(handler, record, execution);
+      return { record, execution };
+    });
+    if (handler.blocking === BlockingKind.SYNC) {
+      await started.execution.done;
+      const after = await this.ledger.get(taskId);
+      return toTaskView(after ?? started.record);
+    }
+    return toTaskView(started.record);
+  }
+
+  /** A valid new attempt arrived while the previous one still runs here: stop it first. */
+  async supersede(execution: TaskExecution, attempt: number): Promise<void> {
+    execution.cancel(`superseded by attempt ${attempt}`);
+    await Promise.race([execution.done, delay(SUPERSEDE_WAIT_MS)]);
+  }
+
+  /** Cancels every run and waits for them to stop, a while at most. */
+  async stopAll(): Promise<void> {
+    for (const execution of this.executions.values()) execution.cancel('worker shutting down');
+    // A handler that ignores its abort signal must not hold the shutdown forever.
+    await Promise.race([
+      Promise.allSettled([...this.executions.values()].map((e) => e.done)),
+      delay(SHUTDOWN_WAIT_MS),
+    ]);
+  }
+
+  /** Runs the handler and writes its outcome. Never rejects. */
+  private async execute(
+    handler: TaskHandler,
+    record: TaskRecord,
+    execution: TaskExecution,
+  ): Promise<void> {
+    const startedAt = this.ledger.now();
+    this.runLog?.runStarted({
+      task_id: record.task_id,
+      task_type: record.task_type,
+      attempt: record.attempt,
+      fence: execution.fence,
+      lock_keys: record.lock_keys,
+      started_at: startedAt,
+    });
+    const reporter = this.callbacks && new RunReporter(this.callbacks, execution, this.logger);
+    let outcome: TaskStatus.SUCCESS | TaskStatus.FAIL = TaskStatus.FAIL;
+    let result: Record<string, unknown> | null = null;
+    let error: { message: string; code: string | null } | null = null;
+    try {
+      // Yield once so a sync caller's mutex section finishes before the handler starts.
+      await Promise.resolve();
+      const out = await handler.run(this.runContext(record, execution, reporter));
+      outcome = TaskStatus.SUCCESS;
+      result = out?.result ?? {};
+    } catch (err) {
+      error = {
+        message: errorMessage(err),
+        code: err instanceof TaskCancelledError ? 'cancelled' : null,
+      };
+    }
+    const endedAt = this.ledger.now();
+    let written: TaskRecord | undefined;
+    try {
+      written = await this.ledger.exclusive(record.task_id, async () => {
+        const current = await this.ledger.get(record.task_id);
+        if (!current || current.attempt !== execution.attempt) return undefined;
+        if (current.status === TaskStatus.PAUSE) {
+          // Finished before it reached a checkpoint: record that it was running again.
+          this.ledger.move(current, TaskStatus.RUNNING);
+          current.paused_from = null;
+        }
+        if (current.status !== TaskStatus.RUNNING) return undefined;
+        this.ledger.move(current, outcome);
+        current.result = result;
+        current.error = error;
+        if (outcome === TaskStatus.SUCCESS) {
+          current.progress = { ...current.progress, percent: 100, updated_at: current.updated_at };
+        }
+        await this.ledger.write(current);
+        return current;
+      });
+    } catch (err) {
+      this.logger.error(`could not record the outcome of ${record.task_id}: ${errorMessage(err)}`);
+    } finally {
+      this.executions.delete(record.task_id);
+      this.runLog?.runEnded({
+        task_id: record.task_id,
+        task_type: record.task_type,
+        attempt: execution.attempt,
+        fence: execution.fence,
+        lock_keys: record.lock_keys,
+        started_at: startedAt,
+        ended_at: endedAt,
+        outcome,
+      });
+    }
+    if (written && handler.blocking === BlockingKind.ASYNC && reporter) {
+      await reporter.completed(written);
+    }
+  }
+
+  private runContext(
+    record: TaskRecord,
+    execution: TaskExecution,
+    reporter: RunReporter | undefined,
+  ): RunContext {
+    const beat = async (progress?: {
+      percent: number;
+      step?: string;
+      message?: string;
+    }): Promise<void> => {
+      await this.ledger.exclusive(record.task_id, async () => {
+        const current = await this.ledger.get(record.task_id);
+        if (!current || current.attempt !== execution.attempt) return;
+        current.heartbeat_at = this.ledger.isoNow();
+        if (progress) {
+          current.progress = {
+            percent: Math.max(0, Math.min(100, progress.percent)),
+            step: progress.step ?? null,
+            message: progress.message ?? null,
+            updated_at: current.heartbeat_at,
+          };
+        }
+        await this.ledger.write(current);
+      });
+      reporter?.report(progress);
+    };
+    return {
+      task: toSnapshot(record),
+      signal: execution.abort.signal,
+      progress: (percent, step, message) => beat({ percent, step, message }),
+      heartbeat: () => beat(),
+      checkpoint: () => execution.checkpoint(),
+    };
+  }
+}
