@@ -1,4 +1,4 @@
-import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { TaskStatus } from '@baton/task-contract';
 import { LockProvider, createLockProvider } from '@baton/locks';
 import { DataSource } from 'typeorm';
 import { Clock } from '../common';
@@ -20,56 +20,8 @@ import {
 } from './task-change-feed';
 import { TaskChangeRelay } from './task-change-relay';
 import { TaskLogRepository } from './task-log.repository';
-import { TaskModel } from './task.model';
 import { TasksRepository } from './tasks.repository';
-
-let seq = 0;
-function newTask(over: Partial<TaskModel> = {}): TaskModel {
-  const now = Date.now();
-  return {
-    taskId: `F${now.toString(36)}${(++seq).toString().padStart(6, '0')}`,
-    taskType: 'demo.echo',
-    taskName: 'n',
-    tenant: 'default',
-    labels: {},
-    status: TaskStatus.INIT,
-    version: 1,
-    attempt: 0,
-    priority: 5,
-    blocking: BlockingKind.SYNC,
-    repetition: RepetitionKind.SIMPLE,
-    params: {},
-    lockKeys: [],
-    requestedUrl: null,
-    workerId: null,
-    workerUrl: null,
-    parentTaskId: null,
-    controlTaskId: null,
-    startTime: null,
-    deadlineSecond: null,
-    lockTimeout: null,
-    maxRetry: -1,
-    idempotencyKey: null,
-    callbackUrl: null,
-    dueAt: now,
-    owner: null,
-    leaseUntil: null,
-    fence: 0,
-    result: null,
-    error: null,
-    progress: null,
-    heartbeatAt: null,
-    outcome: null,
-    pausedFrom: null,
-    cancelRequested: false,
-    pendingAction: null,
-    createdAt: now,
-    updatedAt: now,
-    startedAt: null,
-    finishedAt: null,
-    ...over,
-  };
-}
+import { newTask } from './testing/new-task';
 
 /** A consumer that records what it is handed, and can be told to refuse. */
 class Recorder implements TaskChangeConsumer {

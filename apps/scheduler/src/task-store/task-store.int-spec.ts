@@ -1,4 +1,4 @@
-import { BlockingKind, ContractErrorCode, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { ContractErrorCode, TaskStatus } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
 import { createDataSource, TransactionRunner } from '../database';
 import { ENTITIES } from '../entities';
@@ -15,54 +15,7 @@ import { TaskLogRepository } from './task-log.repository';
 import { STORED_JSON_MAX_BYTES } from './task-row.mapping';
 import { TasksRepository } from './tasks.repository';
 import { TaskModel } from './task.model';
-
-let seq = 0;
-function newTask(over: Partial<TaskModel> = {}): TaskModel {
-  const now = Date.now();
-  return {
-    taskId: `T${now.toString(36)}${(++seq).toString().padStart(6, '0')}`,
-    taskType: 'demo.echo',
-    taskName: 'n',
-    tenant: 'default',
-    labels: {},
-    status: TaskStatus.INIT,
-    version: 0,
-    attempt: 0,
-    priority: 5,
-    blocking: BlockingKind.SYNC,
-    repetition: RepetitionKind.SIMPLE,
-    params: { a: 1, nested: { b: [1, 2] } },
-    lockKeys: ['db-1'],
-    requestedUrl: null,
-    workerId: null,
-    workerUrl: null,
-    parentTaskId: null,
-    controlTaskId: null,
-    startTime: null,
-    deadlineSecond: null,
-    lockTimeout: null,
-    maxRetry: 0,
-    idempotencyKey: null,
-    callbackUrl: null,
-    dueAt: now,
-    owner: null,
-    leaseUntil: null,
-    fence: 0,
-    result: null,
-    error: null,
-    progress: null,
-    heartbeatAt: null,
-    outcome: null,
-    pausedFrom: null,
-    cancelRequested: false,
-    pendingAction: null,
-    createdAt: now,
-    updatedAt: now,
-    startedAt: null,
-    finishedAt: null,
-    ...over,
-  };
-}
+import { newTask } from './testing/new-task';
 
 describe.each([
   ['sqlite', async () => sqliteTestDatabase()],
@@ -479,7 +432,7 @@ describe.each([
   });
 
   it('filters the list by type, status, tenant and label, newest first, with a cursor', async () => {
-    const tenant = `t${seq}`;
+    const tenant = `t${newTask().taskId}`;
     const a = await repo.insert(newTask({ tenant, labels: { team: 'db' } }), 'c', 'api');
     const b = await repo.insert(
       newTask({ tenant, labels: { team: 'web' }, taskType: 'demo.sleep' }),
@@ -505,7 +458,7 @@ describe.each([
   });
 
   it('refuses a second task with the same idempotency key in a tenant', async () => {
-    const key = `key-${seq}`;
+    const key = `key-${newTask().taskId}`;
     const first = await repo.insert(newTask({ idempotencyKey: key }), 'c', 'api');
     await expect(repo.insert(newTask({ idempotencyKey: key }), 'c', 'api')).rejects.toMatchObject({
       code: ContractErrorCode.CREATE_CONFLICT,

@@ -1,0 +1,52 @@
+import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { TaskModel } from '../task.model';
+
+let seq = 0;
+
+/** A task as the API would make it (INIT, due now), with `over` on top: for tests of the store. */
+export function newTask(over: Partial<TaskModel> = {}): TaskModel {
+  const now = Date.now();
+  return {
+    taskId: `T${now.toString(36)}${(++seq).toString().padStart(6, '0')}`,
+    taskType: 'demo.echo',
+    taskName: 'n',
+    tenant: 'default',
+    labels: {},
+    status: TaskStatus.INIT,
+    version: 0,
+    attempt: 0,
+    priority: 5,
+    blocking: BlockingKind.SYNC,
+    repetition: RepetitionKind.SIMPLE,
+    params: { a: 1, nested: { b: [1, 2] } },
+    lockKeys: ['db-1'],
+    requestedUrl: null,
+    workerId: null,
+    workerUrl: null,
+    parentTaskId: null,
+    controlTaskId: null,
+    startTime: null,
+    deadlineSecond: null,
+    lockTimeout: null,
+    maxRetry: 0,
+    idempotencyKey: null,
+    callbackUrl: null,
+    dueAt: now,
+    owner: null,
+    leaseUntil: null,
+    fence: 0,
+    result: null,
+    error: null,
+    progress: null,
+    heartbeatAt: null,
+    outcome: null,
+    pausedFrom: null,
+    cancelRequested: false,
+    pendingAction: null,
+    createdAt: now,
+    updatedAt: now,
+    startedAt: null,
+    finishedAt: null,
+    ...over,
+  };
+}
