@@ -186,7 +186,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
     expect(decided.length).toBeLessThanOrEqual(lives);
     expect(decided.every((e) => e.actor === 'scheduler:perm-loop')).toBe(true);
 
-    // A life that fails (max_retry 0) is not final for a permanent task; and a type that cleans
+    // A life that fails is not final for a permanent task (whatever max_retry); and a type that cleans
     // (demo.flaky) is not cleaned between lives: the worker takes the next one from SUCCESS.
     const flaky = await api.create({
       create_info: { task_type: 'demo.flaky', task_name: 'fails twice' },

@@ -1,5 +1,6 @@
 import { TaskTypeEntity } from './task-type.entity';
 
+export { TaskTypeDefaultsDto } from './dto/task-type.dto';
 export * from './task-type.model';
 export * from './task-types.module';
 export * from './task-types.service';

@@ -6,7 +6,7 @@ import {
   ContractException,
 } from '@baton/task-contract';
 import { Clock } from '../common';
-import { UpdateTaskTypeDto } from './dto/task-type.dto';
+import { TaskTypeDefaultsDto, UpdateTaskTypeDto } from './dto/task-type.dto';
 import { TASK_TYPE_DEFAULTS, TaskTypeModel } from './task-type.model';
 import { TaskTypesRepository } from './task-types.repository';
 
@@ -53,9 +53,21 @@ export class TaskTypesService {
     taskType: string,
     blocking: BlockingKind,
     implemented: ContractCall[],
+    defaults: TaskTypeDefaultsDto = {},
   ): Promise<void> {
     const now = this.clock.now();
     const existing = await this.repo.find(taskType);
+    const policy = {
+      maxRetry: defaults.max_retry ?? TASK_TYPE_DEFAULTS.maxRetry,
+      backoffBaseMs: defaults.backoff_base_ms ?? TASK_TYPE_DEFAULTS.backoffBaseMs,
+      backoffMaxMs: defaults.backoff_max_ms ?? TASK_TYPE_DEFAULTS.backoffMaxMs,
+    };
+    if (!existing && policy.backoffMaxMs < policy.backoffBaseMs) {
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `${taskType}: defaults.backoff_max_ms must be at least defaults.backoff_base_ms`,
+      );
+    }
     const model: TaskTypeModel = existing
       ? { ...existing, blocking, implements: implemented, updatedAt: now }
       : {
@@ -63,6 +75,7 @@ export class TaskTypesService {
           blocking,
           implements: implemented,
           ...TASK_TYPE_DEFAULTS,
+          ...policy,
           timeoutPolicy: { ...TASK_TYPE_DEFAULTS.timeoutPolicy },
           createdAt: now,
           updatedAt: now,

@@ -49,7 +49,8 @@ export class WorkersService {
       blacklistedUntil: null,
       registeredAt: previous?.registeredAt ?? now,
     };
-    for (const t of dto.task_types) await this.types.declare(t.task_type, t.blocking, t.implements);
+    for (const t of dto.task_types)
+      await this.types.declare(t.task_type, t.blocking, t.implements, t.defaults);
     await this.repo.save(model);
     this.cachedAt = 0;
     return model;

@@ -15,6 +15,8 @@ import {
 export class FlakyHandler implements TaskHandler {
   readonly type = 'demo.flaky';
   readonly blocking = BlockingKind.SYNC;
+  /** Retries are what this type is for: it fails its first attempts, then succeeds. */
+  readonly defaults = { maxRetry: 3, backoffBaseMs: 500, backoffMaxMs: 4000 };
 
   constructor(private readonly defaultFailures: number) {}
 

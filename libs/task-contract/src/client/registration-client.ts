@@ -19,7 +19,12 @@ export interface RegistrationOptions extends JsonHttpOptions {
   publicUrl: string;
   version: string;
   capacity: number;
-  taskTypes: { task_type: string; blocking: BlockingKind; implements: string[] }[];
+  taskTypes: {
+    task_type: string;
+    blocking: BlockingKind;
+    implements: string[];
+    defaults?: { max_retry?: number; backoff_base_ms?: number; backoff_max_ms?: number };
+  }[];
   /** How often to heartbeat. Default 2000 ms. */
   heartbeatMs?: number;
   /**

@@ -8,6 +8,8 @@ export interface TaskTypeDeclaration {
   task_type: string;
   blocking: BlockingKind;
   implements: ContractCall[];
+  /** The retry policy the scheduler starts a type it does not know yet with. */
+  defaults?: { max_retry?: number; backoff_base_ms?: number; backoff_max_ms?: number };
 }
 
 /** The task types this worker serves: one handler per type, and what each one offers. */
@@ -46,7 +48,21 @@ export class TaskHandlerRegistry {
       if (h.rollback) calls.push(ContractCall.ROLLBACK);
       if (h.pausable) calls.push(ContractCall.PAUSE, ContractCall.CONTINUE);
       if (h.blocking === BlockingKind.SYNC && !h.prepare) calls.push(ContractCall.CREATE_RUN);
-      return { task_type: h.type, blocking: h.blocking, implements: calls };
+      const d = h.defaults;
+      return {
+        task_type: h.type,
+        blocking: h.blocking,
+        implements: calls,
+        ...(d
+          ? {
+              defaults: {
+                ...(d.maxRetry !== undefined ? { max_retry: d.maxRetry } : {}),
+                ...(d.backoffBaseMs !== undefined ? { backoff_base_ms: d.backoffBaseMs } : {}),
+                ...(d.backoffMaxMs !== undefined ? { backoff_max_ms: d.backoffMaxMs } : {}),
+              },
+            }
+          : {}),
+      };
     });
   }
 

@@ -50,6 +50,15 @@ export interface ProgressReport {
   message?: string | null;
 }
 
+/** A task type's starting retry policy, as a handler declares it. */
+export interface TaskTypeDefaults {
+  /** Retries after a failed attempt (0 to 100). */
+  maxRetry?: number;
+  /** First backoff between attempts, doubling up to `backoffMaxMs` (with jitter). */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+}
+
 /**
  * The code a team writes for one task type. `create` and `run` are required; everything else has
  * a default (documented per method) that the worker module applies when the method is absent.
@@ -63,6 +72,12 @@ export interface TaskHandler {
   readonly pausable?: boolean;
   /** A RUNNING task is dead when it has not beaten for this long. Default 15 000 ms. */
   readonly heartbeatTimeoutMs?: number;
+  /**
+   * The retry policy the scheduler starts the type with when it first hears of it (operators
+   * change it later through the scheduler's task-types API, and a worker never overrides that).
+   * Without it the scheduler's defaults apply: no retry.
+   */
+  readonly defaults?: TaskTypeDefaults;
 
   /** Accept the task: check params (throw a ContractException VALIDATION_FAILED to refuse). */
   create(task: TaskSnapshot): Promise<void> | void;

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   IsBoolean,
@@ -152,3 +152,13 @@ export class UpdateTaskTypeDto {
   @Max(100_000)
   rate_limit_per_sec?: number | null;
 }
+
+/**
+ * The retry policy a worker may declare with a task type: the scheduler starts a type it does not
+ * know yet with it; an existing type keeps what it has (operators own it after that).
+ */
+export class TaskTypeDefaultsDto extends PickType(UpdateTaskTypeDto, [
+  'max_retry',
+  'backoff_base_ms',
+  'backoff_max_ms',
+] as const) {}

@@ -7,6 +7,7 @@ import {
   IsEnum,
   IsIn,
   IsInt,
+  IsOptional,
   IsString,
   IsUrl,
   Matches,
@@ -21,6 +22,7 @@ import {
   OPTIONAL_CALLS,
   TASK_TYPE_PATTERN,
 } from '@baton/task-contract';
+import { TaskTypeDefaultsDto } from '../../task-types';
 import { WorkerModel } from '../worker.model';
 
 const OPTIONAL = [...OPTIONAL_CALLS];
@@ -42,6 +44,16 @@ export class DeclaredTaskTypeDto {
   @IsArray()
   @IsIn(OPTIONAL, { each: true })
   implements!: ContractCall[];
+
+  @ApiPropertyOptional({
+    type: TaskTypeDefaultsDto,
+    description:
+      'the retry policy to start the type with if the scheduler does not know it yet; a known type keeps its own',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => TaskTypeDefaultsDto)
+  defaults?: TaskTypeDefaultsDto;
 }
 
 /** Body of `POST /v1/workers`: a worker instance announces itself (again, after a restart). */
