@@ -13,7 +13,9 @@ for (const entry of ['scheduler', 'console', 'worker-template']) {
     process.exit(1);
   }
 }
-mkdirSync(`${root}.data`, { recursive: true });
+// Where the scheduler's database, the worker's task store and the demo's files go.
+const dataDir = process.env.BATON_DATA_DIR ?? '.data';
+mkdirSync(dataDir.startsWith('/') ? dataDir : `${root}${dataDir}`, { recursive: true });
 
 // One secret per run, shared by scheduler and worker: nothing hard-coded, nothing to configure.
 const secret = process.env.BATON_AUTH_SECRET ?? randomBytes(24).toString('hex');
@@ -28,7 +30,14 @@ const ports = {
   worker: process.env.WORKER_PORT ?? '3100',
 };
 const apps = [
-  ['scheduler', 'dist/apps/scheduler/src/main.js', { SCHEDULER_PORT: ports.scheduler }],
+  [
+    'scheduler',
+    'dist/apps/scheduler/src/main.js',
+    {
+      SCHEDULER_PORT: ports.scheduler,
+      BATON_DB_PATH: process.env.BATON_DB_PATH ?? `${dataDir}/baton.sqlite`,
+    },
+  ],
   ['console', 'dist/apps/console/src/main.js', { CONSOLE_PORT: ports.console }],
   [
     'worker',
@@ -38,7 +47,8 @@ const apps = [
       // The worker registers with the scheduler and reports async outcomes to it.
       BATON_SCHEDULER_URL: `http://127.0.0.1:${ports.scheduler}`,
       WORKER_STORE: process.env.WORKER_STORE ?? 'sqlite',
-      WORKER_STORE_PATH: process.env.WORKER_STORE_PATH ?? '.data/worker-tasks.sqlite',
+      WORKER_STORE_PATH: process.env.WORKER_STORE_PATH ?? `${dataDir}/worker-tasks.sqlite`,
+      WORKER_ROLLBACK_DIR: process.env.WORKER_ROLLBACK_DIR ?? `${dataDir}/rollback`,
     },
   ],
 ];
