@@ -45,7 +45,7 @@ export default tseslint.config(
     },
   },
   {
-    // Services decide; drivers and repositories do the I/O (CONVENTIONS.md rule 2).
+    // Services decide; drivers and repositories do the I/O (CONTRIBUTING.md).
     files: ['**/*.service.ts'],
     rules: {
       'no-restricted-imports': [

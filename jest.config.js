@@ -1,4 +1,4 @@
-/** Three tiers (CONVENTIONS.md rule 9): unit specs beside the code, integration specs against the
+/** Three tiers (CONTRIBUTING.md): unit specs beside the code, integration specs against the
  * machine's real servers, e2e specs through real app processes. */
 const transform = {
   // Transpile only: `npm test` type-checks the whole tree once with tsc before Jest runs.

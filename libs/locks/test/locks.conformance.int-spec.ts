@@ -1,6 +1,6 @@
 /**
- * The one conformance suite every lock driver passes against its real server (CONVENTIONS.md
- * rule 3). Multi-process cases fork dist/libs/locks/test/fixtures/lock-child.js, so run
+ * The one conformance suite every lock driver passes against its real server
+ * (CONTRIBUTING.md, adding a lock driver). Multi-process cases fork dist/libs/locks/test/fixtures/lock-child.js, so run
  * `npm run build` first (scripts/test.sh does).
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';

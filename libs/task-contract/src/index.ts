@@ -1,5 +1,5 @@
 /**
- * @baton/task-contract — the uniform task contract as code (ARCHITECTURE.md §2–§4): statuses and
+ * @baton/task-contract — the uniform task contract as code (docs/architecture.md–§4): statuses and
  * their transition table, DTOs and the error table, the worker-side Nest module, the scheduler's
  * WorkerClient, the async worker's CallbackClient, and request signing.
  */

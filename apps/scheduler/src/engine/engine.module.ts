@@ -21,10 +21,10 @@ import { WorkerReports } from './worker-reports';
 import { WorkerStateAdoption } from './worker-state-adoption';
 
 /**
- * The engine: drives one task at a time through its states by calling its worker (ARCHITECTURE
- * §5), under a claim and fence. Exports the engine itself, the reports of async workers (the
- * callback endpoints), the resource leases (the Checker frees those of tasks that ended elsewhere) and the
- * worker client (a cancel tells the worker). Its parts stay inside.
+ * The engine: drives one task at a time through its states by calling its worker, under a claim
+ * and fence (docs/architecture.md). Exports the engine itself, the reports of async workers (the
+ * callback endpoints), the resource leases (the Checker frees those of tasks that ended
+ * elsewhere) and the worker client (a cancel tells the worker). Its parts stay inside.
  */
 @Module({
   imports: [TaskStoreModule, TaskTypesModule, WorkersModule],

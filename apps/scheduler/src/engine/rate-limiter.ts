@@ -14,7 +14,7 @@ export interface RateLimit {
 }
 
 /**
- * Token buckets for task starts, per task type and per tenant (ARCHITECTURE.md §6). A start takes
+ * Token buckets for task starts, per task type and per tenant (docs/architecture.md). A start takes
  * a token from every bucket that applies, or from none; a refused start learns how long to wait.
  * Buckets live in this process: with N scheduler instances the fleet-wide rate is up to N times.
  */

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 
 /**
- * The `lock_keys` leases a task holds from PREPARE to a final state (ARCHITECTURE.md §5),
+ * The `lock_keys` leases a task holds from PREPARE to a final state (docs/architecture.md),
  * renewed automatically by the lock provider while this process lives; a dead scheduler's leases
  * run out on their own. All keys of a task are taken at once, in a fixed order, or none.
  */

@@ -15,7 +15,7 @@ import { TaskSteps } from './task-steps';
 export { DRIVABLE, EARLY_CLAIM_MS } from './engine-rules';
 
 /**
- * Drives tasks through ARCHITECTURE.md §5. Every step is a compare-and-set on the task row; the
+ * Drives tasks through docs/architecture.md. Every step is a compare-and-set on the task row; the
  * engine first takes the task's claim (owner + lease + a new fence) and hands that fence to the
  * worker on every call, so a scheduler that lost its claim is refused by the worker (409) and by
  * the database (version) alike. A task rests when it waits (POSTPONE, RUNNING async, retry

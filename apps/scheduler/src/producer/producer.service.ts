@@ -22,7 +22,7 @@ export const fireKey = (timerId: string, slot: number): string => `timer:${timer
 const RETRY_AFTER_FAILURE_MS = 1000;
 
 /**
- * The Producer (ARCHITECTURE.md §6): turns timed definitions into tasks. It fires only the timers
+ * The Producer (docs/architecture.md): turns timed definitions into tasks. It fires only the timers
  * this instance owns (ProducerOwnership), at their slot time, and creates each fire as a normal
  * task with `repetition=timed` under the idempotency key `timer:<id>:<slot>` — the task table's
  * unique index is what makes a slot fire once whatever happens to the owners. The task is written

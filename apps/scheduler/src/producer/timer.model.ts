@@ -9,7 +9,7 @@ export type MisfirePolicy = 'fire_once' | 'fire_all' | 'skip';
 export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'allow', 'cancel_previous'];
 export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['fire_once', 'fire_all', 'skip'];
 
-/** A timed definition: a task template and when to create it (ARCHITECTURE.md §2, §6 Producer). */
+/** A timed definition: a task template and when to create it (docs/architecture.md). */
 export interface TimerModel {
   timerId: string;
   name: string;

@@ -20,7 +20,7 @@ export interface LaneEntry {
 }
 
 /**
- * The two queues tasks wait in (ARCHITECTURE.md §6): the main lane, and a retry lane the runner
+ * The two queues tasks wait in (docs/architecture.md): the main lane, and a retry lane the runner
  * gives at most a share of its slots, so a retry storm slows itself down, not the fresh work
  * behind it. Every enqueue goes through here, so routing and tracking live in one place.
  */

@@ -1,6 +1,6 @@
 /**
  * The one conformance suite every queue driver passes, the Redis one against the machine's real
- * server (CONVENTIONS.md rule 3). Time is passed as `now` instead of slept away.
+ * server (CONTRIBUTING.md). Time is passed as `now` instead of slept away.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import Redis from 'ioredis';

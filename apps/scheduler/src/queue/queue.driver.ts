@@ -1,5 +1,5 @@
 /**
- * The scheduler's queue (ARCHITECTURE.md §6, §7): due tasks waiting for a runner, by priority.
+ * The scheduler's queue (docs/architecture.md): due tasks waiting for a runner, by priority.
  * The database is the source of truth; the queue is a fast path the Checker can always rebuild
  * from it (after a Redis restart or FLUSHALL nothing is lost, only delayed).
  */

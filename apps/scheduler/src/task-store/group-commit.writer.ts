@@ -37,7 +37,7 @@ const MYSQL_WRITERS = 4;
 
 /**
  * Writes task changes: each a compare-and-set on (task_id, version) with its log in one
- * transaction (ARCHITECTURE.md §3). Group commit: changes that arrive while earlier ones are being
+ * transaction (docs/architecture.md). Group commit: changes that arrive while earlier ones are being
  * written go to the database together, in one transaction — each still its own compare-and-set,
  * the event and attempt rows of all of them in one INSERT each, one commit (one fsync) for all.
  */

@@ -1,7 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { bigintNumber, jsonText } from '../database';
 
-/** One task (ARCHITECTURE.md §2). Never leaves the repository: services see TaskModel. */
+/** One task (docs/architecture.md). Never leaves the repository: services see TaskModel. */
 @Entity('baton_task')
 @Index('ix_task_due', ['due_at'])
 @Index('ix_task_status_due', ['status', 'due_at'])

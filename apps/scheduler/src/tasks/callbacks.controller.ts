@@ -40,7 +40,7 @@ function answer(
   return ok({ task_id: taskId, accepted: verdict === 'accepted' });
 }
 
-/** Where async workers report back (ARCHITECTURE.md §4). Signed like every contract call, and fenced. */
+/** Where async workers report back (docs/architecture.md). Signed like every contract call, and fenced. */
 @ApiTags('worker callbacks')
 @ApiSecurity('hmac')
 @ApiHeader({

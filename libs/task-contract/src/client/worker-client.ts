@@ -12,7 +12,7 @@ import { CallOptions, JsonHttp, JsonHttpOptions } from './json-http';
 const taskPath = (taskType: string): string => `/v1/task/${encodeURIComponent(taskType)}`;
 
 /**
- * The scheduler's side of the contract: one typed method per call of ARCHITECTURE.md §4.
+ * The scheduler's side of the contract: one typed method per call of docs/architecture.md.
  * Every call carries X-Baton-Fence, X-Request-Id, traceparent and the auth headers, has a
  * timeout, and ends either with the envelope's data or with a WorkerCallError subclass.
  *

@@ -14,7 +14,7 @@ import {
 /** Task types are lower-case dotted names, e.g. `mysql.failover`, `demo.echo`. */
 export const TASK_TYPE_PATTERN = /^[a-z0-9][a-z0-9._-]{0,99}$/;
 
-/** What the task is and where it runs (ARCHITECTURE.md §2, `create_info`). */
+/** What the task is and where it runs (docs/architecture.md, `create_info`). */
 export class CreateInfoDto {
   @ApiProperty({ example: 'demo.echo', pattern: TASK_TYPE_PATTERN.source })
   @IsString()

@@ -9,7 +9,7 @@ import { TaskStatus, parseTaskStatus } from '../enums/task-status.enum';
  */
 export const INITIAL_STATUSES = [TaskStatus.INIT, TaskStatus.POSTPONE, TaskStatus.PAUSE] as const;
 
-/** How the task is to be run (ARCHITECTURE.md §2, `process_arg`). */
+/** How the task is to be run (docs/architecture.md, `process_arg`). */
 export class ProcessArgDto {
   @ApiPropertyOptional({
     format: 'date-time',

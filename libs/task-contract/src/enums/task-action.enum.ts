@@ -1,5 +1,5 @@
 /**
- * The `action` query parameter of the worker contract (ARCHITECTURE.md §4). A call without an
+ * The `action` query parameter of the worker contract (docs/architecture.md). A call without an
  * action is `query` (GET) or `notify` (PUT); create is the POST.
  */
 export enum TaskAction {

@@ -1,4 +1,4 @@
-/** How the run call completes (ARCHITECTURE.md §2). */
+/** How the run call completes (docs/architecture.md). */
 export enum BlockingKind {
   /** The run call returns the outcome. */
   SYNC = 'sync',
@@ -6,7 +6,7 @@ export enum BlockingKind {
   ASYNC = 'async',
 }
 
-/** How often a task repeats (ARCHITECTURE.md §2). */
+/** How often a task repeats (docs/architecture.md). */
 export enum RepetitionKind {
   SIMPLE = 'simple',
   TIMED = 'timed',

@@ -1,5 +1,5 @@
 /**
- * The life of a task (ARCHITECTURE.md §3). The string values are what travels on the wire.
+ * The life of a task (docs/architecture.md). The string values are what travels on the wire.
  */
 export enum TaskStatus {
   /** Recorded by the scheduler; no worker has seen it yet. */

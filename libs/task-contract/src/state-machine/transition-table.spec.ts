@@ -3,7 +3,7 @@ import { TASK_STATUSES, TaskStatus, parseTaskStatus } from '../enums/task-status
 import { TRANSITIONS, assertTransition, canTransition, nextStatuses } from './transition-table';
 
 /**
- * The table written out again by hand, as a reader of ARCHITECTURE.md §3 would expect it. Any
+ * The table written out again by hand, as a reader of docs/architecture.md would expect it. Any
  * edit of TRANSITIONS that is not mirrored here fails a test: the table is the contract.
  */
 const EXPECTED: Record<TaskStatus, TaskStatus[]> = {

@@ -2,7 +2,7 @@ import { TaskStatus } from '../enums/task-status.enum';
 import { ContractException, ContractErrorCode } from '../errors/contract.exception';
 
 /**
- * Every allowed move between statuses (ARCHITECTURE.md §3). One table for scheduler, worker and
+ * Every allowed move between statuses (docs/architecture.md). One table for scheduler, worker and
  * console; `satisfies` makes the compiler refuse a status that is missing from it.
  *
  * Reading it: retries go back to CREATE (from FAIL, RUNNING on a lost run, NONE when the worker

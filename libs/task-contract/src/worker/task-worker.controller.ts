@@ -130,7 +130,7 @@ function checkTypeParam(pathType: string, queryType: string | undefined): void {
 }
 
 /**
- * The worker contract v1 (ARCHITECTURE.md §4): one path per task type, the action in the query.
+ * The worker contract v1 (docs/architecture.md): one path per task type, the action in the query.
  * Translation only; every rule lives in TaskWorkerService.
  */
 @ApiTags('worker contract v1')

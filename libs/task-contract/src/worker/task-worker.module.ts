@@ -43,7 +43,7 @@ function checkAuth(auth: AuthConfig): void {
 }
 
 /**
- * Mounts the whole worker contract (ARCHITECTURE.md §4) for the given handlers:
+ * Mounts the whole worker contract (docs/architecture.md) for the given handlers:
  * `POST|GET|PUT /v1/task/{task_type}`. The app must be created with `{ rawBody: true }` and
  * should use `ContractExceptionFilter` globally so every error carries the envelope.
  *

@@ -47,7 +47,7 @@ export type StateAction =
   'running' | 'pause' | 'continue' | 'prepare' | 'rollback' | 'change' | 'clean';
 
 /**
- * The worker side of the contract: every rule of ARCHITECTURE.md §4 that does not depend on the
+ * The worker side of the contract: every rule of docs/architecture.md that does not depend on the
  * task type. Handlers only do the work. This class is the contract's entry point: it finds the
  * handler, validates the body, and hands the call to the part that keeps that rule — the ledger
  * (records, fences, transitions), the lifecycle calls, the runner, the reads.

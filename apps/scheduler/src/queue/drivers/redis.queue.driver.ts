@@ -55,7 +55,7 @@ const REQUEUE_LIMIT = 1000;
 const MAX_CLAIM_ROUNDS = 4;
 
 /**
- * The production queue, over ioredis (ARCHITECTURE.md §7).
+ * The production queue, over ioredis (docs/architecture.md).
  *
  * Layout per shard, all keys under one hash tag (`{prefix:s3}:p9`) so each script touches one
  * Cluster slot: a sorted set per priority scored by dueAt, a claimed sorted set scored by

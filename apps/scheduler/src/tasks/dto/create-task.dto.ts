@@ -15,7 +15,7 @@ import {
 } from 'class-validator';
 import { CreateInfoDto, ProcessArgDto, RepetitionKind } from '@baton/task-contract';
 
-/** Body of `POST /v1/tasks`: one task (ARCHITECTURE.md §2). */
+/** Body of `POST /v1/tasks`: one task (docs/architecture.md). */
 export class CreateTaskDto {
   @ApiProperty({ type: CreateInfoDto })
   @IsObject()
