@@ -1,12 +1,58 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { BackendHealth } from './backend-health';
+
+type Answer<T> = { code: number; message: string; data: T };
 
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
+  constructor(
+    private readonly checks: HealthCheckService,
+    private readonly backends: BackendHealth,
+  ) {}
+
   @Get()
-  @ApiOperation({ summary: 'liveness' })
-  health(): { code: number; message: string; data: { status: string; component: string } } {
+  @ApiOperation({ summary: 'liveness (the same as /health/live)' })
+  health(): Answer<{ status: string; component: string }> {
+    return this.live();
+  }
+
+  @Get('live')
+  @ApiOperation({ summary: 'liveness: the process answers (a Kubernetes liveness probe)' })
+  live(): Answer<{ status: string; component: string }> {
     return { code: 0, message: 'ok', data: { status: 'up', component: 'scheduler' } };
+  }
+
+  @Get('ready')
+  @ApiOperation({
+    summary: 'readiness: database (migrations applied), queue and lock backend answer now',
+    description:
+      'For a Kubernetes readiness probe. 200 with each backend `up`, or 503 (code 50301) naming the ones that are down; each backend is given 2 s.',
+  })
+  async ready(): Promise<Answer<HealthCheckResult>> {
+    const result = await this.checks
+      .check([
+        () => this.backends.database(),
+        () => this.backends.queue(),
+        () => this.backends.locks(),
+      ])
+      .catch((err: unknown) => {
+        const response = (err as { getResponse?: () => unknown }).getResponse?.();
+        if (response && typeof response === 'object' && 'details' in response)
+          return response as HealthCheckResult;
+        throw err;
+      });
+    if (result.status !== 'ok') {
+      const down = Object.keys(result.error ?? {});
+      throw new ContractException(
+        ContractErrorCode.NOT_READY,
+        `not ready: ${down.join(', ')} down`,
+        result,
+      );
+    }
+    return { code: 0, message: 'ok', data: result };
   }
 }

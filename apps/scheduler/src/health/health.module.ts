@@ -1,5 +1,12 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { BackendHealth } from './backend-health';
 import { HealthController } from './health.controller';
 
-@Module({ controllers: [HealthController] })
+/** Liveness and readiness for probes: `/health/live`, `/health/ready` (and `/health`). */
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false })],
+  controllers: [HealthController],
+  providers: [BackendHealth],
+})
 export class HealthModule {}

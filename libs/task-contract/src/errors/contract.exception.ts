@@ -26,6 +26,7 @@ export enum ContractErrorCode {
   INTERNAL = 50000,
   NOT_IMPLEMENTED = 50100,
   WORKER_UNAVAILABLE = 50300,
+  NOT_READY = 50301,
   WORKER_TIMEOUT = 50400,
 }
 
@@ -59,6 +60,8 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.INTERNAL]: 'unexpected error; the message carries an error id for the logs',
   [ContractErrorCode.NOT_IMPLEMENTED]: 'the worker does not implement this optional call',
   [ContractErrorCode.WORKER_UNAVAILABLE]: 'the worker could not be reached (client side)',
+  [ContractErrorCode.NOT_READY]:
+    'scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending',
   [ContractErrorCode.WORKER_TIMEOUT]: 'the worker did not answer in time (client side)',
 } as const satisfies Record<ContractErrorCode, string>;
 

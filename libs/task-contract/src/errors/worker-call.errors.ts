@@ -78,5 +78,6 @@ export const ERROR_CLASS_BY_CODE = {
   [ContractErrorCode.INTERNAL]: WorkerUnavailableError,
   [ContractErrorCode.NOT_IMPLEMENTED]: NotImplementedError,
   [ContractErrorCode.WORKER_UNAVAILABLE]: WorkerUnavailableError,
+  [ContractErrorCode.NOT_READY]: WorkerUnavailableError,
   [ContractErrorCode.WORKER_TIMEOUT]: WorkerTimeoutError,
 } as const satisfies Record<ContractErrorCode, WorkerCallErrorClass>;

@@ -1,0 +1,71 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import { LOCK_PROVIDER, LockProvider } from '@baton/locks';
+import { DataSource } from 'typeorm';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { QueueLanes } from '../queue';
+
+/** How long one backend may take to answer a readiness probe before it counts as down. */
+const PROBE_TIMEOUT_MS = 2000;
+
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Whether each backend the scheduler needs answers now: the database (and its migrations are
+ * all applied), the queue, the lock backend. Each probe is a real round trip, bounded in time,
+ * so a backend that went away shows within a probe's timeout.
+ */
+@Injectable()
+export class BackendHealth {
+  constructor(
+    private readonly indicators: HealthIndicatorService,
+    private readonly db: DataSource,
+    private readonly lanes: QueueLanes,
+    @Inject(LOCK_PROVIDER) private readonly lockProvider: LockProvider,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  database(): Promise<HealthIndicatorResult> {
+    return this.probe('database', async () => {
+      await this.db.query('SELECT 1');
+      if (await this.db.showMigrations()) throw new Error('migrations are pending');
+      return { type: this.config.database.type };
+    });
+  }
+
+  queue(): Promise<HealthIndicatorResult> {
+    return this.probe('queue', async () => {
+      const [main, retry] = await Promise.all([this.lanes.main.size(), this.lanes.retry.size()]);
+      return { driver: this.config.queue.driver, pending: main.pending + retry.pending };
+    });
+  }
+
+  locks(): Promise<HealthIndicatorResult> {
+    return this.probe('locks', async () => {
+      // A lease on a key of this instance's own: taken and given back, a round trip each.
+      const lease = await this.lockProvider.tryAcquire(`health:${this.config.instanceId}`, {
+        ttlMs: 5000,
+      });
+      await lease?.release();
+      return { driver: this.lockProvider.driver };
+    });
+  }
+
+  private async probe(
+    key: string,
+    check: () => Promise<Record<string, unknown>>,
+  ): Promise<HealthIndicatorResult> {
+    const session = this.indicators.check(key);
+    try {
+      return session.up(await within(PROBE_TIMEOUT_MS, check()));
+    } catch (err) {
+      return session.down({ message: err instanceof Error ? err.message : String(err) });
+    }
+  }
+}
