@@ -137,6 +137,10 @@ describe('conformance kit against deliberately broken workers', () => {
     ['fence', 'fence: a lower fence is refused with 409 and changes nothing'],
     ['auth', 'auth: missing credentials refused with 401'],
     ['idempotency', 'create: idempotent on task_id'],
+    [
+      'reattempt',
+      're-sent create: the same attempt answers what is there; a newer one replaces an attempt that never ran',
+    ],
     ['transitions', 'illegal transition: refused with 409 and nothing changes'],
     ['envelope', 'unknown task type: 404'],
     ['validation', 'body: unknown field refused with 400'],

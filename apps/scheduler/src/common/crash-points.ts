@@ -4,6 +4,10 @@
  * and runs none twice. Unset in production: then a crash point is one Set lookup.
  */
 export type CrashPoint =
+  /** An attempt is bound to its worker (written); the create is not sent yet. */
+  | 'before-create-call'
+  /** The worker answered the create; nothing after it is written yet. */
+  | 'after-create-call'
   /** The RUNNING write of a sync attempt is committed; the run call is not sent yet. */
   | 'before-run-call'
   /** The worker answered the run call; nothing of its answer is written yet. */

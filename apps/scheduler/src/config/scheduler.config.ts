@@ -46,6 +46,12 @@ export interface SchedulerConfig {
     /** Consecutive failures that blacklist a worker, and for how long. */
     blacklistAfter: number;
     blacklistMs: number;
+    /**
+     * How long the worker of an attempt the scheduler gave up is told to drop it (retried with
+     * backoff) while it stays registered and does not answer; a worker no longer registered at
+     * the attempt's URL is not told at all.
+     */
+    dropGiveUpMs: number;
   };
   producer: {
     /** standby: one elected leader fires every timer; distributed: timers hashed over live members. */
@@ -327,6 +333,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       staleAfterMs: int(env, 'BATON_WORKER_STALE_MS', 30_000, 100, 3_600_000),
       blacklistAfter: int(env, 'BATON_WORKER_BLACKLIST_AFTER', 3, 1, 1000),
       blacklistMs: int(env, 'BATON_WORKER_BLACKLIST_MS', 30_000, 100, 3_600_000),
+      dropGiveUpMs: int(env, 'BATON_DROP_GIVE_UP_MS', 3_600_000, 1000, 7 * 86_400_000),
     },
     producer: {
       mode: oneOf(env, 'BATON_PRODUCER_MODE', ['standby', 'distributed'] as const, 'standby'),

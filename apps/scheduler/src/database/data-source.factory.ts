@@ -5,6 +5,7 @@ import { TaskTypeRateLimit1763900000000 } from './migrations/1763900000000-TaskT
 import { Timers1764000000000 } from './migrations/1764000000000-Timers';
 import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
 import { TaskChanges1764200000000 } from './migrations/1764200000000-TaskChanges';
+import { AttemptMoves1764300000000 } from './migrations/1764300000000-AttemptMoves';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -17,6 +18,7 @@ export const MIGRATIONS = [
   Timers1764000000000,
   LogDumper1764100000000,
   TaskChanges1764200000000,
+  AttemptMoves1764300000000,
 ];
 
 /**

@@ -3,6 +3,7 @@ import {
   BlockingKind,
   CallOptions,
   ContractCall,
+  IllegalTransitionError,
   TaskStatus,
   TaskViewDto,
   WorkerClient,
@@ -52,40 +53,35 @@ export class AttemptRunner {
     // A new attempt of a sync type with nothing to prepare: one round trip (create_run).
     const redrive = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
     if (!redrive && createsAndRuns(type)) return this.startCreateAndRun(t, type, worker, attempt);
-    let view: TaskViewDto;
-    if (t.startTime !== null) await waitUntil(t.startTime, () => this.clock.now());
-    try {
-      view = await this.client.create(worker.url, t.taskType, createBody(t, attempt), opts());
-    } catch (err) {
-      return this.policy.callFailed(t, type, worker, err, 'create', false);
-    }
-    const sync = type.blocking === BlockingKind.SYNC;
-    const prepares = type.implements.includes(ContractCall.PREPARE);
-    const fresh = view.task_status === TaskStatus.CREATE;
-    // A sync type with nothing to prepare goes CREATE -> RUNNING in one write, the attempt's row
-    // with it: visible as RUNNING while the worker works.
-    const straightToRun = sync && !prepares && fresh;
-    if (
-      t.status !== TaskStatus.CREATE ||
-      t.attempt !== attempt ||
-      t.workerId !== worker.workerId ||
-      straightToRun
-    ) {
+    // The attempt is bound to its worker before the worker hears of it: a crash after the create
+    // still knows where the task may be (a re-drive sends the same create to the same worker).
+    if (!redrive || t.attempt !== attempt || t.workerId !== worker.workerId) {
       const next = await this.steps.step(
         t,
         this.attemptStart(
           t,
           worker,
           attempt,
-          straightToRun,
-          straightToRun
-            ? `worker ${worker.workerId} accepted attempt ${attempt}; run`
-            : `worker ${worker.workerId} accepted attempt ${attempt}`,
+          false,
+          `attempt ${attempt} to worker ${worker.workerId}: create`,
         ),
       );
       if (!next) return REST;
       t = next;
     }
+    crashPoint('before-create-call');
+    if (t.startTime !== null) await waitUntil(t.startTime, () => this.clock.now());
+    let view: TaskViewDto;
+    try {
+      view = await this.client.create(worker.url, t.taskType, createBody(t, attempt), opts());
+    } catch (err) {
+      const known = await this.reconcileRefusedCreate(t, worker, attempt, err);
+      if (!known) return this.policy.callFailed(t, type, worker, err, 'create');
+      view = known;
+    }
+    crashPoint('after-create-call');
+    const sync = type.blocking === BlockingKind.SYNC;
+    const prepares = type.implements.includes(ContractCall.PREPARE);
     // The worker may be ahead of us after a crash between its answer and our write.
     if (view.task_status !== TaskStatus.CREATE && view.task_status !== TaskStatus.PREPARE)
       return this.adoption.adoptWorkerState(t, type, view);
@@ -94,7 +90,7 @@ export class AttemptRunner {
       try {
         view = await this.client.prepare(worker.url, t.taskType, t.taskId, opts());
       } catch (err) {
-        return this.policy.callFailed(t, type, worker, err, 'prepare', true);
+        return this.policy.callFailed(t, type, worker, err, 'prepare');
       }
       if (view.task_status === TaskStatus.FAIL)
         return this.policy.failed(t, type, view.error?.message ?? 'prepare failed');
@@ -114,6 +110,35 @@ export class AttemptRunner {
       t = next;
     }
     return this.runOnWorker(t, type, worker);
+  }
+
+  /**
+   * The worker refused the create for the state it holds the task in (an older attempt still
+   * running, or ended in a way that takes no new attempt): ask it. When it holds this attempt (or
+   * a newer one) already, that is the answer; otherwise undefined, and the attempt moves on.
+   */
+  private async reconcileRefusedCreate(
+    t: TaskModel,
+    worker: WorkerModel,
+    attempt: number,
+    err: unknown,
+  ): Promise<TaskViewDto | undefined> {
+    if (!(err instanceof IllegalTransitionError)) return undefined;
+    try {
+      const [view] = await this.client.query(
+        worker.url,
+        t.taskType,
+        { task_id: t.taskId },
+        { fence: t.fence, requestId: `${t.taskId}/${attempt}/reconcile` },
+      );
+      if (!view) return undefined;
+      this.logger.warn(
+        `task ${t.taskId}: ${worker.workerId} refused attempt ${attempt} (${message(err)}); it holds attempt ${view.attempt} in ${view.task_status}`,
+      );
+      return view.attempt >= attempt ? view : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -199,7 +224,7 @@ export class AttemptRunner {
         timeoutMs: syncRunTimeoutMs(t, type) + Math.max(0, (t.startTime ?? 0) - this.clock.now()),
       });
     } catch (err) {
-      return this.policy.callFailed(t, type, worker, err, 'create and run', true);
+      return this.policy.callFailed(t, type, worker, err, 'create and run');
     }
     crashPoint('after-run-call');
     this.noteWorkerSuccess(worker);
@@ -218,7 +243,7 @@ export class AttemptRunner {
         ...(sync ? { timeoutMs: syncRunTimeoutMs(t, type) } : {}),
       });
     } catch (err) {
-      return this.policy.callFailed(t, type, worker, err, 'run', true);
+      return this.policy.callFailed(t, type, worker, err, 'run');
     }
     crashPoint('after-run-call');
     this.noteWorkerSuccess(worker);

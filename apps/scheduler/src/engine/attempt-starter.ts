@@ -4,7 +4,7 @@ import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel, TasksRepository } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
-import { WorkersService } from '../workers';
+import { WorkerModel, WorkersService } from '../workers';
 import { AttemptRunner } from './attempt-runner';
 import { EARLY_CLAIM_MS, Step, backoff } from './engine-rules';
 import { FailurePolicy } from './failure-policy';
@@ -101,9 +101,9 @@ export class AttemptStarter {
     }
     // A re-drive goes back to the worker that already has the attempt; a new attempt may go anywhere.
     const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
-    const worker = await this.workers.pick(t.taskType, {
-      url: sameAttempt ? t.workerUrl : t.requestedUrl,
-    });
+    const worker = sameAttempt
+      ? await this.workers.pick(t.taskType, { url: t.workerUrl })
+      : await this.pickForNewAttempt(t);
     if (!worker) {
       await this.leases.release(t.taskId);
       return this.steps.postpone(
@@ -119,6 +119,20 @@ export class AttemptStarter {
     } finally {
       this.workers.releaseSlot(worker.workerId);
     }
+  }
+
+  /**
+   * A new attempt goes to the requested worker if the task names one; otherwise to another worker
+   * than the last attempt's when there is one with room (that one failed it, refused it, or could
+   * not be reached), else to any.
+   */
+  private async pickForNewAttempt(t: TaskModel): Promise<WorkerModel | undefined> {
+    if (t.requestedUrl) return this.workers.pick(t.taskType, { url: t.requestedUrl });
+    if (t.workerId) {
+      const other = await this.workers.pick(t.taskType, { exclude: [t.workerId] });
+      if (other) return other;
+    }
+    return this.workers.pick(t.taskType);
   }
 
   private rateLimits(t: TaskModel, type: TaskTypeModel): RateLimit[] {

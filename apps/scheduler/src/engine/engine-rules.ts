@@ -73,6 +73,11 @@ export function backoff(type: TaskTypeModel, attempt: number): number {
   return Math.round(exp / 2 + Math.random() * (exp / 2));
 }
 
+/** Attempts that count against max_retry: all but those opened by moving the task elsewhere. */
+export function countedAttempts(t: TaskModel): number {
+  return Math.max(0, t.attempt - t.moves);
+}
+
 /** A permanent task that nobody cancelled: every end of a life starts the next one. */
 export function keptAlive(t: TaskModel): boolean {
   return t.repetition === RepetitionKind.PERMANENT && !t.cancelRequested;

@@ -4,6 +4,7 @@ import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStoreModule } from '../task-store';
 import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
+import { AttemptDrops } from './attempt-drops';
 import { AttemptRunner } from './attempt-runner';
 import { AttemptStarter } from './attempt-starter';
 import { WORKER_CLIENT } from './engine.tokens';
@@ -46,6 +47,7 @@ import { WorkerStateAdoption } from './worker-state-adoption';
     WorkerStateAdoption,
     WorkerReports,
     AttemptRunner,
+    AttemptDrops,
     TaskPoller,
     AttemptStarter,
     TaskEngine,

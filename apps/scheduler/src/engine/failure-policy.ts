@@ -1,12 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  IllegalTransitionError,
   NotifyEvent,
   StaleFenceError,
   TaskStatus,
   WorkerCallError,
+  neverReachedWorker,
   WorkerClient,
   WorkerTimeoutError,
   WorkerUnavailableError,
+  canTransition,
 } from '@baton/task-contract';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
@@ -14,7 +17,15 @@ import { TaskModel } from '../task-store';
 import { TaskTypeModel, TimeoutPolicy } from '../task-types';
 import { WorkerModel, WorkersService } from '../workers';
 import { WORKER_CLIENT } from './engine.tokens';
-import { REST, Step, backoff, keptAlive, message, restartBackoff } from './engine-rules';
+import {
+  REST,
+  Step,
+  backoff,
+  countedAttempts,
+  keptAlive,
+  message,
+  restartBackoff,
+} from './engine-rules';
 import { PermanentLives } from './permanent-lives';
 import { ResourceLeases } from './resource-leases';
 import { TaskCleanup } from './task-cleanup';
@@ -76,11 +87,20 @@ export class FailurePolicy {
         )
         .catch(() => undefined);
     }
-    return this.failed(t, type, why, policy === 'retry');
+    return this.failed(t, type, why, policy === 'retry', true);
   }
 
-  /** An attempt failed: retry with backoff while attempts remain, else the final failure. */
-  async failed(t0: TaskModel, type: TaskTypeModel, why: string, retryable = true): Promise<Step> {
+  /**
+   * An attempt failed: retry with backoff while attempts remain, else the final failure. `drop`:
+   * the scheduler gives the attempt up while its worker may still hold it (it is told to drop it).
+   */
+  async failed(
+    t0: TaskModel,
+    type: TaskTypeModel,
+    why: string,
+    retryable = true,
+    drop = false,
+  ): Promise<Step> {
     // Before planning another attempt or life.
     const t = retryable || keptAlive(t0) ? await this.lives.withCancelFlag(t0) : t0;
     if (t.status === TaskStatus.SUCCESS) {
@@ -92,9 +112,10 @@ export class FailurePolicy {
     const maxRetry = t.maxRetry >= 0 ? t.maxRetry : type.maxRetry;
     // A permanent task is restarted whatever ended its life, until it is cancelled.
     const restart = keptAlive(t);
-    const retry = restart || (retryable && !t.cancelRequested && t.attempt <= maxRetry);
+    const counted = countedAttempts(t);
+    const retry = restart || (retryable && !t.cancelRequested && counted <= maxRetry);
     const now = this.clock.now();
-    const wait = restart ? restartBackoff(t, type, now) : backoff(type, t.attempt);
+    const wait = restart ? restartBackoff(t, type, now) : backoff(type, counted);
     const next = await this.steps.step(t, {
       to: TaskStatus.FAIL,
       patch: retry
@@ -107,11 +128,11 @@ export class FailurePolicy {
             leaseUntil: null,
           }
         : { error: { message: why }, outcome: TaskStatus.FAIL, pendingAction: null, dueAt: now },
-      attemptEnd: { outcome: TaskStatus.FAIL, error: why },
+      attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop },
       reason: restart
         ? `life ${t.attempt} of a permanent task ended (${why}); restart ${t.attempt} in ${wait} ms`
         : retry
-          ? `attempt ${t.attempt} failed (${why}); retry ${t.attempt} of ${maxRetry}`
+          ? `attempt ${t.attempt} failed (${why}); retry ${counted} of ${maxRetry}`
           : `failed: ${why}`,
     });
     if (next && restart) this.lives.countRestart(t);
@@ -135,37 +156,79 @@ export class FailurePolicy {
     return next ?? REST;
   }
 
-  /** A call to the worker failed: stand down, wait for another worker, or fail the attempt. */
+  /**
+   * A call to the worker failed. A stale fence: another scheduler holds the task, stand down. A
+   * call that never reached the worker (refused, no such host, not ready, rate limited) or a
+   * create that timed out: the attempt moves to another worker, not counted against max_retry.
+   * A create the worker refused for the state it holds the task in: asked and reconciled by the
+   * caller, moved here. Anything else fails the attempt under the retry rules, and the worker is
+   * told to drop it (a run that timed out may still be going there).
+   */
   async callFailed(
     t: TaskModel,
     type: TaskTypeModel,
     worker: WorkerModel,
     err: unknown,
     call: string,
-    attemptStarted: boolean,
   ): Promise<Step> {
-    if (err instanceof StaleFenceError) {
-      // Another scheduler holds a newer claim and already spoke to the worker: stand down.
-      return REST;
-    }
-    if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError) {
+    if (err instanceof StaleFenceError) return REST;
+    const why = `${call} on ${worker.workerId} failed: ${message(err)}`;
+    if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError)
       await this.workers.reportFailure(worker.workerId);
-      if (!attemptStarted) {
-        await this.leases.release(t.taskId);
-        return this.steps.postpone(
-          t,
-          this.clock.now() + backoff(type, 1),
-          `${call} on ${worker.workerId} failed: ${message(err)}`,
-        );
-      }
-    }
+    const unsent =
+      neverReachedWorker(err) ||
+      (call === 'create' &&
+        (err instanceof WorkerTimeoutError ||
+          err instanceof WorkerUnavailableError ||
+          err instanceof IllegalTransitionError));
+    if (unsent && !t.cancelRequested) return this.move(t, type, why);
     return this.failed(
       t,
       type,
-      `${call} on ${worker.workerId} failed: ${message(err)}`,
+      why,
       !(err instanceof WorkerCallError) ||
         err instanceof WorkerUnavailableError ||
         err instanceof WorkerTimeoutError,
+      true,
     );
+  }
+
+  /**
+   * The attempt is given up without counting it: its worker is told to drop it (it may hold it
+   * from an earlier create), and the task waits a moment to start its next attempt, on another
+   * worker when there is one (`AttemptStarter` prefers a worker other than the last).
+   */
+  async move(t: TaskModel, type: TaskTypeModel, why: string): Promise<Step> {
+    await this.leases.release(t.taskId);
+    const now = this.clock.now();
+    // The first move goes at once; a task that keeps moving (every worker refuses) backs off.
+    const wait = t.moves === 0 ? 0 : backoff(type, Math.min(t.moves, 16));
+    const patch = {
+      moves: t.moves + 1,
+      dueAt: now + wait,
+      owner: null,
+      leaseUntil: null,
+      pendingAction: null,
+    };
+    const reason = `${why}; attempt ${t.attempt} moves to another worker (not counted against max_retry)`;
+    // POSTPONE where the table allows it (CREATE, PREPARE); a run already written as RUNNING
+    // (create and run in one call) goes the way of a retry, through FAIL with no outcome.
+    await this.steps.step(
+      t,
+      canTransition(t.status, TaskStatus.POSTPONE)
+        ? {
+            to: TaskStatus.POSTPONE,
+            patch,
+            attemptEnd: { outcome: TaskStatus.POSTPONE, error: why, drop: true },
+            reason,
+          }
+        : {
+            to: TaskStatus.FAIL,
+            patch: { ...patch, error: { message: why }, outcome: null },
+            attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop: true },
+            reason,
+          },
+    );
+    return REST;
   }
 }

@@ -73,13 +73,29 @@ export class TaskSteps {
    * The task may not start yet. A first start waits in POSTPONE; a retry (FAIL) or a re-create
    * (NONE) waits where it is, since the table has no move from there to POSTPONE (and a retry
    * stays in the retry lane): the wait and its reason are logged as an event either way.
+   *
+   * An attempt already bound to its worker (a re-drive of CREATE or PREPARE that cannot go on
+   * there) is given up: not counted against max_retry, and its worker is told to drop it.
    */
   async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
-    const patch = { dueAt: until, owner: null, leaseUntil: null };
+    const bound = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
+    const patch = {
+      dueAt: until,
+      owner: null,
+      leaseUntil: null,
+      ...(bound ? { moves: t.moves + 1 } : {}),
+    };
     await this.step(
       t,
       canTransition(t.status, TaskStatus.POSTPONE)
-        ? { to: TaskStatus.POSTPONE, patch, reason: why }
+        ? {
+            to: TaskStatus.POSTPONE,
+            patch,
+            reason: why,
+            ...(bound
+              ? { attemptEnd: { outcome: TaskStatus.POSTPONE, error: why, drop: true } }
+              : {}),
+          }
         : { patch, reason: `waiting: ${why}`, note: true },
     );
     return REST;

@@ -35,4 +35,15 @@ export class TaskAttemptEntity {
 
   @Column({ type: 'varchar', length: 2000, nullable: true })
   error!: string | null;
+
+  /** When its worker is next to be told to drop it (null: nothing to tell). */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  drop_due_at!: number | null;
+
+  @Column({ type: 'int', default: 0 })
+  drop_tries!: number;
+
+  /** When its worker was told to drop it (or was found gone). */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  dropped_at!: number | null;
 }

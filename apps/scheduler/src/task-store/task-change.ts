@@ -24,7 +24,15 @@ export interface TaskChange {
    * The outcome and error to record when this change ends the current attempt. Whether it ends
    * one is not the caller's call: it does when the task leaves CREATE/PREPARE/RUNNING/PAUSE.
    */
-  attemptEnd?: { outcome: TaskStatus; error: string | null };
+  attemptEnd?: {
+    outcome: TaskStatus;
+    error: string | null;
+    /**
+     * The scheduler gave the attempt up while its worker may still hold it (a call that failed or
+     * timed out, a move to another worker): the worker is to be told to drop it (`AttemptDrops`).
+     */
+    drop?: boolean;
+  };
   /**
    * Log an event even when the status does not move (from = to): a request from a person or a
    * worker's report that changes what happens next (cancel requested, an alert, a wait).

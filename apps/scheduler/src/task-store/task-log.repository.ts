@@ -24,6 +24,8 @@ interface AttemptEnd {
   at: number;
   outcome: TaskStatus;
   error: string | null;
+  /** Its worker is to be told to drop it. */
+  drop: boolean;
 }
 
 /** A move of a task as the change feed tells it. */
@@ -85,6 +87,8 @@ export class TaskLogRepository {
       endedAt: a.ended_at,
       outcome: a.outcome as TaskStatus | null,
       error: a.error,
+      drop: a.drop_due_at !== null ? 'pending' : a.dropped_at !== null ? 'done' : null,
+      droppedAt: a.dropped_at,
     }));
   }
 
@@ -216,6 +220,7 @@ export class TaskLogRepository {
         at: now,
         outcome,
         error: error && clip(error, 2000),
+        drop: change.attemptEnd?.drop === true,
       },
     ];
   }
@@ -223,6 +228,13 @@ export class TaskLogRepository {
   /** Closes attempt rows: one statement for the group (each task's row once). */
   private async endAttempts(m: EntityManager, ended: readonly AttemptEnd[]): Promise<void> {
     if (ended.length === 0) return;
+    // Rare (an attempt given up on): one statement each, in the transaction that ends it.
+    for (const e of ended.filter((x) => x.drop))
+      await this.sql.exec(
+        m,
+        'UPDATE baton_task_attempt SET drop_due_at = ? WHERE task_id = ? AND attempt = ? AND worker_url IS NOT NULL',
+        [e.at, e.taskId, e.attempt],
+      );
     if (ended.length === 1 || new Set(ended.map((e) => e.taskId)).size !== ended.length) {
       for (const e of ended)
         await this.sql.exec(

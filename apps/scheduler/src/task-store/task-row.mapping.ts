@@ -11,6 +11,7 @@ import { TaskEventModel, TaskModel, TaskPatch } from './task.model';
 /** The column of each field a change may set. */
 export const PATCH_COLUMNS: Readonly<Record<keyof TaskPatch, keyof TaskEntity>> = {
   attempt: 'attempt',
+  moves: 'moves',
   params: 'params',
   workerId: 'worker_id',
   workerUrl: 'worker_url',
@@ -39,6 +40,7 @@ export function toModel(e: TaskEntity): TaskModel {
     status: e.status as TaskStatus,
     version: e.version,
     attempt: e.attempt,
+    moves: e.moves ?? 0,
     priority: e.priority,
     blocking: e.blocking as BlockingKind,
     repetition: e.repetition as RepetitionKind,
@@ -85,6 +87,7 @@ export function toEntity(m: TaskModel): TaskEntity {
     status: m.status,
     version: m.version,
     attempt: m.attempt,
+    moves: m.moves,
     priority: m.priority,
     blocking: m.blocking,
     repetition: m.repetition,
@@ -143,6 +146,7 @@ const JSON_COLUMNS: ReadonlySet<string> = new Set([
 const NUMBER_COLUMNS: ReadonlySet<string> = new Set([
   'version',
   'attempt',
+  'moves',
   'priority',
   'start_time',
   'deadline_second',

@@ -9,6 +9,7 @@ import {
 } from '../database/testing/test-databases';
 import { Metrics } from '../metrics';
 import { GroupCommitWriter } from './group-commit.writer';
+import { AttemptDropsRepository } from './attempt-drops.repository';
 import { SqlRunner } from './sql-runner';
 import { TaskChangeFeed } from './task-change-feed';
 import { TaskLogRepository } from './task-log.repository';
@@ -531,8 +532,70 @@ describe.each([
         endedAt: 20,
         outcome: TaskStatus.FAIL,
         error: 'boom',
+        drop: null,
+        droppedAt: null,
       },
     ]);
+  });
+
+  it('marks an attempt given up for its worker to drop, in the write that ends it; one sender claims it', async () => {
+    const drops = new AttemptDropsRepository(sql);
+    const task = await repo.insert(newTask({ taskType: 'demo.drop' }), 'c', 'api');
+    const created = await repo.apply(
+      task,
+      {
+        to: TaskStatus.CREATE,
+        patch: { attempt: 1 },
+        attemptStart: {
+          attempt: 1,
+          workerId: 'w1',
+          workerUrl: 'http://w1',
+          fence: 7,
+          startedAt: 10,
+        },
+        reason: 'create',
+        actor: 's1',
+      },
+      10,
+    );
+    const moved = await repo.apply(
+      created!,
+      {
+        to: TaskStatus.POSTPONE,
+        patch: { moves: 1 },
+        attemptEnd: { outcome: TaskStatus.POSTPONE, error: 'refused', drop: true },
+        reason: 'moved',
+        actor: 's1',
+      },
+      20,
+    );
+    expect(moved?.moves).toBe(1);
+    expect((await repo.findById(task.taskId))?.moves).toBe(1);
+    expect(await log.attempts(task.taskId)).toMatchObject([
+      { attempt: 1, outcome: TaskStatus.POSTPONE, drop: 'pending', droppedAt: null },
+    ]);
+    const due = (await drops.due(25, 100)).filter((d) => d.taskId === task.taskId);
+    expect(due).toEqual([
+      expect.objectContaining({
+        taskType: 'demo.drop',
+        attempt: 1,
+        workerUrl: 'http://w1',
+        fence: 7,
+        tries: 0,
+        endedAt: 20,
+      }),
+    ]);
+    // Not due before the attempt ended; two senders: one claim wins.
+    expect((await drops.due(19, 100)).some((d) => d.taskId === task.taskId)).toBe(false);
+    expect(await drops.claim(due[0], 1000)).toBe(true);
+    expect(await drops.claim(due[0], 1000)).toBe(false);
+    expect((await drops.due(999, 100)).some((d) => d.taskId === task.taskId)).toBe(false);
+    await drops.later({ ...due[0], dueAt: 1000 }, 2000);
+    const again = (await drops.due(2000, 100)).find((d) => d.taskId === task.taskId);
+    expect(again).toMatchObject({ tries: 1, dueAt: 2000 });
+    await drops.done(again!, 2100);
+    expect((await drops.due(10 ** 13, 100)).some((d) => d.taskId === task.taskId)).toBe(false);
+    expect(await log.attempts(task.taskId)).toMatchObject([{ drop: 'done', droppedAt: 2100 }]);
   });
 
   it('records a heartbeat of the running attempt without moving the version', async () => {

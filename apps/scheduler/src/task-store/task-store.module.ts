@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AttemptDropsRepository } from './attempt-drops.repository';
 import { GroupCommitWriter } from './group-commit.writer';
 import { SqlRunner } from './sql-runner';
 import { TaskChangeFeed } from './task-change-feed';
@@ -14,6 +15,7 @@ import { TasksRepository } from './tasks.repository';
  */
 @Module({
   providers: [
+    AttemptDropsRepository,
     SqlRunner,
     TaskChangeFeed,
     TaskChangeRelay,
@@ -21,6 +23,6 @@ import { TasksRepository } from './tasks.repository';
     GroupCommitWriter,
     TasksRepository,
   ],
-  exports: [TasksRepository, TaskLogRepository, TaskChangeFeed],
+  exports: [TasksRepository, TaskLogRepository, TaskChangeFeed, AttemptDropsRepository],
 })
 export class TaskStoreModule {}

@@ -34,6 +34,10 @@ export class TaskEntity {
   @Column({ type: 'int' })
   attempt!: number;
 
+  /** Attempts opened because the one before never reached its worker: not counted as retries. */
+  @Column({ type: 'int', default: 0 })
+  moves!: number;
+
   @Column({ type: 'int' })
   priority!: number;
 

@@ -10,6 +10,11 @@ export interface TaskModel {
   status: TaskStatus;
   version: number;
   attempt: number;
+  /**
+   * Attempts opened because the one before never reached (or was taken from) its worker; they do
+   * not count against max_retry (`countedAttempts`).
+   */
+  moves: number;
   priority: number;
   blocking: BlockingKind;
   repetition: RepetitionKind;
@@ -53,6 +58,7 @@ export type TaskPatch = Partial<
   Pick<
     TaskModel,
     | 'attempt'
+    | 'moves'
     | 'params'
     | 'workerId'
     | 'workerUrl'
@@ -94,6 +100,12 @@ export interface TaskAttemptModel {
   endedAt: number | null;
   outcome: TaskStatus | null;
   error: string | null;
+  /**
+   * The worker is to be told to drop the attempt ('pending'), was told or found gone ('done'), or
+   * nothing was owed (null: the attempt ran its course, or is the current one).
+   */
+  drop: 'pending' | 'done' | null;
+  droppedAt: number | null;
 }
 
 /** Filters of the task list. */

@@ -79,6 +79,7 @@ export class TaskFactory {
       status: initial,
       version: 0,
       attempt: 0,
+      moves: 0,
       priority: info.important_level ?? 5,
       blocking: type.blocking,
       repetition,

@@ -102,6 +102,27 @@ export const RULE_CHECKS: readonly Check[] = [
     },
   },
   {
+    name: 're-sent create: the same attempt answers what is there; a newer one replaces an attempt that never ran',
+    run: async ({ probe }) => {
+      const id = probe.taskId('resent');
+      await probe.ok(probe.create(id, 3), 'create (attempt 1)');
+      // A scheduler that crashed after sending, or whose answer was lost, sends the same again.
+      const again = await probe.ok(probe.create(id, 3), 're-sent create (attempt 1, same fence)');
+      expectStatus(again, TaskStatus.CREATE, 're-sent create');
+      expect(
+        again.attempt === 1,
+        `attempt is ${String(again.attempt)} after a re-send, expected 1`,
+      );
+      // The scheduler moved the task on (a new claim, a new attempt) before it ever ran here.
+      const moved = await probe.ok(probe.create(id, 4, 2), 'create (attempt 2) over attempt 1');
+      expectStatus(moved, TaskStatus.CREATE, 'create of attempt 2 over an attempt that never ran');
+      expect(moved.attempt === 2, `attempt is ${String(moved.attempt)}, expected 2`);
+      const now = await probe.ok(probe.read(id, 'status'), 'status');
+      expect(now.attempt === 2, `status says attempt ${String(now.attempt)}, expected 2`);
+      return 'same attempt answered again; attempt 2 replaced attempt 1 in CREATE';
+    },
+  },
+  {
     name: 'create_run: create and run in one call (optional)',
     run: async ({ probe }) => {
       const id = probe.taskId('createrun');

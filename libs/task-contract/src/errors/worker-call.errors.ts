@@ -1,4 +1,5 @@
 import { ContractErrorCode } from './contract.exception';
+import { socketErrorCode } from '../client/socket-error';
 
 /**
  * Errors a `WorkerClient` call ends with. One class per signal, so the scheduler can decide by
@@ -81,3 +82,28 @@ export const ERROR_CLASS_BY_CODE = {
   [ContractErrorCode.NOT_READY]: WorkerUnavailableError,
   [ContractErrorCode.WORKER_TIMEOUT]: WorkerTimeoutError,
 } as const satisfies Record<ContractErrorCode, WorkerCallErrorClass>;
+
+/** Socket errors raised before a request went out: the worker cannot have acted on it. */
+const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * True when a failed call provably never reached the worker's handler: the connection was refused
+ * or never made, or the worker answered that it is not ready or rate limited. Such a call may be
+ * sent elsewhere without wondering whether it took effect. A timeout or a reset after sending is
+ * ambiguous and gives false.
+ */
+export function neverReachedWorker(err: unknown): boolean {
+  if (!(err instanceof WorkerCallError)) return false;
+  if (err instanceof WorkerRateLimitedError || err.code === ContractErrorCode.NOT_READY)
+    return true;
+  if (!(err instanceof WorkerUnavailableError) || err.httpStatus !== 0) return false;
+  const code = socketErrorCode(err.cause);
+  return code !== undefined && UNSENT_SOCKET_CODES.has(code);
+}

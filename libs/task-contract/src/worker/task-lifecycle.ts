@@ -20,6 +20,9 @@ const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
   TaskStatus.PAUSE,
 ]);
 
+/** Statuses of an attempt that has not begun its run: a newer attempt may take its place. */
+const UNSTARTED: ReadonlySet<TaskStatus> = new Set([TaskStatus.CREATE, TaskStatus.PREPARE]);
+
 /**
  * The lifecycle calls other than the run itself: create, prepare, pause, continue, rollback,
  * change, clean and notify. Each checks the transition table, calls the handler's hook, and
@@ -175,7 +178,9 @@ export class TaskLifecycle {
     // Idempotent: the same (or an older) attempt answers what is there (a newer fence is kept).
     if (existing && attempt <= existing.attempt) return toTaskView(existing);
     if (existing) {
-      assertTransition(existing.status, TaskStatus.CREATE);
+      // A newer attempt replaces one that never ran here (the scheduler moved the task on, or
+      // sent a create it could not record): nothing of the old attempt has started.
+      if (!UNSTARTED.has(existing.status)) assertTransition(existing.status, TaskStatus.CREATE);
       const running = this.runner.execution(existing.task_id);
       if (running && pass === 1) return running;
       if (running) {

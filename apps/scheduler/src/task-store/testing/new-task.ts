@@ -15,6 +15,7 @@ export function newTask(over: Partial<TaskModel> = {}): TaskModel {
     status: TaskStatus.INIT,
     version: 0,
     attempt: 0,
+    moves: 0,
     priority: 5,
     blocking: BlockingKind.SYNC,
     repetition: RepetitionKind.SIMPLE,

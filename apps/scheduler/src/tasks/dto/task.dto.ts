@@ -160,6 +160,18 @@ export class TaskAttemptDto {
     string | null;
   @ApiPropertyOptional({ enum: TaskStatus, nullable: true }) outcome!: TaskStatus | null;
   @ApiPropertyOptional({ nullable: true, type: String }) error!: string | null;
+  @ApiPropertyOptional({
+    nullable: true,
+    enum: ['pending', 'done'],
+    description:
+      'For an attempt the scheduler gave up while its worker may still hold it (a call that ' +
+      'never reached the worker or timed out, a move to another worker): pending while the ' +
+      'worker is still to be told to drop it (a cancel notify, retried with backoff), done once ' +
+      'it was told or is no longer registered. Null when nothing was owed.',
+  })
+  drop!: 'pending' | 'done' | null;
+  @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' }) dropped_at!:
+    string | null;
 }
 
 export const toAttemptDto = (a: TaskAttemptModel): TaskAttemptDto => ({
@@ -171,4 +183,6 @@ export const toAttemptDto = (a: TaskAttemptModel): TaskAttemptDto => ({
   ended_at: iso(a.endedAt),
   outcome: a.outcome,
   error: a.error,
+  drop: a.drop,
+  dropped_at: iso(a.droppedAt),
 });
