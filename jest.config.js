@@ -9,6 +9,8 @@ const moduleNameMapper = {
   '^@baton/task-contract/(.*)$': '<rootDir>/libs/task-contract/src/$1',
   '^@baton/locks$': '<rootDir>/libs/locks/src',
   '^@baton/locks/(.*)$': '<rootDir>/libs/locks/src/$1',
+  '^@baton/scheduler-client$': '<rootDir>/libs/scheduler-client/src',
+  '^@baton/scheduler-client/(.*)$': '<rootDir>/libs/scheduler-client/src/$1',
 };
 const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: __dirname };
 

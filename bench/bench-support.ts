@@ -33,6 +33,39 @@ export class BenchError extends Error {}
  * Starts `node <script>` from the repository root and waits for its `listening on` line (or for
  * `ready` on IPC when `ipc` is set). Fails with the child's own output when it exits first.
  */
+/**
+ * Node flags the scheduler is deployed with (docker/scheduler.Dockerfile, scripts/start.mjs,
+ * docs/operations.md): a 32 MB young generation, since nearly everything it allocates per task
+ * dies young; measured at about a tenth less scheduler CPU per task than Node's 16 MB. The BullMQ
+ * peer gets the same, so neither is tuned alone. BENCH_NODE_ARGS replaces them ("" for none).
+ */
+export const SERVICE_NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '--max-semi-space-size=32')
+  .split(' ')
+  .filter((a) => a !== '');
+
+/** The template worker as both benchmarks run it: memory store, 512 slots, HMAC, registered. */
+export function startBenchWorker(
+  workerId: string,
+  schedulerUrl: string,
+  secret: string,
+  nodeArgs: string[] = [],
+): Promise<Child> {
+  return startChild(
+    'worker',
+    'dist/apps/worker-template/src/main.js',
+    {
+      WORKER_PORT: '0',
+      WORKER_ID: workerId,
+      WORKER_CAPACITY: '512',
+      WORKER_STORE: 'memory',
+      BATON_SCHEDULER_URL: schedulerUrl,
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: secret,
+    },
+    { nodeArgs },
+  );
+}
+
 export async function startChild(
   name: string,
   script: string,

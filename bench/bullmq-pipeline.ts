@@ -20,7 +20,9 @@ import { monotonicFactory } from 'ulid';
 import { WorkerClient } from '@baton/task-contract';
 import { inParallel } from './bench-support';
 
-export type PipelineCommand = { type: 'run'; prefix: string; tasks: number } | { type: 'stop' };
+/** `at`: the jobs are delayed jobs due at that instant (epoch ms), as tasks with a start_time. */
+export type PipelineCommand =
+  { type: 'run'; prefix: string; tasks: number; at?: number } | { type: 'stop' };
 export type PipelineReply =
   | { type: 'ready' }
   | { type: 'created'; startedAt: number; endedAt: number }
@@ -251,7 +253,7 @@ async function main(): Promise<void> {
   await worker.waitUntilReady();
   await queue.waitUntilReady();
 
-  const run = async (runPrefix: string, tasks: number): Promise<void> => {
+  const run = async (runPrefix: string, tasks: number, at?: number): Promise<void> => {
     const batches: JobData[][] = [];
     for (let i = 0; i < tasks; i += batch) {
       const size = Math.min(batch, tasks - i);
@@ -267,7 +269,15 @@ async function main(): Promise<void> {
     await inParallel(batches, inFlight, async (jobs) => {
       await insertBatch(jobs, Date.now());
       await queue.addBulk(
-        jobs.map((j) => ({ name: TYPE, data: j, opts: { jobId: j.taskId, attempts: 1 } })),
+        jobs.map((j) => ({
+          name: TYPE,
+          data: j,
+          opts: {
+            jobId: j.taskId,
+            attempts: 1,
+            ...(at !== undefined ? { delay: Math.max(0, at - Date.now()) } : {}),
+          },
+        })),
       );
     });
     send({ type: 'created', startedAt, endedAt: Date.now() });
@@ -275,7 +285,7 @@ async function main(): Promise<void> {
 
   process.on('message', (cmd: PipelineCommand) => {
     if (cmd.type === 'run') {
-      run(cmd.prefix, cmd.tasks).catch((err: unknown) =>
+      run(cmd.prefix, cmd.tasks, cmd.at).catch((err: unknown) =>
         send({ type: 'error', message: err instanceof Error ? err.message : String(err) }),
       );
     } else {

@@ -19,14 +19,15 @@
  * Knobs: BENCH_TASKS, BENCH_WARMUP, BENCH_BATCH (500), BENCH_CREATE_IN_FLIGHT (4),
  * BENCH_CONCURRENCY (runner concurrency = BullMQ worker concurrency, 256), BENCH_POOL (MySQL pool
  * of each system, 20), BENCH_SYSTEMS (baton,bullmq), BENCH_CPU_PROF (a directory: the scheduler
- * runs with --cpu-prof and writes its profile there). Any BATON_* variable set in the environment
+ * and the worker run with --cpu-prof and write their profiles there, the worker's when the bench
+ * ends). Any BATON_* variable set in the environment
  * overrides the scheduler setting of the same name.
  */
 import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import Redis from 'ioredis';
 import { createPool, Pool, RowDataPacket } from 'mysql2/promise';
-import { request } from 'undici';
+import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createDataSource } from '../apps/scheduler/src/database';
 import { ENTITIES } from '../apps/scheduler/src/entities';
 import {
@@ -40,7 +41,9 @@ import {
   percentile,
   pidOf,
   rowFigures,
+  SERVICE_NODE_ARGS,
   sleep,
+  startBenchWorker,
   startChild,
   waitForFinish,
 } from './bench-support';
@@ -176,23 +179,16 @@ async function deleteRedisKeys(): Promise<void> {
   }
 }
 
-async function api<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const res = await request(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    headersTimeout: 60_000,
-    bodyTimeout: 60_000,
-  });
-  const json = (await res.body.json()) as { code: number; message: string; data: T };
-  return { status: res.statusCode, ...json };
+/** The bench submits work the way a team would: through the scheduler client. */
+function client(base: string): SchedulerClient {
+  return new SchedulerClient({ urls: [base], timeoutMs: 60_000 });
 }
 
 async function waitForHealthyWorker(scheduler: string, workerId: string): Promise<void> {
   const until = Date.now() + 30_000;
   while (Date.now() < until) {
-    const res = await api<{ worker_id: string; health: string }[]>(scheduler, 'GET', '/v1/workers');
-    if (res.data.some((w) => w.worker_id === workerId && w.health === 'healthy')) return;
+    const workers = await client(scheduler).listWorkers();
+    if (workers.some((w) => w.worker_id === workerId && w.health === 'healthy')) return;
     await sleep(100);
   }
   throw new BenchError(`worker ${workerId} not healthy on the scheduler within 30 s`);
@@ -271,8 +267,8 @@ async function figures(
   };
 }
 
-function batches(prefix: string, tasks: number): Record<string, unknown>[][] {
-  const out: Record<string, unknown>[][] = [];
+function batches(prefix: string, tasks: number): CreateTask[][] {
+  const out: CreateTask[][] = [];
   for (let i = 0; i < tasks; i += BATCH) {
     out.push(
       Array.from({ length: Math.min(BATCH, tasks - i) }, (_, k) => ({
@@ -297,10 +293,11 @@ async function runBaton(
   const counters0 = await dbCounters(db);
   const cpu0 = cpuSnapshot(probe);
   const startedAt = Date.now();
+  const baton = client(scheduler.url);
   await inParallel(work, IN_FLIGHT, async (b) => {
-    const res = await api(scheduler.url, 'POST', '/v1/tasks/batch', { tasks: b });
-    if (res.status !== 201)
-      throw new BenchError(`batch create answered ${res.status}: ${res.message}`);
+    await baton.createTasks({ tasks: b }).catch((err: Error) => {
+      throw new BenchError(`batch create failed: ${err.message}`);
+    });
   });
   const createdAt = Date.now();
   await waitForFinish(db, finishedBefore + tasks, deadline, `baton ${prefix}`);
@@ -445,7 +442,8 @@ async function main(): Promise<void> {
     `scheduler settings: ${Object.entries(schedulerEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')} BATON_DB=mysql BATON_QUEUE=redis BATON_LOCK=redis BATON_AUTH_MODE=hmac` +
-      (PROFILE_DIR ? ` node --cpu-prof (${PROFILE_DIR})` : ''),
+      ` node ${SERVICE_NODE_ARGS.join(' ') || '(no flags)'} (scheduler and BullMQ pipeline)` +
+      (PROFILE_DIR ? ` --cpu-prof (${PROFILE_DIR})` : ''),
   );
   console.log(
     `worker: WORKER_CAPACITY=512, memory store; BullMQ pipeline: concurrency ${CONCURRENCY}, ` +
@@ -469,18 +467,20 @@ async function main(): Promise<void> {
       BATON_AUTH_SECRET: SECRET,
       ...schedulerEnv,
     },
-    { nodeArgs: PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [] },
+    {
+      nodeArgs: [
+        ...SERVICE_NODE_ARGS,
+        ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+      ],
+    },
   );
   onCleanup('stop scheduler', () => scheduler.stop());
-  const worker = await startChild('worker', 'dist/apps/worker-template/src/main.js', {
-    WORKER_PORT: '0',
-    WORKER_ID: workerId,
-    WORKER_CAPACITY: '512',
-    WORKER_STORE: 'memory',
-    BATON_SCHEDULER_URL: scheduler.url,
-    BATON_AUTH_MODE: 'hmac',
-    BATON_AUTH_SECRET: SECRET,
-  });
+  const worker = await startBenchWorker(
+    workerId,
+    scheduler.url,
+    SECRET,
+    PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+  );
   onCleanup('stop worker', () => worker.stop());
   await waitForHealthyWorker(scheduler.url, workerId);
 
@@ -501,11 +501,13 @@ async function main(): Promise<void> {
     const m = await runBaton(scheduler, probe, db, 'm-', TASKS, WARMUP);
     console.log(line('Baton', m));
     results.push(m);
-    const status = await api<{ counters: Record<string, number> }>(
-      scheduler.url,
-      'GET',
-      '/v1/producer',
-    );
+    const status = {
+      data: await client(scheduler.url).call<{ counters: Record<string, number> }>({
+        method: 'GET',
+        path: '/v1/producer',
+        resend: 'any',
+      }),
+    };
     console.log(
       `Baton group commits written again row by row (a compare-and-set lost in the group), ` +
         `warm-up and run: ${status.data.counters.baton_group_commit_retries_total ?? 0}`,
@@ -531,7 +533,7 @@ async function main(): Promise<void> {
         BENCH_BATCH: String(BATCH),
         BENCH_CREATE_IN_FLIGHT: String(IN_FLIGHT),
       },
-      { ipc: true },
+      { ipc: true, nodeArgs: SERVICE_NODE_ARGS },
     );
     onCleanup('stop bullmq pipeline', () => pipeline.stop());
     const probe: Probe = { apps: { pipeline: pipeline.pid, worker: worker.pid }, ...servers };

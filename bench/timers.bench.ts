@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
-import { request } from 'undici';
+import { SchedulerClient } from '@baton/scheduler-client';
 import { readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
 import { BenchError, percentile, sleep, startChild } from './bench-support';
 
@@ -46,15 +46,13 @@ function slotsFrom(t0: number): { warm: number[]; measured: number[] } {
 }
 const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 
-async function call<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const res = await request(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.body.json()) as { code: number; message: string; data: T };
-  if (res.statusCode >= 300) throw new BenchError(`${method} ${path}: ${json.message}`);
-  return json.data;
+/** A call through the scheduler client (the way a team would make it). */
+function call<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  return new SchedulerClient({ urls: [base], timeoutMs: 60_000 })
+    .call<T>({ method, path, body, resend: method === 'GET' ? 'any' : 'unsent' })
+    .catch((err: Error) => {
+      throw new BenchError(`${method} ${path}: ${err.message}`);
+    });
 }
 
 function stats(xs: number[]): string {

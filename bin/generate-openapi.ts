@@ -6,13 +6,33 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskWorkerModule, buildWorkerOpenApi } from '@baton/task-contract';
 import { createSchedulerApp, schedulerDocument } from '../apps/scheduler/src/bootstrap';
 import { loadSchedulerConfig } from '../apps/scheduler/src/config';
 
-const OUT_DIR = join(__dirname, '..', '..', 'openapi');
+const ROOT = join(__dirname, '..', '..');
+/** The scheduler client's types, generated from the scheduler's document. */
+const CLIENT_TYPES = 'libs/scheduler-client/src/generated/scheduler.v1.ts';
+
+/** TypeScript types of a document, by openapi-typescript (its CLI: the package is ESM only). */
+function typesOf(doc: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-openapi-'));
+  try {
+    const file = join(dir, 'doc.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const cli = join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js');
+    return execFileSync(process.execPath, [cli, file, '--default-non-nullable', 'false'], {
+      encoding: 'utf8',
+      cwd: ROOT,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 @Module({ imports: [TaskWorkerModule.register({ handlers: [], auth: { mode: 'none' } })] })
 class WorkerContractDocModule {}
@@ -50,10 +70,14 @@ async function main(): Promise<void> {
     'worker.v1.json': await workerDocument(),
     'scheduler.v1.json': await schedulerDoc(),
   };
+  const files: [string, string][] = Object.entries(documents).map(([name, doc]) => [
+    `openapi/${name}`,
+    `${JSON.stringify(doc, null, 2)}\n`,
+  ]);
+  files.push([CLIENT_TYPES, typesOf(documents['scheduler.v1.json'])]);
   let stale = 0;
-  for (const [name, doc] of Object.entries(documents)) {
-    const path = join(OUT_DIR, name);
-    const text = `${JSON.stringify(doc, null, 2)}\n`;
+  for (const [name, text] of files) {
+    const path = join(ROOT, name);
     if (check) {
       let current = '';
       try {
@@ -63,14 +87,14 @@ async function main(): Promise<void> {
       }
       if (current !== text) {
         stale++;
-        console.error(`openapi/${name} is stale: run \`npm run openapi\` and commit the result`);
+        console.error(`${name} is stale: run \`npm run openapi\` and commit the result`);
       } else {
-        console.log(`openapi/${name} is up to date`);
+        console.log(`${name} is up to date`);
       }
     } else {
-      mkdirSync(OUT_DIR, { recursive: true });
+      mkdirSync(join(path, '..'), { recursive: true });
       writeFileSync(path, text);
-      console.log(`wrote openapi/${name}`);
+      console.log(`wrote ${name}`);
     }
   }
   process.exit(stale > 0 ? 1 : 0);

@@ -21,4 +21,5 @@ COPY package.json ./
 RUN mkdir -p /app/data /app/.data && chown node:node /app/data /app/.data
 USER node
 EXPOSE 3000
-CMD ["node", "dist/apps/scheduler/src/main.js"]
+# A 32 MB young generation: per-task garbage dies young (docs/operations.md).
+CMD ["node", "--max-semi-space-size=32", "dist/apps/scheduler/src/main.js"]

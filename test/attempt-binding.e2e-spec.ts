@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TaskNotFoundError, WorkerClient } from '@baton/task-contract';
@@ -13,7 +12,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually } from './support/processes';
+import { RunningProcess, eventually, freePort } from './support/processes';
 
 jest.setTimeout(180_000);
 
@@ -23,17 +22,6 @@ interface Attempt {
   worker_url: string | null;
   outcome: string | null;
   drop: 'pending' | 'done' | null;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs of the task in a worker's run log (none when the worker never wrote one). */
@@ -186,5 +174,77 @@ describe.each([
     expect(moved.length).toBeGreaterThan(0);
     const runs = readRunLogs([log]).filter((r) => ids.includes(r.task_id));
     expect(new Set(runs.map((r) => r.worker_id))).toEqual(new Set(['refused-alive']));
+  });
+});
+
+/**
+ * A sync run outlives the scheduler that waited on it: its answer has nowhere to go. The worker
+ * reports it through the completion callback to another instance instead, so the outcome is known
+ * even when the worker itself dies right after. Before, it lived only in the worker's memory: the
+ * next scheduler, finding the worker gone, failed a task whose work had succeeded.
+ */
+describe('a sync outcome whose scheduler died (mariadb + redis)', () => {
+  let backend: Backend;
+  let dir: string;
+  const procs: RunningProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-unanswered-'));
+    backend = await productionBackend();
+  });
+
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.stop()));
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is reported by the worker to another instance and kept after the worker dies too', async () => {
+    // A long claim lease: nothing but the worker's report can tell the second instance in time.
+    const lease = { BATON_CLAIM_LEASE_MS: '30000' };
+    const s1 = await startScheduler(backend, { BATON_INSTANCE_ID: 'unanswered-1', ...lease });
+    procs.push(s1);
+    const s2port = await freePort();
+    const s2url = `http://127.0.0.1:${s2port}`;
+    const log = join(dir, 'w.jsonl');
+    const worker = await startTemplateWorker('unanswered-w', `${s1.url},${s2url}`, log);
+    procs.push(worker);
+    await new Api(s1.url).waitForWorkers(1);
+    const id = await new Api(s1.url).create({
+      create_info: { task_type: 'demo.flaky', task_name: 'outlives its scheduler' },
+      params: { fail_times: 0, delay_ms: 5000 },
+      process_arg: { max_retry: 0 },
+    });
+    await eventually(
+      async () => (runsIn(log, id).length > 0 ? true : undefined),
+      30_000,
+      'the run under way',
+    );
+    const s2 = await startScheduler(backend, {
+      BATON_INSTANCE_ID: 'unanswered-2',
+      SCHEDULER_PORT: String(s2port),
+      ...lease,
+    });
+    procs.push(s2);
+    await s1.kill9();
+    const api = new Api(s2.url);
+    await eventually(
+      async () => (runsIn(log, id).some((r) => r.end !== undefined) ? true : undefined),
+      60_000,
+      'the run ended on the worker',
+    );
+    // The report comes at once; s1's claim would keep the task from s2 for 30 s without it.
+    await eventually(
+      async () =>
+        ['SUCCESS', 'FINISH'].includes(String((await api.task(id)).task_status)) ? true : undefined,
+      15_000,
+      'the outcome reported',
+    ).catch(() => undefined);
+    await worker.kill9();
+    // Cleaned up once s1's claim lapses (its lease was 30 s): the outcome stays.
+    const done = await api.until(id, 'FINISH', 120_000);
+    expect(done.outcome).toBe('SUCCESS');
+    expect(runsIn(log, id)).toHaveLength(1);
+    expect(runsIn(log, id)[0].outcome).toBe('SUCCESS');
   });
 });

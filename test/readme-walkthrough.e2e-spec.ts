@@ -1,11 +1,10 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { Api } from './support/baton';
-import { ROOT, eventually } from './support/processes';
+import { ROOT, eventually, freePort } from './support/processes';
 
 jest.setTimeout(180_000);
 
@@ -51,17 +50,6 @@ function steps(section: string): Step[] {
 function expectedLog(section: string, from: number, to: number): string[] | undefined {
   const m = /`([A-Z]+(?: → [A-Z]+)+)`/.exec(section.slice(from, to));
   return m?.[1].split(' → ');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /**

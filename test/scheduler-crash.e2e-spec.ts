@@ -176,7 +176,9 @@ describe('crashes on MariaDB + Redis', () => {
     const id = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'victim' },
       process_arg: { max_retry: 2 },
-      params: { seconds: 8, tick_ms: interval },
+      // Long enough to outlast starting the survivor on a loaded box (8 s once did not: the task
+      // ended SUCCESS on the victim before it was killed).
+      params: { seconds: 20, tick_ms: interval },
     });
     await api.until(id, 'RUNNING');
     const survivor = await startWorker('survivor');
@@ -186,7 +188,7 @@ describe('crashes on MariaDB + Redis', () => {
     const killedAt = Date.now();
     await victim.kill9();
 
-    const done = await api.until(id, 'FINISH', 30_000);
+    const done = await api.until(id, 'FINISH', 90_000);
     expect(done).toMatchObject({ outcome: 'SUCCESS', worker_id: 'survivor' });
     const attempts = (
       await api.call<{ attempt: number; worker_id: string; started_at: string }[]>(

@@ -14,9 +14,11 @@ import { ProducerModule } from './producer';
 import { QueueModule } from './queue';
 import { RunnerModule } from './runner';
 import { TaskMetricsModule } from './task-metrics';
+import { RetentionModule } from './retention';
 import { TaskStoreModule } from './task-store';
 import { TaskTypesModule } from './task-types';
 import { TasksModule } from './tasks';
+import { TenantsModule } from './tenants';
 import { WorkersModule } from './workers';
 
 /**
@@ -40,12 +42,15 @@ export class SchedulerAppModule {
         // What tasks are, where they live, who runs them.
         TaskStoreModule,
         TaskTypesModule,
+        TenantsModule,
         WorkersModule,
         // What moves them: the engine drives, the runner pulls, the Dispatcher and Checker feed.
         EngineModule,
         RunnerModule,
         DispatcherModule,
         CheckerModule,
+        // What keeps the tables at the size of the work: finished tasks purged after their age.
+        RetentionModule,
         // Where they come from: the API, timers, logs.
         TasksModule,
         ProducerModule,

@@ -1,4 +1,3 @@
-import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -9,6 +8,8 @@ import {
   describeValidationErrors,
 } from '@baton/task-contract';
 import { SchedulerAppModule } from './app.module';
+import { FastValidationPipe, Lifecycle, Overload } from './common';
+import { CREATE_FAST_VALIDATORS } from './tasks';
 import { SchedulerConfig } from './config';
 
 /** The scheduler's public API document (also written to openapi/scheduler.v1.json). */
@@ -34,6 +35,14 @@ export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
   return SwaggerModule.createDocument(app, config);
 }
 
+/** Requests the API may turn away when overloaded: not probes, metrics or workers' calls. */
+function shedable(method: string, url: string): boolean {
+  if (url.startsWith('/health') || url.startsWith('/metrics')) return false;
+  // Worker registration and every worker callback (notify, heartbeat, progress).
+  if (method === 'PUT' || (method === 'POST' && url.startsWith('/v1/workers'))) return false;
+  return url.startsWith('/v1/');
+}
+
 /**
  * Builds the scheduler app: Fastify, raw bodies (signatures cover the exact bytes), strict
  * validation (unknown fields refused), the `{code, message, data}` envelope for every error, and
@@ -52,20 +61,53 @@ export async function createSchedulerApp(
     },
   );
   app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      exceptionFactory: (errors) => {
-        const lines = describeValidationErrors(errors);
-        return new ContractException(ContractErrorCode.VALIDATION_FAILED, lines.join('; '), {
-          errors: lines,
-        });
+    new FastValidationPipe(
+      {
+        whitelist: true,
+        forbidNonWhitelisted: true,
+        transform: true,
+        exceptionFactory: (errors) => {
+          const lines = describeValidationErrors(errors);
+          return new ContractException(ContractErrorCode.VALIDATION_FAILED, lines.join('; '), {
+            errors: lines,
+          });
+        },
       },
-    }),
+      CREATE_FAST_VALIDATORS,
+    ),
   );
   app.useGlobalFilters(new ContractExceptionFilter());
+  // Once shutting down, every answer closes its connection: clients' kept-alive sockets would
+  // otherwise hold the server open for their idle timeout, and keep bringing requests here.
+  const lifecycle = app.get(Lifecycle);
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onSend', async (_req, reply) => {
+    if (lifecycle.draining) reply.header('connection', 'close');
+  });
+  // Back-pressure: past its limits the API answers 503 at once, before reading the body, rather
+  // than letting requests queue until their clients time out. Probes, metrics and the workers'
+  // own calls (registration, heartbeats, reports) are always let through.
+  const overload = app.get(Overload);
+  fastify.addHook('onRequest', async (req, reply) => {
+    if (!shedable(req.method, req.url)) return;
+    const admitted = overload.admit();
+    if ('done' in admitted) {
+      reply.raw.once('close', admitted.done);
+      return;
+    }
+    const retryAfter = Math.max(1, Math.ceil(overload.lagMs / 1000));
+    return reply
+      .status(503)
+      .header('retry-after', String(retryAfter))
+      .header('content-type', 'application/json')
+      .send({
+        code: ContractErrorCode.OVERLOADED,
+        message: `overloaded: ${admitted.refused}; nothing was done, retry in ${retryAfter} s`,
+        data: { retry_after_seconds: retryAfter },
+      });
+  });
   app.enableShutdownHooks();
-  SwaggerModule.setup('docs', app, schedulerDocument(app));
+  // Built on the first request for it, not at every start.
+  SwaggerModule.setup('docs', app, () => schedulerDocument(app));
   return app;
 }

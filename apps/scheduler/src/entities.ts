@@ -3,6 +3,7 @@ import { PRODUCER_ENTITIES } from './producer';
 import { TASK_STORE_ENTITIES } from './task-store';
 import { TASK_TYPES_ENTITIES } from './task-types';
 import { TASKS_ENTITIES } from './tasks';
+import { TENANTS_ENTITIES } from './tenants';
 import { WORKERS_ENTITIES } from './workers';
 
 /** Every table's entity, gathered from the modules that own them, for the one data source. */
@@ -13,4 +14,5 @@ export const ENTITIES = [
   ...TASKS_ENTITIES,
   ...PRODUCER_ENTITIES,
   ...LOGDUMPER_ENTITIES,
+  ...TENANTS_ENTITIES,
 ];

@@ -4,8 +4,5 @@ export * from './lock.exception';
 export * from './lock-provider.factory';
 export * from './fence-guard';
 export * from './locks.module';
-export { LocalLockDriver } from './drivers/local.lock.driver';
-export { MysqlLockDriver } from './drivers/mysql.lock.driver';
-export { RedisLockDriver } from './drivers/redis.lock.driver';
-export { ZookeeperLockDriver } from './drivers/zookeeper.lock.driver';
-export { EtcdLockDriver } from './drivers/etcd.lock.driver';
+// The driver classes are built by createLockProvider (loaded on demand); import one directly from
+// './drivers/<name>.lock.driver' to use it alone.

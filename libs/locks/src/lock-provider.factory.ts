@@ -1,20 +1,39 @@
-import { EtcdLockDriver } from './drivers/etcd.lock.driver';
-import { LocalLockDriver } from './drivers/local.lock.driver';
-import { MysqlLockDriver } from './drivers/mysql.lock.driver';
-import { RedisLockDriver } from './drivers/redis.lock.driver';
-import { ZookeeperLockDriver } from './drivers/zookeeper.lock.driver';
+import type * as Etcd from './drivers/etcd.lock.driver';
+import type * as Local from './drivers/local.lock.driver';
+import type * as Mysql from './drivers/mysql.lock.driver';
+import type * as Redis from './drivers/redis.lock.driver';
+import type * as Zookeeper from './drivers/zookeeper.lock.driver';
 import { LockConfig } from './lock-config.interface';
 import { LockErrorCode, LockException } from './lock.exception';
 import { LockDriverName, LockProvider } from './lock-provider.interface';
 
-/** Every driver name, with how to build it; `satisfies` makes a new name a compile error here. */
+/*
+ * Every driver name, with how to build it; `satisfies` makes a new name a compile error here.
+ * A driver's module (and its client library: gRPC for etcd, a ZooKeeper client...) is loaded only
+ * when that driver is chosen, which keeps a process's start-up short.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
 const DRIVERS = {
-  local: (config) => new LocalLockDriver(config.local),
-  mysql: (config) => new MysqlLockDriver(required(config, 'mysql')),
-  redis: (config) => new RedisLockDriver(required(config, 'redis')),
-  zookeeper: (config) => new ZookeeperLockDriver(required(config, 'zookeeper')),
-  etcd: (config) => new EtcdLockDriver(required(config, 'etcd')),
+  local: (config) =>
+    new (require('./drivers/local.lock.driver') as typeof Local).LocalLockDriver(config.local),
+  mysql: (config) =>
+    new (require('./drivers/mysql.lock.driver') as typeof Mysql).MysqlLockDriver(
+      required(config, 'mysql'),
+    ),
+  redis: (config) =>
+    new (require('./drivers/redis.lock.driver') as typeof Redis).RedisLockDriver(
+      required(config, 'redis'),
+    ),
+  zookeeper: (config) =>
+    new (require('./drivers/zookeeper.lock.driver') as typeof Zookeeper).ZookeeperLockDriver(
+      required(config, 'zookeeper'),
+    ),
+  etcd: (config) =>
+    new (require('./drivers/etcd.lock.driver') as typeof Etcd).EtcdLockDriver(
+      required(config, 'etcd'),
+    ),
 } satisfies Record<LockDriverName, (config: LockConfig) => LockProvider>;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** The driver names the factory accepts. */
 export const LOCK_DRIVER_NAMES = Object.keys(DRIVERS) as LockDriverName[];

@@ -46,6 +46,7 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
     const requeued = [
       ...(await this.lanes.main.requeueExpired()),
       ...(await this.lanes.retry.requeueExpired()),
+      ...(await this.lanes.overflow.requeueExpired()),
     ];
     if (requeued.length)
       this.logger.warn(

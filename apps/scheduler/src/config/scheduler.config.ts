@@ -24,6 +24,8 @@ export interface SchedulerConfig {
     callTimeoutMs: number;
     /** Percentage of `concurrency` retries may use (the retry lane); at least one slot. */
     retrySharePercent: number;
+    /** On SIGTERM, how long drives under way may go on before their claims are handed back. */
+    shutdownGraceMs: number;
   };
   checker: {
     intervalMs: number;
@@ -35,10 +37,12 @@ export interface SchedulerConfig {
     batch: number;
     /** Tasks due within this are queued ahead, at their due time, and the runner wakes for them. */
     lookaheadMs: number;
-    /** Most task starts per second per tenant (per instance); tenants not listed get `tenantRateDefault`. */
+    /** Default starts per second per tenant over the fleet (the API may set others); tenants not listed get `tenantRateDefault`. */
     tenantRates: Record<string, number>;
     /** 0: no limit. */
     tenantRateDefault: number;
+    /** A tenant's fair share of the fleet's starts is at least this many a second (FairShare). */
+    fairShareMin: number;
   };
   workers: {
     /** A worker that has not heartbeated for this long is not picked. */
@@ -70,10 +74,26 @@ export interface SchedulerConfig {
      */
     leadMs: number;
   };
-  /** A create under an Idempotency-Key still in flight after this is taken over (its process died). */
-  idempotencyAbandonedMs: number;
   bodyLimitBytes: number;
+  api: {
+    /** Public API requests answered at once; more get 503 with Retry-After straight away. */
+    maxInFlight: number;
+    /** Mean event-loop delay past which the API sheds new requests and the runner claims nothing. */
+    overloadLagMs: number;
+  };
   logdumper: LogDumperConfig;
+  retention: {
+    /** Days a FINISH task is kept when its type says nothing; 0: kept forever. */
+    defaultDays: number;
+    /** How often the purge looks for finished tasks past their age. */
+    intervalMs: number;
+    /** Tasks deleted per transaction (each with its events, attempts, labels, idempotency record). */
+    batch: number;
+    /** Pause between two batches (at least twice what the batch took; 0: none), so a purge never holds locks or the pool for long. */
+    pauseMs: number;
+    /** When set, what is purged is first appended here as JSON lines (a file per day). */
+    exportDir: string | null;
+  };
 }
 
 /** LogDumper sources read by this instance (HTTP ingest needs no configuration). */
@@ -317,6 +337,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       claimLeaseMs: int(env, 'BATON_CLAIM_LEASE_MS', 30_000, 1000, 3_600_000),
       callTimeoutMs: int(env, 'BATON_CALL_TIMEOUT_MS', 10_000, 100, 600_000),
       retrySharePercent: int(env, 'BATON_RETRY_LANE_PERCENT', 25, 1, 100),
+      shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     },
     checker: {
       intervalMs: int(env, 'BATON_CHECKER_INTERVAL_MS', 1000, 10, 60_000),
@@ -328,6 +349,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       lookaheadMs: int(env, 'BATON_DISPATCH_LOOKAHEAD_MS', 1000, 0, 60_000),
       tenantRates: tenantRates(env),
       tenantRateDefault: int(env, 'BATON_TENANT_RATE_LIMIT', 0, 0, 1_000_000),
+      fairShareMin: int(env, 'BATON_FAIR_SHARE_MIN', 50, 1, 1_000_000),
     },
     workers: {
       staleAfterMs: int(env, 'BATON_WORKER_STALE_MS', 30_000, 100, 3_600_000),
@@ -343,9 +365,19 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       maxCatchUp: int(env, 'BATON_PRODUCER_MAX_CATCH_UP', 1000, 1, 100_000),
       leadMs: int(env, 'BATON_PRODUCER_LEAD_MS', 1000, 0, 60_000),
     },
-    idempotencyAbandonedMs: int(env, 'BATON_IDEMPOTENCY_ABANDONED_MS', 60_000, 100, 86_400_000),
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    api: {
+      maxInFlight: int(env, 'BATON_API_MAX_IN_FLIGHT', 512, 1, 100_000),
+      overloadLagMs: int(env, 'BATON_OVERLOAD_LAG_MS', 1000, 10, 600_000),
+    },
     logdumper: logdumper(env),
+    retention: {
+      defaultDays: int(env, 'BATON_RETENTION_DAYS', 30, 0, 36_500),
+      intervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
+      batch: int(env, 'BATON_RETENTION_BATCH', 500, 1, 10_000),
+      pauseMs: int(env, 'BATON_RETENTION_PAUSE_MS', 200, 0, 60_000),
+      exportDir: env.BATON_RETENTION_EXPORT_DIR || null,
+    },
   };
   config.producer.probeMs = int(
     env,

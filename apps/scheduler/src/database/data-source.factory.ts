@@ -6,6 +6,8 @@ import { Timers1764000000000 } from './migrations/1764000000000-Timers';
 import { LogDumper1764100000000 } from './migrations/1764100000000-LogDumper';
 import { TaskChanges1764200000000 } from './migrations/1764200000000-TaskChanges';
 import { AttemptMoves1764300000000 } from './migrations/1764300000000-AttemptMoves';
+import { TenantLimits1764400000000 } from './migrations/1764400000000-TenantLimits';
+import { Retention1764500000000 } from './migrations/1764500000000-Retention';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -19,6 +21,8 @@ export const MIGRATIONS = [
   LogDumper1764100000000,
   TaskChanges1764200000000,
   AttemptMoves1764300000000,
+  TenantLimits1764400000000,
+  Retention1764500000000,
 ];
 
 /**

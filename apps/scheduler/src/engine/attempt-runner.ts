@@ -43,6 +43,8 @@ export class AttemptRunner {
     type: TaskTypeModel,
     worker: WorkerModel,
     attempt: number,
+    /** Called once the attempt is written as bound to its worker (or could not be). */
+    bound: () => void = () => undefined,
   ): Promise<Step> {
     const opts = (timeoutMs?: number): CallOptions => ({
       fence: t0.fence,
@@ -52,7 +54,8 @@ export class AttemptRunner {
     let t: TaskModel = t0;
     // A new attempt of a sync type with nothing to prepare: one round trip (create_run).
     const redrive = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
-    if (!redrive && createsAndRuns(type)) return this.startCreateAndRun(t, type, worker, attempt);
+    if (!redrive && createsAndRuns(type))
+      return this.startCreateAndRun(t, type, worker, attempt, bound);
     // The attempt is bound to its worker before the worker hears of it: a crash after the create
     // still knows where the task may be (a re-drive sends the same create to the same worker).
     if (!redrive || t.attempt !== attempt || t.workerId !== worker.workerId) {
@@ -66,9 +69,11 @@ export class AttemptRunner {
           `attempt ${attempt} to worker ${worker.workerId}: create`,
         ),
       );
+      bound();
       if (!next) return REST;
       t = next;
     }
+    bound();
     crashPoint('before-create-call');
     if (t.startTime !== null) await waitUntil(t.startTime, () => this.clock.now());
     let view: TaskViewDto;
@@ -151,6 +156,7 @@ export class AttemptRunner {
     type: TaskTypeModel,
     worker: WorkerModel,
     attempt: number,
+    bound: () => void,
   ): Promise<Step> {
     const next = await this.steps.step(
       t,
@@ -162,6 +168,7 @@ export class AttemptRunner {
         `attempt ${attempt} to worker ${worker.workerId}: create and run`,
       ),
     );
+    bound();
     if (!next) return REST;
     // Sent at once, even ahead of a start_time a moment away: create_run begins the run on the
     // start_time itself (CREATE_RUN_START_WAIT_MAX_MS), on the worker's side of the wire.

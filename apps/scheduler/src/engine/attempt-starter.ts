@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { TaskStatus } from '@baton/task-contract';
 import { Clock } from '../common';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel, TasksRepository } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
+import { TenantLimits, TenantLimitsService } from '../tenants';
 import { WorkerModel, WorkersService } from '../workers';
 import { AttemptRunner } from './attempt-runner';
 import { EARLY_CLAIM_MS, Step, backoff } from './engine-rules';
@@ -11,6 +12,37 @@ import { FailurePolicy } from './failure-policy';
 import { RateLimit, RateLimiter } from './rate-limiter';
 import { ResourceLeases } from './resource-leases';
 import { TaskSteps } from './task-steps';
+
+/** Longest wait for a concurrency gate another start holds (its count and one write). */
+const GATE_WAIT_MS = 5000;
+
+/**
+ * The concurrency gates one start holds, from its count until its attempt is written: a lease in
+ * the lock backend per limited type and tenant, so starts on every instance take turns there.
+ */
+class Gate {
+  private lease: Lease | undefined;
+
+  constructor(private readonly locks: LockProvider) {}
+
+  /** Enters the gates of `keys` (all or none); false when another start kept them too long. */
+  async enter(keys: string[]): Promise<boolean> {
+    if (keys.length === 0) return true;
+    this.lease = await this.locks
+      .acquire(
+        keys.map((k) => `concurrency:${k}`),
+        { ttlMs: 10_000, waitMs: GATE_WAIT_MS },
+      )
+      .catch(() => undefined);
+    return this.lease !== undefined;
+  }
+
+  leave(): void {
+    const lease = this.lease;
+    this.lease = undefined;
+    void lease?.release().catch(() => undefined);
+  }
+}
 
 /**
  * Whether an attempt may start now, and on which worker: start time, rate limits, the queue
@@ -24,6 +56,7 @@ export class AttemptStarter {
   constructor(
     private readonly tasks: TasksRepository,
     private readonly types: TaskTypesService,
+    private readonly tenants: TenantLimitsService,
     private readonly workers: WorkersService,
     private readonly leases: ResourceLeases,
     private readonly limiter: RateLimiter,
@@ -31,11 +64,20 @@ export class AttemptStarter {
     private readonly policy: FailurePolicy,
     private readonly attempts: AttemptRunner,
     private readonly clock: Clock,
-    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
   ) {}
 
   /** INIT, POSTPONE, NONE, or a re-drive of CREATE/PREPARE after a crash: (re)create on a worker and run. */
   async startAttempt(t: TaskModel): Promise<Step> {
+    const gate = new Gate(this.locks);
+    try {
+      return await this.tryStart(t, gate);
+    } finally {
+      gate.leave();
+    }
+  }
+
+  private async tryStart(t: TaskModel, gate: Gate): Promise<Step> {
     const type = await this.types.find(t.taskType);
     if (!type) return this.policy.noType(t);
     const now = this.clock.now();
@@ -48,10 +90,12 @@ export class AttemptStarter {
         `waiting for start_time ${new Date(t.startTime).toISOString()}`,
       );
     }
-    // Rate limits (per task type, per tenant): a start over the limit waits in POSTPONE.
-    const limits = this.rateLimits(t, type);
+    // Rate limits (per task type, per tenant, over the fleet): a start over the limit waits in
+    // POSTPONE until the slot reserved for it.
+    const tenant = await this.tenants.of(t.tenant);
+    const limits = this.rateLimits(t, type, tenant);
     if (limits.length > 0) {
-      const wait = this.limiter.take(limits);
+      const wait = await this.limiter.take(t.taskId, limits);
       if (wait > 0)
         return this.steps.postpone(
           t,
@@ -69,14 +113,37 @@ export class AttemptStarter {
         this.logger.warn(`task ${t.taskId}: ${why}`);
       }
     }
+    // Concurrency limits: the count and the write that binds the attempt to its worker are one
+    // step per type (and tenant) over the fleet, so starts at the same moment cannot all pass a
+    // count that none of them is in yet.
+    const gated = await gate.enter([
+      ...(type.concurrencyLimit !== null ? [`type:${t.taskType}`] : []),
+      ...(tenant.concurrency !== null ? [`tenant:${t.tenant}`] : []),
+    ]);
+    if (!gated)
+      return this.steps.postpone(
+        t,
+        now + backoff(type, 1),
+        `concurrency limit: the count of ${t.taskType} / tenant ${t.tenant} is busy`,
+      );
     if (
       type.concurrencyLimit !== null &&
-      (await this.tasks.countByStatus(t.taskType, [TaskStatus.RUNNING])) >= type.concurrencyLimit
+      (await this.tasks.countStarted({ taskType: t.taskType }, t.taskId)) >= type.concurrencyLimit
     ) {
       return this.steps.postpone(
         t,
         now + backoff(type, 1),
         `${t.taskType} is at its concurrency limit of ${type.concurrencyLimit}`,
+      );
+    }
+    if (
+      tenant.concurrency !== null &&
+      (await this.tasks.countStarted({ tenant: t.tenant }, t.taskId)) >= tenant.concurrency
+    ) {
+      return this.steps.postpone(
+        t,
+        now + backoff(type, 1),
+        `tenant ${t.tenant} is at its concurrency limit of ${tenant.concurrency}`,
       );
     }
     if (t.lockKeys.length > 0) {
@@ -115,7 +182,7 @@ export class AttemptStarter {
     const attempt = sameAttempt ? t.attempt : t.attempt + 1;
     this.workers.acquireSlot(worker.workerId);
     try {
-      return await this.attempts.runAttempt(t, type, worker, attempt);
+      return await this.attempts.runAttempt(t, type, worker, attempt, () => gate.leave());
     } finally {
       this.workers.releaseSlot(worker.workerId);
     }
@@ -135,13 +202,12 @@ export class AttemptStarter {
     return this.workers.pick(t.taskType);
   }
 
-  private rateLimits(t: TaskModel, type: TaskTypeModel): RateLimit[] {
+  private rateLimits(t: TaskModel, type: TaskTypeModel, tenant: TenantLimits): RateLimit[] {
     const limits: RateLimit[] = [];
     if (type.rateLimitPerSec !== null)
       limits.push({ key: `type:${t.taskType}`, perSecond: type.rateLimitPerSec });
-    const { tenantRates, tenantRateDefault } = this.config.dispatcher;
-    const tenantRate = tenantRates[t.tenant] ?? tenantRateDefault;
-    if (tenantRate > 0) limits.push({ key: `tenant:${t.tenant}`, perSecond: tenantRate });
+    if (tenant.ratePerSec !== null)
+      limits.push({ key: `tenant:${t.tenant}`, perSecond: tenant.ratePerSec });
     return limits;
   }
 }

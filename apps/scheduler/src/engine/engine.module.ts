@@ -3,6 +3,7 @@ import { WorkerClient } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStoreModule } from '../task-store';
 import { TaskTypesModule } from '../task-types';
+import { TenantsModule } from '../tenants';
 import { WorkersModule } from '../workers';
 import { AttemptDrops } from './attempt-drops';
 import { AttemptRunner } from './attempt-runner';
@@ -28,7 +29,7 @@ import { WorkerStateAdoption } from './worker-state-adoption';
  * elsewhere) and the worker client (a cancel tells the worker). Its parts stay inside.
  */
 @Module({
-  imports: [TaskStoreModule, TaskTypesModule, WorkersModule],
+  imports: [TaskStoreModule, TaskTypesModule, TenantsModule, WorkersModule],
   providers: [
     {
       provide: WORKER_CLIENT,

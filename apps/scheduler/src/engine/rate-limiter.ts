@@ -1,51 +1,37 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../common';
+import { DEFAULT_QUEUE_PREFIX, SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { RedisRateStore } from './drivers/redis.rate-store.driver';
+import { MemoryRateStore, RateLimit, RateStore } from './rate-store';
 
-interface Bucket {
-  tokens: number;
-  at: number;
-  rate: number;
-}
-
-/** One limit to respect: at most `perSecond` starts a second under `key` (bursts up to that). */
-export interface RateLimit {
-  key: string;
-  perSecond: number;
-}
+export type { RateLimit } from './rate-store';
 
 /**
- * Token buckets for task starts, per task type and per tenant (docs/architecture.md). A start takes
- * a token from every bucket that applies, or from none; a refused start learns how long to wait.
- * Buckets live in this process: with N scheduler instances the fleet-wide rate is up to N times.
+ * Start-rate limits per task type and per tenant (docs/architecture.md). With the Redis queue the
+ * limits' state is in Redis, so three instances together hold a limit of 50/s to 50/s; with the
+ * embedded queue it is in this process (one instance).
  */
 @Injectable()
-export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+export class RateLimiter implements OnApplicationShutdown {
+  private readonly store: RateStore;
 
-  constructor(private readonly clock: Clock) {}
-
-  /** 0 when the start may go (tokens taken), else the milliseconds until it may. */
-  take(limits: readonly RateLimit[]): number {
-    const now = this.clock.now();
-    let wait = 0;
-    const buckets = limits.map((l) => {
-      const b = this.refill(l, now);
-      if (b.tokens < 1) wait = Math.max(wait, Math.ceil(((1 - b.tokens) / b.rate) * 1000));
-      return b;
-    });
-    if (wait > 0) return wait;
-    for (const b of buckets) b.tokens -= 1;
-    return 0;
+  constructor(clock: Clock, @Inject(SCHEDULER_CONFIG) config: SchedulerConfig) {
+    this.store =
+      config.queue.driver === 'redis'
+        ? new RedisRateStore(config.queue.redis, config.queue.prefix ?? DEFAULT_QUEUE_PREFIX)
+        : new MemoryRateStore(clock);
   }
 
-  private refill(limit: RateLimit, now: number): Bucket {
-    let b = this.buckets.get(limit.key);
-    if (!b || b.rate !== limit.perSecond) {
-      b = { tokens: limit.perSecond, at: now, rate: limit.perSecond };
-      this.buckets.set(limit.key, b);
-    }
-    b.tokens = Math.min(b.rate, b.tokens + ((now - b.at) / 1000) * b.rate);
-    b.at = now;
-    return b;
+  /**
+   * 0 when `holder` (a task) may start now under every limit; else how long until the slot
+   * reserved for it, when it may.
+   */
+  take(holder: string, limits: readonly RateLimit[]): Promise<number> {
+    if (limits.length === 0) return Promise.resolve(0);
+    return this.store.take(holder, limits);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.store.close();
   }
 }

@@ -56,6 +56,19 @@ export class TaskEngine {
     }
   }
 
+  /**
+   * The process is shutting down and drives are still under way after the grace period: their
+   * claims are handed back (due now, no owner) for another instance to take at once.
+   */
+  handBackClaims(instanceId: string): Promise<number> {
+    return this.steps.handBack(`scheduler ${instanceId} is shutting down: claim handed back`);
+  }
+
+  /** Drives under way in this process. */
+  get drives(): number {
+    return this.driving.size;
+  }
+
   /** Puts the task in the queue now (after a worker's report), instead of at the next dispatch. */
   async kick(t: TaskModel): Promise<void> {
     await this.lanes.enqueue([t]).catch(() => undefined);

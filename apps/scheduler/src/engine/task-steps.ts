@@ -18,6 +18,8 @@ export class TaskSteps {
   /** The newest row this process wrote per task it drives (lease renewals move the version). */
   private readonly latest = new Map<string, TaskModel>();
   private readonly stepLock = new KeyedMutex();
+  /** Drives whose claim was handed back (shutdown): they write nothing more. */
+  private readonly handedBack = new Set<string>();
 
   constructor(
     private readonly tasks: TasksRepository,
@@ -35,6 +37,44 @@ export class TaskSteps {
   /** The drive ended: nothing of it is kept. */
   forget(taskId: string): void {
     this.latest.delete(taskId);
+    this.handedBack.delete(taskId);
+  }
+
+  /**
+   * Gives up the claims of every drive still under way (the process is shutting down): each task
+   * is due now with no owner, so another instance claims it at once rather than after the claim
+   * lease, and the drive here writes nothing more. Resolves with how many were handed back.
+   */
+  async handBack(why: string): Promise<number> {
+    let n = 0;
+    await Promise.all(
+      [...this.latest.keys()].map((id) =>
+        this.stepLock.run(id, async () => {
+          const t = this.latest.get(id);
+          if (!t || this.handedBack.has(id)) return;
+          this.handedBack.add(id);
+          if (t.owner !== this.config.instanceId) return;
+          const now = this.clock.now();
+          const next = await this.tasks
+            .apply(
+              t,
+              {
+                patch: { owner: null, leaseUntil: null, dueAt: now },
+                reason: why,
+                note: true,
+                actor: this.actor,
+              },
+              now,
+            )
+            .catch((err: unknown) => {
+              this.logger.warn(`handing back the claim of ${id}: ${String(err)}`);
+              return undefined;
+            });
+          if (next) n++;
+        }),
+      ),
+    );
+    return n;
   }
 
   /** The newest row of a task this process drives, if it drives it. */
@@ -55,6 +95,7 @@ export class TaskSteps {
     onlyIf?: (latest: TaskModel) => boolean,
   ): Promise<TaskModel | undefined> {
     return this.stepLock.run(t.taskId, async () => {
+      if (this.handedBack.has(t.taskId)) return undefined;
       // A lease renewal may have moved the row on since `t` was read: only the lease changed then.
       const latest = this.latest.get(t.taskId);
       if (onlyIf && !onlyIf(latest ?? t)) return undefined;

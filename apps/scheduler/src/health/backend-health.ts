@@ -3,7 +3,7 @@ import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus'
 import { LOCK_PROVIDER, LockProvider } from '@baton/locks';
 import { DataSource } from 'typeorm';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { QueueLanes } from '../queue';
+import { LANES, QueueLanes } from '../queue';
 
 /** How long one backend may take to answer a readiness probe before it counts as down. */
 const PROBE_TIMEOUT_MS = 2000;
@@ -41,8 +41,11 @@ export class BackendHealth {
 
   queue(): Promise<HealthIndicatorResult> {
     return this.probe('queue', async () => {
-      const [main, retry] = await Promise.all([this.lanes.main.size(), this.lanes.retry.size()]);
-      return { driver: this.config.queue.driver, pending: main.pending + retry.pending };
+      const sizes = await Promise.all(LANES.map((l) => this.lanes.lane(l).size()));
+      return {
+        driver: this.config.queue.driver,
+        pending: sizes.reduce((sum, s) => sum + s.pending, 0),
+      };
     });
   }
 

@@ -2,6 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { Lifecycle } from '../common';
 import { BackendHealth } from './backend-health';
 
 type Answer<T> = { code: number; message: string; data: T };
@@ -12,6 +13,7 @@ export class HealthController {
   constructor(
     private readonly checks: HealthCheckService,
     private readonly backends: BackendHealth,
+    private readonly lifecycle: Lifecycle,
   ) {}
 
   @Get()
@@ -30,9 +32,14 @@ export class HealthController {
   @ApiOperation({
     summary: 'readiness: database (migrations applied), queue and lock backend answer now',
     description:
-      'For a Kubernetes readiness probe. 200 with each backend `up`, or 503 (code 50301) naming the ones that are down; each backend is given 2 s.',
+      'For a Kubernetes readiness probe. 200 with each backend `up`, or 503 (code 50301) naming the ones that are down; each backend is given 2 s. ' +
+      'Also 503 from the moment the process is shutting down (SIGTERM), while it still answers the requests under way.',
   })
   async ready(): Promise<Answer<HealthCheckResult>> {
+    if (this.lifecycle.draining)
+      throw new ContractException(ContractErrorCode.NOT_READY, 'not ready: shutting down', {
+        status: 'shutting_down',
+      });
     const result = await this.checks
       .check([
         () => this.backends.database(),

@@ -253,16 +253,30 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       fired++;
     }
     crashPoint('after-timer-fire');
-    return this.repo.replace(t, {
-      ...t,
-      nextFireAt: inWindow(t, nextSlot(t.schedule, last)),
+    const nextFireAt = inWindow(t, nextSlot(t.schedule, last));
+    const advance = (row: TimerModel, next: number | null): TimerModel => ({
+      ...row,
+      nextFireAt: next,
       lastFireAt,
       lastTaskId,
-      fireCount: t.fireCount + fired,
-      misfireCount: t.misfireCount + missed,
-      skipCount: t.skipCount + skipped,
+      fireCount: row.fireCount + fired,
+      misfireCount: row.misfireCount + missed,
+      skipCount: row.skipCount + skipped,
       updatedAt: now,
     });
+    const stored = await this.repo.replace(t, advance(t, nextFireAt));
+    if (stored || fired + missed + skipped === 0) return stored;
+    // Lost to a change made through the API while this pass fired (a timer disabled, renamed):
+    // the fires happened, so they are counted on the row as it now is. Not when another owner
+    // advanced it meanwhile (its pass counted the same slots), and the API's own next slot is
+    // kept when it set one (a new schedule, a window).
+    const fresh = await this.repo.find(t.timerId);
+    if (!fresh || fresh.fireCount !== t.fireCount || fresh.lastFireAt !== t.lastFireAt)
+      return undefined;
+    return this.repo.replace(
+      fresh,
+      advance(fresh, fresh.nextFireAt === t.nextFireAt ? nextFireAt : fresh.nextFireAt),
+    );
   }
 
   /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */

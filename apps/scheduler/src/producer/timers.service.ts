@@ -16,6 +16,9 @@ import { TimersRepository } from './timers.repository';
 const invalid = (message: string, data?: Record<string, unknown>): ContractException =>
   new ContractException(ContractErrorCode.VALIDATION_FAILED, message, data);
 
+/** Compare-and-sets an update makes before it answers 409. */
+const UPDATE_TRIES = 5;
+
 /** The rules of `/v1/timers`: what a definition may say, and where its next slot is. */
 @Injectable()
 export class TimersService {
@@ -76,7 +79,26 @@ export class TimersService {
     return t;
   }
 
+  /**
+   * Applies the change to the timer as it is now. A fire that lands between the read and the
+   * write only moved next_fire_at and the counts, which the change is made over again: the caller
+   * gets 409 only when the timer kept changing under it UPDATE_TRIES times in a row.
+   */
   async update(timerId: string, dto: UpdateTimerDto): Promise<TimerModel> {
+    for (let tries = 1; ; tries++) {
+      const stored = await this.updateOnce(timerId, dto);
+      if (stored) return stored;
+      if (tries >= UPDATE_TRIES)
+        throw new ContractException(
+          ContractErrorCode.VERSION_CONFLICT,
+          `timer ${timerId} kept changing while this change was made (a fire or another change won ${UPDATE_TRIES} times); send it again`,
+          { timer_id: timerId },
+        );
+    }
+  }
+
+  /** One compare-and-set of the change; undefined when the timer changed meanwhile. */
+  private async updateOnce(timerId: string, dto: UpdateTimerDto): Promise<TimerModel | undefined> {
     const t = await this.get(timerId);
     const now = this.clock.now();
     const startAt = dto.start_at !== undefined ? Date.parse(dto.start_at) : t.startAt;
@@ -113,12 +135,7 @@ export class TimersService {
       updatedAt: now,
     };
     const stored = await this.repo.replace(t, next);
-    if (!stored)
-      throw new ContractException(
-        ContractErrorCode.VERSION_CONFLICT,
-        `timer ${timerId} changed while this change was made (it fired); send it again`,
-        { timer_id: timerId },
-      );
+    if (!stored) return undefined;
     this.producer.track(stored);
     // A timer turned off fires no slot after that: fires written ahead of their slot are withdrawn.
     // (A changed timer keeps them: each fire's key is its slot, and a withdrawn slot fired again

@@ -1,5 +1,7 @@
 import { MemoryQueueDriver } from './drivers/memory.queue.driver';
+import { RedisFairShare } from './drivers/redis.fair-share.driver';
 import { RedisQueueDriver } from './drivers/redis.queue.driver';
+import { FairShare, MemoryFairShare } from './fair-share';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig, QueueDriverName } from '../config';
 import { QueueDriver } from './queue.driver';
 import { QueueErrorCode, QueueException } from './queue.exception';
@@ -46,4 +48,11 @@ export function createQueueDriver(config: QueueConfig): QueueDriver {
   // The name was checked above; the union of builders cannot be narrowed by it for TypeScript.
   const build = DRIVERS[config.driver] as (config: QueueConfig) => QueueDriver;
   return build(config);
+}
+
+/** The tenants' fair share beside the queue: in Redis with the Redis queue, else in this process. */
+export function createFairShare(queue: QueueConfig, minShare: number): FairShare {
+  return queue.driver === 'redis'
+    ? new RedisFairShare(queue.redis, queue.prefix ?? DEFAULT_QUEUE_PREFIX, minShare)
+    : new MemoryFairShare(minShare);
 }

@@ -1,22 +1,29 @@
 import {
+  BeforeApplicationShutdown,
   Inject,
   Injectable,
   Logger,
   OnApplicationBootstrap,
-  OnApplicationShutdown,
 } from '@nestjs/common';
+import { Overload } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { EnqueueTracker, QueueLanes } from '../queue';
+import { EnqueueTracker, LANES, Lane, QueueLanes } from '../queue';
 import { EARLY_CLAIM_MS, TaskEngine } from '../engine';
-
-type Lane = 'main' | 'retry';
 
 const IDLE_WAIT_MS = 20;
 
 /** Future due times remembered for a precise wake-up; beyond this the idle poll covers them. */
 const MAX_WAKES = 10_000;
+/** How long after main-lane work was last claimed the overflow lane keeps leaving a reserve. */
+const RESERVE_HOLD_MS = 2000;
 const ACK_BATCH = 100;
 const ACK_DELAY_MS = 5;
+/**
+ * A full runner refills when this many slots are free, or this long after the first one freed:
+ * a claim per finished task cost three queue round trips per task under a backlog.
+ */
+const REFILL_BATCH_MAX = 32;
+const REFILL_DELAY_MS = 2;
 
 /**
  * The Scheduler (runner) module: pulls due tasks from the queue, at most `concurrency` at once,
@@ -24,20 +31,29 @@ const ACK_DELAY_MS = 5;
  * database claim decides who drives, so a duplicate entry costs a read, never a second run.
  */
 @Injectable()
-export class RunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RunnerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Runner');
   private active = 0;
   private stopping = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private wake: (() => void) | undefined;
+  /** Why the loop waits: every slot taken (a finished run wakes it), or nothing to claim. */
+  private waitingFor: 'slots' | 'work' = 'work';
+  private refillTimer: NodeJS.Timeout | undefined;
   /** A nudge came while the loop was not idle (mid-claim): its next idle returns at once. */
   private nudged = false;
-  private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [] };
+  private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [], overflow: [] };
   /** Entries this runner holds (claimed, not acked): their queue leases are extended. */
-  private readonly held: Record<Lane, Set<string>> = { main: new Set(), retry: new Set() };
+  private readonly held: Record<Lane, Set<string>> = {
+    main: new Set(),
+    retry: new Set(),
+    overflow: new Set(),
+  };
   private extender: NodeJS.Timeout | undefined;
   private activeRetries = 0;
+  /** When main-lane work was last claimed: while it keeps coming, overflow leaves a reserve. */
+  private lastMainAt = 0;
   private ackTimer: NodeJS.Timeout | undefined;
   /** Future due times of entries this process enqueued, ascending, and the timer for the first. */
   private wakes: number[] = [];
@@ -47,6 +63,7 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     private readonly engine: TaskEngine,
     private readonly tracker: EnqueueTracker,
     private readonly lanes: QueueLanes,
+    private readonly overload: Overload,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
@@ -61,13 +78,37 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     this.extender.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * SIGTERM (a deploy): stop claiming, let the drives under way finish within the grace period,
+   * then hand back the claims of those still going (another instance takes them at once instead
+   * of after the claim lease) and let go of their queue entries. Runs before the HTTP server
+   * closes, so the API keeps answering meanwhile.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.extender) clearInterval(this.extender);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wake?.();
     await this.loop;
-    await Promise.allSettled([...this.inFlight]);
+    const grace = this.config.runner.shutdownGraceMs;
+    const started = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      Promise.allSettled([...this.inFlight]).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), grace))),
+    ]);
+    clearTimeout(timer);
+    if (this.extender) clearInterval(this.extender);
+    if (!finished) {
+      const n = await this.engine.handBackClaims(this.config.instanceId);
+      this.logger.warn(
+        `${this.inFlight.size} drive(s) still under way after ${grace} ms: handed back ${n} claim(s)`,
+      );
+      // Their queue entries go too: the tasks are due now in the database, and the Dispatcher
+      // of another instance queues them again.
+      for (const lane of LANES) this.pendingAcks[lane].push(...this.held[lane]);
+    } else if (Date.now() - started > 50) {
+      this.logger.log(`the drives under way finished in ${Date.now() - started} ms`);
+    }
     await this.flushAcks();
   }
 
@@ -119,14 +160,20 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private async run(): Promise<void> {
     const { concurrency, claimLeaseMs, retrySharePercent } = this.config.runner;
     const retrySlots = Math.max(1, Math.floor((concurrency * retrySharePercent) / 100));
+    // Slots the overflow lane leaves free while work within its tenants' shares keeps arriving,
+    // so that work finds a slot at once instead of waiting for a burst's runs to end.
+    const reserve = Math.max(1, Math.floor(concurrency / 10));
     while (!this.stopping) {
       const free = concurrency - this.active;
-      if (free <= 0) {
+      // An overloaded process finishes what it holds before it takes more (another instance may).
+      if (free <= 0 || (this.overload.lagging && this.active > 0)) {
+        this.waitingFor = 'slots';
         await this.idle();
         continue;
       }
       let fresh;
       let retries;
+      let overflow;
       this.nudged = false;
       try {
         const early = Date.now() + EARLY_CLAIM_MS;
@@ -137,17 +184,31 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
           retryFree > 0
             ? await this.lanes.retry.claim(Math.min(retryFree, 256), claimLeaseMs, early)
             : [];
+        // Tenants' work beyond their fair share gets the slots still free, but the reserve.
+        if (fresh.length > 0) this.lastMainAt = Date.now();
+        const busy = this.active + fresh.length + retries.length;
+        const overflowFree =
+          Date.now() - this.lastMainAt < RESERVE_HOLD_MS
+            ? concurrency - reserve - busy
+            : concurrency - busy;
+        overflow =
+          overflowFree > 0
+            ? await this.lanes.overflow.claim(Math.min(overflowFree, 256), claimLeaseMs, early)
+            : [];
       } catch (err) {
         this.logger.error(`queue claim failed: ${String(err)}`);
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
-      if (fresh.length === 0 && retries.length === 0) {
+      if (fresh.length === 0 && retries.length === 0 && overflow.length === 0) {
+        this.waitingFor = 'work';
         await this.idle();
         continue;
       }
+      this.lanes.started(fresh.length + retries.length + overflow.length);
       for (const entry of fresh) this.start(entry.taskId, 'main');
       for (const entry of retries) this.start(entry.taskId, 'retry');
+      for (const entry of overflow) this.start(entry.taskId, 'overflow');
     }
   }
 
@@ -165,9 +226,32 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
         this.active--;
         if (lane === 'retry') this.activeRetries--;
         this.inFlight.delete(job);
-        this.wake?.();
+        this.slotFreed();
       });
     this.inFlight.add(job);
+  }
+
+  /**
+   * A run ended. A loop waiting for slots claims again once a batch of them is free, or a moment
+   * after the first: one claim then fills many. A loop waiting for work looks at once (the slot
+   * may be one the overflow lane could not take before).
+   */
+  private slotFreed(): void {
+    if (!this.wake) return;
+    if (this.waitingFor === 'work') {
+      this.wake();
+      return;
+    }
+    const { concurrency } = this.config.runner;
+    const batch = Math.max(1, Math.min(REFILL_BATCH_MAX, Math.floor(concurrency / 8)));
+    if (concurrency - this.active >= batch) {
+      this.wake();
+      return;
+    }
+    this.refillTimer ??= setTimeout(() => {
+      this.refillTimer = undefined;
+      this.wake?.();
+    }, REFILL_DELAY_MS);
   }
 
   /**
@@ -182,10 +266,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async extendHeld(): Promise<void> {
-    for (const lane of ['main', 'retry'] as const) {
+    for (const lane of LANES) {
       const ids = [...this.held[lane]];
       if (ids.length === 0) continue;
-      const queue = lane === 'main' ? this.lanes.main : this.lanes.retry;
+      const queue = this.lanes.lane(lane);
       await queue
         .extend(ids, this.config.runner.claimLeaseMs)
         .catch((err: unknown) =>
@@ -197,10 +281,10 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
   private async flushAcks(): Promise<void> {
     if (this.ackTimer) clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
-    for (const lane of ['main', 'retry'] as const) {
+    for (const lane of LANES) {
       const ids = this.pendingAcks[lane].splice(0);
       if (ids.length === 0) continue;
-      const queue = lane === 'main' ? this.lanes.main : this.lanes.retry;
+      const queue = this.lanes.lane(lane);
       await queue
         .ack(ids)
         .catch((err: unknown) =>
@@ -217,6 +301,8 @@ export class RunnerService implements OnApplicationBootstrap, OnApplicationShutd
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
+        if (this.refillTimer) clearTimeout(this.refillTimer);
+        this.refillTimer = undefined;
         this.wake = undefined;
         resolve();
       };

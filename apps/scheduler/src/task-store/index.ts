@@ -10,6 +10,7 @@ export { TaskChangeFeed } from './task-change-feed';
 export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
 export * from './attempt-drops.repository';
 export * from './task-log.repository';
+export * from './task-purge.repository';
 export * from './task-store.module';
 export * from './task.model';
 export * from './tasks.repository';

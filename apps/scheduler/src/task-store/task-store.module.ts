@@ -5,6 +5,7 @@ import { SqlRunner } from './sql-runner';
 import { TaskChangeFeed } from './task-change-feed';
 import { TaskChangeRelay } from './task-change-relay';
 import { TaskLogRepository } from './task-log.repository';
+import { TaskPurgeRepository } from './task-purge.repository';
 import { TasksRepository } from './tasks.repository';
 
 /**
@@ -22,7 +23,14 @@ import { TasksRepository } from './tasks.repository';
     TaskLogRepository,
     GroupCommitWriter,
     TasksRepository,
+    TaskPurgeRepository,
   ],
-  exports: [TasksRepository, TaskLogRepository, TaskChangeFeed, AttemptDropsRepository],
+  exports: [
+    TasksRepository,
+    TaskLogRepository,
+    TaskChangeFeed,
+    AttemptDropsRepository,
+    TaskPurgeRepository,
+  ],
 })
 export class TaskStoreModule {}

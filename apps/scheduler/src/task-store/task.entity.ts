@@ -5,8 +5,9 @@ import { bigintNumber, jsonText } from '../database';
 @Entity('baton_task')
 @Index('ix_task_due', ['due_at'])
 @Index('ix_task_status_due', ['status', 'due_at'])
-@Index('ix_task_type_status', ['task_type', 'status'])
+@Index('ix_task_type_status_finished', ['task_type', 'status', 'finished_at'])
 @Index('ix_task_tenant_created', ['tenant', 'created_at'])
+@Index('ix_task_tenant_status', ['tenant', 'status'])
 @Index('ux_task_idempotency', ['tenant', 'idempotency_key'], { unique: true })
 export class TaskEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })

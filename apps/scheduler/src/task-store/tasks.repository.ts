@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, TaskStatus } from '@baton/task-contract';
-import { Brackets, DataSource, EntityManager, In } from 'typeorm';
+import { Brackets, DataSource, EntityManager, In, Not } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { GroupCommitWriter } from './group-commit.writer';
 import { isUniqueViolation, SqlRunner } from './sql-runner';
@@ -17,6 +17,7 @@ export interface DueTask {
   priority: number;
   dueAt: number;
   status: TaskStatus;
+  tenant: string;
 }
 
 /**
@@ -155,6 +156,26 @@ export class TasksRepository {
     return row ? toModel(fromRow(row)) : undefined;
   }
 
+  /** The tasks holding any of these (tenant, key) pairs, keyed `tenant/key`. */
+  async findByIdempotencyKeys(
+    pairs: readonly { tenant: string; key: string }[],
+  ): Promise<Map<string, TaskModel>> {
+    const found = new Map<string, TaskModel>();
+    for (let i = 0; i < pairs.length; i += 500) {
+      const part = pairs.slice(i, i + 500);
+      const { records } = await this.sql.exec(
+        undefined,
+        `SELECT * FROM baton_task WHERE ${part.map(() => '(tenant = ? AND idempotency_key = ?)').join(' OR ')}`,
+        part.flatMap((p) => [p.tenant, p.key]),
+      );
+      for (const row of records as Record<string, unknown>[]) {
+        const t = toModel(fromRow(row));
+        found.set(`${t.tenant}/${t.idempotencyKey}`, t);
+      }
+    }
+    return found;
+  }
+
   /** Newest first; `before` is the last task_id of the previous page (ids are time-ordered). */
   async list(filter: TaskFilter, before: string | undefined, limit: number): Promise<TaskModel[]> {
     const q = this.db.manager.createQueryBuilder(TaskEntity, 't');
@@ -192,7 +213,7 @@ export class TasksRepository {
   ): Promise<DueTask[]> {
     const rows = await this.db.manager
       .createQueryBuilder(TaskEntity, 't')
-      .select(['t.task_id', 't.priority', 't.due_at', 't.status'])
+      .select(['t.task_id', 't.priority', 't.due_at', 't.status', 't.tenant'])
       .where('t.due_at <= :upTo', { upTo })
       .andWhere('t.status IN (:...statuses)', { statuses })
       .andWhere(
@@ -206,6 +227,7 @@ export class TasksRepository {
       priority: r.priority,
       dueAt: r.due_at as number,
       status: r.status as TaskStatus,
+      tenant: r.tenant,
     }));
   }
 
@@ -306,7 +328,18 @@ export class TasksRepository {
   }
 
   /** Tasks of a type in these statuses (concurrency limits). */
-  async countByStatus(taskType: string, statuses: readonly TaskStatus[]): Promise<number> {
-    return this.db.manager.countBy(TaskEntity, { task_type: taskType, status: In([...statuses]) });
+  /**
+   * Tasks of a type or a tenant that hold a worker now (bound to it in CREATE or PREPARE, or
+   * RUNNING), over the fleet, `exclude` aside: what a concurrency limit counts.
+   */
+  async countStarted(
+    of: { taskType: string } | { tenant: string },
+    exclude: string,
+  ): Promise<number> {
+    return this.db.manager.countBy(TaskEntity, {
+      ...('taskType' in of ? { task_type: of.taskType } : { tenant: of.tenant }),
+      status: In([TaskStatus.CREATE, TaskStatus.PREPARE, TaskStatus.RUNNING]),
+      task_id: Not(exclude),
+    });
   }
 }

@@ -42,16 +42,20 @@ export class TaskTypeEntity {
   @Column({ type: 'text', transformer: jsonText })
   timeout_policy!: { queue: TimeoutPolicy; heartbeat: TimeoutPolicy; deadline: TimeoutPolicy };
 
-  /** Most tasks of this type RUNNING at once over all workers; null: no limit. */
+  /** Most tasks of this type on a worker at once (CREATE, PREPARE, RUNNING), over the fleet; null: no limit. */
   @Column({ type: 'int', nullable: true })
   concurrency_limit!: number | null;
 
   @Column({ type: 'boolean' })
   rollback_on_fail!: boolean;
 
-  /** Most starts per second (per scheduler instance); null: no limit. */
+  /** Most starts per second over all scheduler instances; null: no limit. */
   @Column({ type: 'int', nullable: true })
   rate_limit_per_sec!: number | null;
+
+  /** Days a FINISH task is kept; null: the instance's default (BATON_RETENTION_DAYS), 0: forever. */
+  @Column({ type: 'int', nullable: true })
+  retention_days!: number | null;
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;

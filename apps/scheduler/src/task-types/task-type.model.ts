@@ -16,8 +16,10 @@ export interface TaskTypeModel {
   timeoutPolicy: { queue: TimeoutPolicy; heartbeat: TimeoutPolicy; deadline: TimeoutPolicy };
   concurrencyLimit: number | null;
   rollbackOnFail: boolean;
-  /** Most starts per second, per scheduler instance; null: none. */
+  /** Most starts per second over all scheduler instances; null: none. */
   rateLimitPerSec: number | null;
+  /** Days a FINISH task of this type is kept before it is purged; null: the instance's default, 0: kept. */
+  retentionDays: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -34,4 +36,5 @@ export const TASK_TYPE_DEFAULTS = {
   concurrencyLimit: null,
   rollbackOnFail: false,
   rateLimitPerSec: null,
+  retentionDays: null,
 } as const satisfies Partial<TaskTypeModel>;

@@ -18,6 +18,7 @@ const toModel = (e: TaskTypeEntity): TaskTypeModel => ({
   concurrencyLimit: e.concurrency_limit,
   rollbackOnFail: Boolean(e.rollback_on_fail),
   rateLimitPerSec: e.rate_limit_per_sec ?? null,
+  retentionDays: e.retention_days ?? null,
   createdAt: e.created_at,
   updatedAt: e.updated_at,
 });
@@ -52,6 +53,7 @@ export class TaskTypesRepository {
       concurrency_limit: m.concurrencyLimit,
       rollback_on_fail: m.rollbackOnFail,
       rate_limit_per_sec: m.rateLimitPerSec,
+      retention_days: m.retentionDays,
       created_at: m.createdAt,
       updated_at: m.updatedAt,
     });

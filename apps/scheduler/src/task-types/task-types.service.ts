@@ -108,6 +108,7 @@ export class TaskTypesService {
       rollbackOnFail: dto.rollback_on_fail ?? current.rollbackOnFail,
       rateLimitPerSec:
         dto.rate_limit_per_sec !== undefined ? dto.rate_limit_per_sec : current.rateLimitPerSec,
+      retentionDays: dto.retention_days !== undefined ? dto.retention_days : current.retentionDays,
       updatedAt: this.clock.now(),
     };
     if (next.backoffMaxMs < next.backoffBaseMs) {

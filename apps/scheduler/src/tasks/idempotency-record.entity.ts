@@ -1,8 +1,9 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { bigintNumber } from '../database';
 
 /** A create request seen under an Idempotency-Key: in flight, or its stored answer. */
 @Entity('baton_idempotency')
+@Index('ix_idempotency_created', ['created_at'])
 export class IdempotencyRecordEntity {
   @PrimaryColumn({ type: 'varchar', length: 100 })
   tenant!: string;

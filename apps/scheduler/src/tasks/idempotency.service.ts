@@ -1,9 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { createHash } from 'node:crypto';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { Clock, crashPoint } from '../common';
-import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { IdempotencyRecordEntity } from './idempotency-record.entity';
 
 /** Canonical JSON: keys sorted, so the same body hashes the same whatever the key order. */
@@ -20,18 +19,23 @@ function canonical(value: unknown): string {
 
 export type IdempotentAnswer = { status: number; body: unknown };
 
+/** How long a repeat waits for the first request under its key to store its answer. */
+const IN_FLIGHT_WAIT_MS = 2000;
+const IN_FLIGHT_POLL_MS = 50;
+
 /**
- * The `Idempotency-Key` header of creates: the first request runs; a repeat while it is in flight
- * gets 409, a repeat with a different body 422, a repeat after it finished the stored answer. A
- * request in flight longer than `idempotencyAbandonedMs` is taken over (its process died); `work`
- * must then be safe to run again: the create carries the key into the task's unique key.
+ * The `Idempotency-Key` header of creates: the first request runs; a repeat with a different body
+ * gets 422, a repeat after the first finished its stored answer. A repeat while the first is in
+ * flight waits for its answer up to 2 s, then runs the work itself: the first may have died with
+ * its process (a scheduler killed mid-request), and its client is retrying on another instance.
+ * `work` must be safe to run twice, even at once: the create carries the key into the task's
+ * unique key, so both runs answer the same task.
  */
 @Injectable()
 export class IdempotencyService {
   constructor(
     private readonly db: DataSource,
     private readonly clock: Clock,
-    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
   async run(
@@ -41,7 +45,6 @@ export class IdempotencyService {
     work: () => Promise<IdempotentAnswer>,
   ): Promise<IdempotentAnswer> {
     const hash = createHash('sha256').update(canonical(body)).digest('hex');
-    const now = this.clock.now();
     const repo = this.db.getRepository(IdempotencyRecordEntity);
     try {
       await repo.insert({
@@ -51,7 +54,7 @@ export class IdempotencyService {
         state: 'in_flight',
         response_status: null,
         response_body: null,
-        created_at: now,
+        created_at: this.clock.now(),
       });
     } catch (err) {
       if (!(err instanceof QueryFailedError)) throw err;
@@ -63,25 +66,16 @@ export class IdempotencyService {
           'this Idempotency-Key was used with a different body',
         );
       }
-      if (seen.state === 'done')
+      const stored = seen.state === 'done' ? seen : await this.answerOf(tenant, key, hash);
+      if (stored)
         return {
-          status: seen.response_status ?? 200,
-          body: JSON.parse(seen.response_body ?? 'null') as unknown,
+          status: stored.response_status ?? 200,
+          body: JSON.parse(stored.response_body ?? 'null') as unknown,
         };
-      const abandoned = now - seen.created_at > this.config.idempotencyAbandonedMs;
-      const taken =
-        abandoned &&
-        (
-          await repo.update(
-            { tenant, idempotency_key: key, created_at: seen.created_at, state: 'in_flight' },
-            { created_at: now },
-          )
-        ).affected === 1;
-      if (!taken)
-        throw new ContractException(
-          ContractErrorCode.IDEMPOTENCY_IN_FLIGHT,
-          'a request with this Idempotency-Key is in flight; retry later',
-        );
+      // Still in flight: run the work too, leaving the record to the request that wrote it.
+      const answer = await work();
+      await this.store(tenant, key, answer);
+      return answer;
     }
     let answer: IdempotentAnswer;
     try {
@@ -93,15 +87,37 @@ export class IdempotencyService {
     }
     crashPoint('after-idempotent-create');
     // The work is done: should this write fail, the record stays in flight (never deleted), and
-    // a retry after the abandon window runs the work again, which finds the task by its key.
-    await repo.update(
-      { tenant, idempotency_key: key },
+    // a retry runs the work again after its wait, which finds the task by its key.
+    await this.store(tenant, key, answer);
+    return answer;
+  }
+
+  private async store(tenant: string, key: string, answer: IdempotentAnswer): Promise<void> {
+    await this.db.getRepository(IdempotencyRecordEntity).update(
+      { tenant, idempotency_key: key, state: 'in_flight' },
       {
         state: 'done',
         response_status: answer.status,
         response_body: JSON.stringify(answer.body),
       },
     );
-    return answer;
+  }
+
+  /** Waits up to IN_FLIGHT_WAIT_MS for the request in flight under the key to store its answer. */
+  private async answerOf(
+    tenant: string,
+    key: string,
+    hash: string,
+  ): Promise<IdempotencyRecordEntity | undefined> {
+    const repo = this.db.getRepository(IdempotencyRecordEntity);
+    const until = Date.now() + IN_FLIGHT_WAIT_MS;
+    while (Date.now() < until) {
+      await new Promise((r) => setTimeout(r, IN_FLIGHT_POLL_MS));
+      const seen = await repo.findOneBy({ tenant, idempotency_key: key });
+      // Gone: the first request was refused; this one runs (and fails or succeeds) on its own.
+      if (!seen || seen.request_hash !== hash) return undefined;
+      if (seen.state === 'done') return seen;
+    }
+    return undefined;
   }
 }

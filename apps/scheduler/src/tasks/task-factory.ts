@@ -96,8 +96,9 @@ export class TaskFactory {
       maxRetry: arg.max_retry ?? -1,
       idempotencyKey: dto.idempotency_key ?? null,
       callbackUrl: dto.callback_url ?? null,
-      // Due at once even with a later start_time: the engine records POSTPONE until then.
-      dueAt: initial === TaskStatus.PAUSE ? null : now,
+      // A later start_time is the due time: the task waits in INIT, in the database alone (an
+      // index range the Dispatcher reads only when it comes), costing nothing until then.
+      dueAt: initial === TaskStatus.PAUSE ? null : Math.max(now, startTime ?? now),
       owner: null,
       leaseUntil: null,
       fence: 0,

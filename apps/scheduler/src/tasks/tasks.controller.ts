@@ -53,7 +53,7 @@ export class TasksController {
     name: 'Idempotency-Key',
     required: false,
     description:
-      '409 while the first request is in flight, 422 on a different body, the stored answer replayed',
+      'A repeat answers the stored answer of the first request (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body.',
   })
   @ApiOkResponse({ type: TaskDto })
   async create(
@@ -86,7 +86,10 @@ export class TasksController {
 
   @Post('batch')
   @HttpCode(201)
-  @ApiOperation({ summary: 'create up to 500 tasks, all or none' })
+  @ApiOperation({
+    summary:
+      'create up to 500 tasks, all or none; a task whose idempotency_key is taken answers the task holding it',
+  })
   @ApiBody({ type: CreateTaskBatchDto })
   @ApiOkResponse({ type: [TaskDto] })
   async createBatch(@Body() dto: CreateTaskBatchDto): Promise<Envelope<TaskDto[]>> {

@@ -63,31 +63,57 @@ export class TasksService {
     await this.factory.build(dto, this.clock.now(), repetition);
   }
 
-  /** Creates every task or none (validated first, inserted in one transaction). */
+  /**
+   * Creates every task or none (validated first, inserted in one transaction). A task whose
+   * idempotency_key is taken answers the task that holds it, as a single create does, so a batch
+   * sent again (after a timeout, say) makes no task twice and answers the same ids.
+   */
   async createBatch(dtos: CreateTaskDto[]): Promise<TaskModel[]> {
     const now = this.clock.now();
-    const keys = dtos
-      .filter((d) => d.idempotency_key)
-      .map((d) => `${d.tenant ?? 'default'}/${d.idempotency_key}`);
+    const keyOf = (d: CreateTaskDto): string | undefined =>
+      d.idempotency_key ? `${d.tenant ?? 'default'}/${d.idempotency_key}` : undefined;
+    const keys = dtos.map(keyOf).filter((k): k is string => k !== undefined);
     if (new Set(keys).size !== keys.length) {
       throw new ContractException(
         ContractErrorCode.VALIDATION_FAILED,
         'two tasks of the batch share an idempotency_key',
       );
     }
-    const tasks: TaskModel[] = [];
+    const built: TaskModel[] = [];
     for (const [i, dto] of dtos.entries()) {
       try {
-        tasks.push(await this.factory.build(dto, now));
+        built.push(await this.factory.build(dto, now));
       } catch (err) {
         if (err instanceof ContractException)
           throw new ContractException(err.code, `tasks[${i}]: ${err.message}`, err.data);
         throw err;
       }
     }
-    await this.repo.insertMany(tasks, 'created (batch)', ACTOR);
-    await this.fast.enqueue(tasks);
-    return tasks;
+    // Twice at most: a concurrent create may take a key between the look-up and the insert.
+    for (let round = 0; ; round++) {
+      const existing =
+        keys.length === 0
+          ? new Map<string, TaskModel>()
+          : await this.repo.findByIdempotencyKeys(
+              dtos
+                .filter((d) => d.idempotency_key)
+                .map((d) => ({ tenant: d.tenant ?? 'default', key: d.idempotency_key as string })),
+            );
+      const fresh = built.filter((_, i) => !existing.has(keyOf(dtos[i]) ?? ''));
+      try {
+        if (fresh.length > 0) await this.repo.insertMany(fresh, 'created (batch)', ACTOR);
+      } catch (err) {
+        if (
+          round === 0 &&
+          err instanceof ContractException &&
+          err.code === ContractErrorCode.CREATE_CONFLICT
+        )
+          continue;
+        throw err;
+      }
+      await this.fast.enqueue(fresh);
+      return built.map((t, i) => existing.get(keyOf(dtos[i]) ?? '') ?? t);
+    }
   }
 
   async get(taskId: string): Promise<TaskModel> {

@@ -27,6 +27,8 @@ export interface WorkerConfig {
   /** Told to the scheduler at registration. */
   version: string;
   bodyLimitBytes: number;
+  /** Serve the contract's hot calls ahead of the framework (ContractFastPath). */
+  fastPath: boolean;
 }
 
 /** A configuration problem: the process must not start. */
@@ -48,6 +50,14 @@ function int(
     );
   }
   return n;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'true') return true;
+  if (raw === 'off' || raw === 'false') return false;
+  throw new WorkerConfigError(`${name} must be on or off, got ${JSON.stringify(raw)}`);
 }
 
 function authFrom(env: NodeJS.ProcessEnv): AuthConfig {
@@ -113,5 +123,6 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     heartbeatMs: int(env, 'WORKER_HEARTBEAT_MS', 2000, 50, 600_000),
     version: env.WORKER_VERSION ?? '0.1.0',
     bodyLimitBytes: int(env, 'WORKER_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    fastPath: onOff(env, 'WORKER_FAST_PATH', true),
   };
 }

@@ -83,7 +83,15 @@ describe('readRunLogs', () => {
       );
       const runs = readRunLogs([join(dir, 'a.jsonl'), join(dir, 'b.jsonl')]);
       expect(runs).toEqual([
-        { task_id: 't', attempt: 1, worker_id: 'w', lock_keys: [], start: 1, end: 5 },
+        {
+          task_id: 't',
+          attempt: 1,
+          worker_id: 'w',
+          lock_keys: [],
+          start: 1,
+          end: 5,
+          outcome: 'SUCCESS',
+        },
         { task_id: 'u', attempt: 1, worker_id: 'w2', lock_keys: [], start: 3, end: undefined },
       ]);
     } finally {

@@ -9,6 +9,8 @@ export interface RunInterval {
   lock_keys: string[];
   start: number;
   end: number | undefined;
+  /** How the run ended, from its end line (undefined with `end`). */
+  outcome?: string;
 }
 
 /** Two runs that were under way at the same time on the same task or lock key. */
@@ -40,6 +42,7 @@ export function readRunLogs(paths: readonly string[]): RunInterval[] {
         const interval = open.get(key);
         if (interval) {
           interval.end = line.ended_at;
+          interval.outcome = line.outcome;
           open.delete(key);
           done.push(interval);
         }

@@ -148,7 +148,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
         client.exists(
           path,
           (event) => {
-            if (event.getType() === zk.Event.NODE_DELETED) lost('revoked');
+            if (event.getType() === zk.Event.NODE_DELETED) lost(session.deletionReason());
             else void watchOwn().catch(() => undefined);
           },
           cb,

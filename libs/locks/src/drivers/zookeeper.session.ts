@@ -125,9 +125,22 @@ export class ZookeeperSession {
     return Math.floor((this.timeoutMs * 2) / 3);
   }
 
+  /**
+   * Why one of our znodes vanished: when we had not been heard for a whole session timeout, the
+   * server expired the session (it deletes the session's ephemerals and may still deliver their
+   * watches on the dying connection, ahead of our own watchdog); otherwise someone removed it.
+   */
+  deletionReason(): LeaseLostReason {
+    return this.silentFor() >= this.timeoutMs ? 'session_lost' : 'revoked';
+  }
+
+  private silentFor(): number {
+    return Date.now() - this.lastReply;
+  }
+
   /** Past the whole session timeout without a reply, the server has certainly expired us. */
   private silentReason(): LeaseLostReason {
-    return Date.now() - this.lastReply >= this.timeoutMs ? 'session_lost' : 'connection_lost';
+    return this.silentFor() >= this.timeoutMs ? 'session_lost' : 'connection_lost';
   }
 
   /**

@@ -13,9 +13,10 @@ import {
 import { TaskRecord } from '../worker/task-record';
 import { WorkerCallbacks } from '../worker/worker-callbacks.interface';
 import { JsonHttp, JsonHttpOptions } from './json-http';
+import { SchedulerUrls } from './scheduler-urls';
 
 export interface CallbackClientOptions extends JsonHttpOptions {
-  /** The scheduler's base URL, e.g. http://127.0.0.1:3000 */
+  /** The scheduler's base URL, e.g. http://127.0.0.1:3000, or several separated by commas. */
   schedulerUrl: string;
   /** Tries for a completion report before giving up to the scheduler's polling. Default 4. */
   completionTries?: number;
@@ -31,9 +32,11 @@ const taskPath = (taskId: string, what: string): string =>
  */
 export class CallbackClient implements WorkerCallbacks {
   private readonly http: JsonHttp;
+  private readonly urls: SchedulerUrls;
 
   constructor(private readonly options: CallbackClientOptions) {
     this.http = new JsonHttp(options);
+    this.urls = new SchedulerUrls(options.schedulerUrl);
   }
 
   async completed(record: TaskRecord): Promise<void> {
@@ -53,15 +56,10 @@ export class CallbackClient implements WorkerCallbacks {
     const tries = this.options.completionTries ?? 4;
     for (let i = 1; ; i++) {
       try {
-        await this.http.call(
-          'PUT',
-          this.options.schedulerUrl,
-          taskPath(record.task_id, 'notify'),
-          {},
-          body,
-          {
+        await this.urls.call((url) =>
+          this.http.call('PUT', url, taskPath(record.task_id, 'notify'), {}, body, {
             fence: record.fence,
-          },
+          }),
         );
         return;
       } catch (err) {
@@ -76,9 +74,9 @@ export class CallbackClient implements WorkerCallbacks {
   async heartbeat(taskId: string, attempt: number, fence: number): Promise<void> {
     const body: HeartbeatCallbackDto = { attempt };
     await this.quiet(
-      this.http.call('PUT', this.options.schedulerUrl, taskPath(taskId, 'heartbeat'), {}, body, {
-        fence,
-      }),
+      this.urls.call((url) =>
+        this.http.call('PUT', url, taskPath(taskId, 'heartbeat'), {}, body, { fence }),
+      ),
     );
   }
 
@@ -90,9 +88,9 @@ export class CallbackClient implements WorkerCallbacks {
   ): Promise<void> {
     const body: ProgressCallbackDto = { attempt, ...progress };
     await this.quiet(
-      this.http.call('PUT', this.options.schedulerUrl, taskPath(taskId, 'progress'), {}, body, {
-        fence,
-      }),
+      this.urls.call((url) =>
+        this.http.call('PUT', url, taskPath(taskId, 'progress'), {}, body, { fence }),
+      ),
     );
   }
 

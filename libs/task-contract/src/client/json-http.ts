@@ -38,6 +38,16 @@ export interface JsonHttpOptions {
 /** A pool unused this long is closed, so workers that come and go leave no sockets behind. */
 const POOL_IDLE_MS = 60_000;
 
+/** Parsed base URLs kept; workers come and go, so the cache is dropped when it grows past this. */
+const MAX_BASES = 1024;
+
+/** As URLSearchParams writes a value (form encoding: a space is `+`). */
+function encodeQuery(value: string): string {
+  return /^[A-Za-z0-9_.*-]*$/.test(value)
+    ? value
+    : new URLSearchParams({ v: value }).toString().slice(2);
+}
+
 const RETRYABLE_SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -56,6 +66,7 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
  */
 export class JsonHttp {
   private readonly pools = new Map<string, { pool: Pool; lastUsed: number }>();
+  private readonly bases = new Map<string, { origin: string; pathname: string }>();
   private lastSweep = Date.now();
   private readonly timeoutMs: number;
   private readonly connections: number;
@@ -73,11 +84,13 @@ export class JsonHttp {
     body: unknown,
     opts: CallOptions,
   ): Promise<T> {
-    const base = new URL(baseUrl);
-    const qs = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, v);
-    const search = qs.toString();
-    const pathWithQuery = `${base.pathname.replace(/\/+$/, '')}${path}${search ? `?${search}` : ''}`;
+    const base = this.base(baseUrl);
+    let search = '';
+    for (const k in query) {
+      const v = query[k];
+      if (v !== undefined) search += `${search ? '&' : '?'}${encodeQuery(k)}=${encodeQuery(v)}`;
+    }
+    const pathWithQuery = `${base.pathname}${path}${search}`;
     const payload = body === undefined ? '' : JSON.stringify(body);
     const headers: Record<string, string> = {
       [HEADER.FENCE]: String(opts.fence),
@@ -154,6 +167,18 @@ export class JsonHttp {
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((p) => p.pool.close()));
+  }
+
+  /** The origin and path prefix of a base URL, parsed once per URL. */
+  private base(baseUrl: string): { origin: string; pathname: string } {
+    let base = this.bases.get(baseUrl);
+    if (!base) {
+      const url = new URL(baseUrl);
+      base = { origin: url.origin, pathname: url.pathname.replace(/\/+$/, '') };
+      if (this.bases.size >= MAX_BASES) this.bases.clear();
+      this.bases.set(baseUrl, base);
+    }
+    return base;
   }
 
   private pool(origin: string): Pool {

@@ -3,6 +3,7 @@ import { BlockingKind } from '../enums/task-kind.enum';
 import { errorMessage } from '../util/error-message';
 import { NotFoundLikeCodes } from './registration-codes';
 import { JsonHttp, JsonHttpOptions } from './json-http';
+import { SchedulerUrls } from './scheduler-urls';
 import { socketErrorCode } from './socket-error';
 import { WorkerCallError, WorkerUnavailableError } from '../errors/worker-call.errors';
 
@@ -13,6 +14,7 @@ export interface RegistrationLogger {
 }
 
 export interface RegistrationOptions extends JsonHttpOptions {
+  /** The scheduler's base URL, or several separated by commas (any instance serves every call). */
   schedulerUrl: string;
   workerId: string;
   /** The base URL the scheduler calls this worker at. */
@@ -57,6 +59,7 @@ const NOT_LISTENING_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCK
  */
 export class WorkerRegistration {
   private readonly http: JsonHttp;
+  private readonly urls: SchedulerUrls;
   private readonly logger: RegistrationLogger;
   private timer: NodeJS.Timeout | undefined;
   private registered = false;
@@ -70,6 +73,7 @@ export class WorkerRegistration {
 
   constructor(private readonly options: RegistrationOptions) {
     this.http = new JsonHttp(options);
+    this.urls = new SchedulerUrls(options.schedulerUrl);
     this.logger = options.logger ?? new Logger('WorkerRegistration');
   }
 
@@ -131,32 +135,36 @@ export class WorkerRegistration {
 
   private async register(): Promise<void> {
     const o = this.options;
-    await this.http.call(
-      'POST',
-      o.schedulerUrl,
-      '/v1/workers',
-      {},
-      {
-        worker_id: o.workerId,
-        url: o.publicUrl,
-        version: o.version,
-        capacity: o.capacity,
-        task_types: o.taskTypes,
-      },
-      { fence: 0 },
+    await this.urls.call((url) =>
+      this.http.call(
+        'POST',
+        url,
+        '/v1/workers',
+        {},
+        {
+          worker_id: o.workerId,
+          url: o.publicUrl,
+          version: o.version,
+          capacity: o.capacity,
+          task_types: o.taskTypes,
+        },
+        { fence: 0 },
+      ),
     );
     this.registered = true;
     this.everRegistered = true;
   }
 
   private async beat(): Promise<void> {
-    await this.http.call(
-      'PUT',
-      this.options.schedulerUrl,
-      `/v1/workers/${encodeURIComponent(this.options.workerId)}/heartbeat`,
-      {},
-      {},
-      { fence: 0 },
+    await this.urls.call((url) =>
+      this.http.call(
+        'PUT',
+        url,
+        `/v1/workers/${encodeURIComponent(this.options.workerId)}/heartbeat`,
+        {},
+        {},
+        { fence: 0 },
+      ),
     );
   }
 }

@@ -27,6 +27,7 @@ export enum ContractErrorCode {
   NOT_IMPLEMENTED = 50100,
   WORKER_UNAVAILABLE = 50300,
   NOT_READY = 50301,
+  OVERLOADED = 50302,
   WORKER_TIMEOUT = 50400,
 }
 
@@ -62,6 +63,8 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.WORKER_UNAVAILABLE]: 'the worker could not be reached (client side)',
   [ContractErrorCode.NOT_READY]:
     'scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending',
+  [ContractErrorCode.OVERLOADED]:
+    'scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one',
   [ContractErrorCode.WORKER_TIMEOUT]: 'the worker did not answer in time (client side)',
 } as const satisfies Record<ContractErrorCode, string>;
 

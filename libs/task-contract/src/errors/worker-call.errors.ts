@@ -80,6 +80,7 @@ export const ERROR_CLASS_BY_CODE = {
   [ContractErrorCode.NOT_IMPLEMENTED]: NotImplementedError,
   [ContractErrorCode.WORKER_UNAVAILABLE]: WorkerUnavailableError,
   [ContractErrorCode.NOT_READY]: WorkerUnavailableError,
+  [ContractErrorCode.OVERLOADED]: WorkerUnavailableError,
   [ContractErrorCode.WORKER_TIMEOUT]: WorkerTimeoutError,
 } as const satisfies Record<ContractErrorCode, WorkerCallErrorClass>;
 
@@ -101,7 +102,11 @@ const UNSENT_SOCKET_CODES: ReadonlySet<string> = new Set([
  */
 export function neverReachedWorker(err: unknown): boolean {
   if (!(err instanceof WorkerCallError)) return false;
-  if (err instanceof WorkerRateLimitedError || err.code === ContractErrorCode.NOT_READY)
+  if (
+    err instanceof WorkerRateLimitedError ||
+    err.code === ContractErrorCode.NOT_READY ||
+    err.code === ContractErrorCode.OVERLOADED
+  )
     return true;
   if (!(err instanceof WorkerUnavailableError) || err.httpStatus !== 0) return false;
   const code = socketErrorCode(err.cause);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from './random-pool';
 
 /** Header names of the contract, lower-case as Node reads them. */
 export const HEADER = {
@@ -13,7 +13,7 @@ export const HEADER = {
 
 /** A fresh W3C traceparent (version 00, sampled). */
 export function newTraceparent(): string {
-  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+  return `00-${randomHex(16)}-${randomHex(8)}-01`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { TaskStatus } from '../enums/task-status.enum';
 import { CreateInfoDto } from '../dto/create-info.dto';
 import { ProcessArgDto } from '../dto/process-arg.dto';
 import { ProgressDto, TaskErrorDto, TaskViewDto } from '../dto/worker-responses.dto';
+import { cloneJson } from '../util/clone-json';
 import { TaskSnapshot } from './task-handler.interface';
 
 /** What a worker keeps per task, in its store. Plain JSON so any store can hold it. */
@@ -58,8 +59,8 @@ export function toSnapshot(record: TaskRecord): TaskSnapshot {
     attempt: record.attempt,
     fence: record.fence,
     status: record.status,
-    params: structuredClone(record.params),
+    params: cloneJson(record.params),
     lockKeys: [...record.lock_keys],
-    result: record.result && structuredClone(record.result),
+    result: record.result && cloneJson(record.result),
   });
 }

@@ -48,12 +48,18 @@ export class TaskRunner {
     return this.executions.get(taskId);
   }
 
-  /** `running`: a sync type answers the outcome, an async one answers RUNNING at once. */
+  /**
+   * `running`: a sync type answers the outcome, an async one answers RUNNING at once. A sync
+   * outcome whose caller went away before it could be answered (`callerGone`: the scheduler died
+   * while it waited) is reported through the completion callback instead, as an async one is:
+   * otherwise it would live only in this worker, and be lost with it.
+   */
   async run(
     handler: TaskHandler,
     taskType: string,
     taskId: string,
     fence: number,
+    callerGone: () => boolean = () => false,
   ): Promise<TaskViewDto> {
     const started = await this.ledger.exclusive(taskId, async () => {
       const record = await this.ledger.require(taskType, taskId);
@@ -89,9 +95,20 @@ export class TaskRunner {
     if (handler.blocking === BlockingKind.SYNC) {
       await started.execution.done;
       const after = await this.ledger.get(taskId);
+      if (after && callerGone()) this.reportUnanswered(after, started.execution);
       return toTaskView(after ?? started.record);
     }
     return toTaskView(started.record);
+  }
+
+  /** Reports, in the background, the outcome of a sync run whose caller is gone. */
+  private reportUnanswered(record: TaskRecord, execution: TaskExecution): void {
+    const ended = record.status === TaskStatus.SUCCESS || record.status === TaskStatus.FAIL;
+    if (!this.callbacks || !ended || record.attempt !== execution.attempt) return;
+    this.logger.warn(
+      `the caller of ${record.task_id}'s sync run went away before its ${record.status} could be answered: reporting it`,
+    );
+    void new RunReporter(this.callbacks, execution, this.logger).completed(record);
   }
 
   /** A valid new attempt arrived while the previous one still runs here: stop it first. */

@@ -9,6 +9,7 @@ import {
   Post,
   Put,
   Query,
+  Req,
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
@@ -43,6 +44,7 @@ import {
   SummaryDto,
   TaskViewDto,
 } from '../dto/worker-responses.dto';
+import { callerGone } from '../util/caller-gone';
 import { HEADER, parseFence } from '../util/headers';
 import { validateDto } from '../util/validate';
 import { ContractExceptionFilter } from './contract-exception.filter';
@@ -109,7 +111,7 @@ const TRACEPARENT_HEADER = ApiHeader({
 });
 
 /** Reads the fence of a changing call, refusing its absence (400 MISSING_FENCE). */
-function requireFence(value: string | undefined): number {
+export function requireFence(value: string | undefined): number {
   const fence = parseFence(value);
   if (fence === undefined) {
     throw new ContractException(
@@ -120,7 +122,8 @@ function requireFence(value: string | undefined): number {
   return fence;
 }
 
-function checkTypeParam(pathType: string, queryType: string | undefined): void {
+/** Refuses a `task_type` query parameter that differs from the path's (400). */
+export function checkTypeParam(pathType: string, queryType: string | undefined): void {
   if (queryType !== undefined && queryType !== pathType) {
     throw new ContractException(
       ContractErrorCode.VALIDATION_FAILED,
@@ -188,6 +191,7 @@ export class TaskWorkerController {
     @Param('task_type') taskType: string,
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() body: unknown,
+    @Req() req: unknown,
     @Query('action') action?: string,
   ): Promise<Envelope<TaskViewDto>> {
     if (action === undefined)
@@ -197,7 +201,7 @@ export class TaskWorkerController {
         ContractErrorCode.VALIDATION_FAILED,
         `create takes action=running or no action, not ${JSON.stringify(action)}`,
       );
-    return ok(await this.worker.createAndRun(taskType, requireFence(fence), body));
+    return ok(await this.worker.createAndRun(taskType, requireFence(fence), body, callerGone(req)));
   }
 
   @Get(':task_type')
@@ -292,12 +296,13 @@ export class TaskWorkerController {
     @Query() rawQuery: unknown,
     @Headers(HEADER.FENCE) fenceHeader: string | undefined,
     @Body() body: unknown,
+    @Req() req: unknown,
   ): Promise<Envelope<TaskViewDto>> {
     const q = validateDto(WriteQueryDto, rawQuery);
     checkTypeParam(taskType, q.task_type);
     const fence = requireFence(fenceHeader);
     if (q.action === undefined)
       return ok(await this.worker.notify(taskType, q.task_id, fence, body));
-    return ok(await this.worker.act(taskType, q.action, q.task_id, fence, body));
+    return ok(await this.worker.act(taskType, q.action, q.task_id, fence, body, callerGone(req)));
   }
 }

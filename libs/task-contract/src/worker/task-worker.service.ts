@@ -91,8 +91,14 @@ export class TaskWorkerService implements OnModuleDestroy {
   /**
    * create, then run the attempt it created, in one request (a sync type with nothing to
    * prepare). A repeat of an attempt that is already past CREATE answers what is there.
+   * `callerGone` tells whether the caller went away meanwhile (TaskRunner.run).
    */
-  async createAndRun(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
+  async createAndRun(
+    taskType: string,
+    fence: number,
+    body: unknown,
+    callerGone?: () => boolean,
+  ): Promise<TaskViewDto> {
     const handler = this.handlers.get(taskType);
     if (handler.blocking !== BlockingKind.SYNC || handler.prepare) {
       throw new ContractException(
@@ -109,7 +115,7 @@ export class TaskWorkerService implements OnModuleDestroy {
       const now = await this.ledger.find(taskType, created.task_id);
       if (now && now.status !== TaskStatus.CREATE) return toTaskView(now);
     }
-    return this.runner.run(handler, taskType, created.task_id, fence);
+    return this.runner.run(handler, taskType, created.task_id, fence, callerGone);
   }
 
   async create(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
@@ -173,6 +179,7 @@ export class TaskWorkerService implements OnModuleDestroy {
     taskId: string,
     fence: number,
     body: unknown,
+    callerGone?: () => boolean,
   ): Promise<TaskViewDto> {
     const handler = this.handlers.get(taskType);
     const change = (step: (record: TaskRecord) => Promise<void>): Promise<TaskViewDto> =>
@@ -184,7 +191,7 @@ export class TaskWorkerService implements OnModuleDestroy {
     validateDto(ActionRequestDto, body);
     switch (action) {
       case 'running':
-        return this.runner.run(handler, taskType, taskId, fence);
+        return this.runner.run(handler, taskType, taskId, fence, callerGone);
       case 'prepare':
         return change((r) => this.lifecycle.prepare(handler, r));
       case 'pause':

@@ -53,9 +53,16 @@ export class TaskTypeDto {
   @ApiPropertyOptional({
     type: 'integer',
     nullable: true,
-    description: 'most starts per second per scheduler instance',
+    description: 'most starts per second over all scheduler instances',
   })
   rate_limit_per_sec!: number | null;
+  @ApiPropertyOptional({
+    type: 'integer',
+    nullable: true,
+    description:
+      "days a FINISH task of this type is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever",
+  })
+  retention_days!: number | null;
 }
 
 export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
@@ -73,6 +80,7 @@ export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
     concurrency_limit: m.concurrencyLimit,
     rollback_on_fail: m.rollbackOnFail,
     rate_limit_per_sec: m.rateLimitPerSec,
+    retention_days: m.retentionDays,
   };
 }
 
@@ -144,13 +152,27 @@ export class UpdateTaskTypeDto {
     minimum: 1,
     maximum: 100000,
     nullable: true,
-    description: 'most starts per second per scheduler instance; null: no limit',
+    description: 'most starts per second over all scheduler instances; null: no limit',
   })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(100_000)
   rate_limit_per_sec?: number | null;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 36500,
+    nullable: true,
+    description:
+      "days a FINISH task of this type (with its events, attempts, labels and idempotency record) is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever",
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  retention_days?: number | null;
 }
 
 /**

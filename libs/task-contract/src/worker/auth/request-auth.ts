@@ -1,6 +1,7 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { ContractErrorCode, ContractException } from '../../errors/contract.exception';
 import { HEADER } from '../../util/headers';
+import { randomHex } from '../../util/random-pool';
 
 /**
  * How calls between scheduler and worker are authenticated. Either a shared bearer token, or an
@@ -67,7 +68,7 @@ export function authHeaders(
       return { [HEADER.AUTHORIZATION]: `Bearer ${auth.token}` };
     case 'hmac': {
       const timestamp = String(now);
-      const nonce = randomBytes(12).toString('hex');
+      const nonce = randomHex(12);
       return {
         [HEADER.TIMESTAMP]: timestamp,
         [HEADER.NONCE]: nonce,

@@ -1,3 +1,4 @@
+import { cloneJson } from '../../util/clone-json';
 import { TaskRecord } from '../task-record';
 import {
   DEFAULT_RETAIN_ENDED_MS,
@@ -31,7 +32,7 @@ export class MemoryTaskStore implements TaskStore {
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
     const found = this.tasks.get(taskId);
-    return found && structuredClone(found);
+    return found && cloneJson(found);
   }
 
   async findByName(taskName: string, limit: number): Promise<TaskRecord[]> {
@@ -41,11 +42,11 @@ export class MemoryTaskStore implements TaskStore {
     return matches
       .sort((a, b) => b.created_at.localeCompare(a.created_at))
       .slice(0, limit)
-      .map((r) => structuredClone(r));
+      .map((r) => cloneJson(r));
   }
 
   async save(record: TaskRecord): Promise<void> {
-    this.tasks.set(record.task_id, structuredClone(record));
+    this.tasks.set(record.task_id, cloneJson(record));
     this.ended.delete(record.task_id);
     if (ENDED_STATUSES.has(record.status)) this.ended.set(record.task_id, this.now());
     this.forget();

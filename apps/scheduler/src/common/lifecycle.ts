@@ -1,0 +1,29 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+
+/**
+ * Where the process is in its life: started, ready (taking work), draining (SIGTERM came). The
+ * readiness probe answers 503 from the moment draining begins, so a load balancer stops sending
+ * new requests while the ones under way are answered and the work in hand is handed back.
+ */
+@Injectable()
+export class Lifecycle implements OnModuleDestroy {
+  private readonly logger = new Logger('Lifecycle');
+  /** When the process started (its own clock, for the start-up figures). */
+  readonly startedAt = Date.now() - Math.round(process.uptime() * 1000);
+  private drainingSince: number | undefined;
+
+  get draining(): boolean {
+    return this.drainingSince !== undefined;
+  }
+
+  /** The first of the shutdown hooks: nothing new is taken from here on. */
+  onModuleDestroy(): void {
+    this.drainingSince ??= Date.now();
+    this.logger.log('shutting down: not ready; finishing the work in hand');
+  }
+
+  /** Milliseconds since the process started. */
+  sinceStart(): number {
+    return Date.now() - this.startedAt;
+  }
+}

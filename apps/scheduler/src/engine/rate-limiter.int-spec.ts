@@ -1,0 +1,65 @@
+import Redis from 'ioredis';
+import { Clock } from '../common';
+import { loadSchedulerConfig } from '../config';
+import { RateLimiter } from './rate-limiter';
+
+const PREFIX = `baton-test-limits-${process.pid}-${Date.now()}`;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Two schedulers' limiters over the machine's Redis: the limit holds for both together. */
+describe('RateLimiter over Redis (fleet-wide)', () => {
+  const env = { BATON_AUTH_MODE: 'none', BATON_QUEUE: 'redis', BATON_QUEUE_PREFIX: PREFIX };
+  let a: RateLimiter;
+  let b: RateLimiter;
+
+  beforeAll(async () => {
+    const probe = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      await probe.connect();
+      await probe.ping();
+    } catch (err) {
+      throw new Error(
+        `Redis at 127.0.0.1:6379 is not reachable (${(err as Error).message}): run \`bash scripts/services.sh\``,
+      );
+    } finally {
+      probe.disconnect();
+    }
+    a = new RateLimiter(new Clock(), loadSchedulerConfig(env));
+    b = new RateLimiter(new Clock(), loadSchedulerConfig(env));
+  });
+
+  afterAll(async () => {
+    await a?.onApplicationShutdown();
+    await b?.onApplicationShutdown();
+    const redis = new Redis();
+    const keys = await redis.keys(`{${PREFIX}:limits}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('shares one limit between instances, and reserves a slot per waiting start', async () => {
+    const limit = [{ key: 'type:shared', perSecond: 10 }];
+    const burst = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).take(`t${i}`, limit)),
+    );
+    expect(burst).toEqual(Array(10).fill(0));
+    // The eleventh start, on either instance, waits for its slot (100 ms apart, Redis's clock).
+    const w1 = await a.take('t10', limit);
+    const w2 = await b.take('t11', limit);
+    expect(w1).toBeGreaterThan(0);
+    expect(w1).toBeLessThanOrEqual(100);
+    expect(w2).toBeGreaterThan(100);
+    expect(w2).toBeLessThanOrEqual(200);
+    // Asking again (on the other instance) answers its own slot, no later.
+    expect(await b.take('t10', limit)).toBeLessThanOrEqual(w1);
+    await sleep(w2 + 30);
+    expect(await a.take('t10', limit)).toBe(0);
+    expect(await b.take('t11', limit)).toBe(0);
+  });
+
+  it('keeps limits under different keys apart', async () => {
+    expect(await a.take('x1', [{ key: 'type:one', perSecond: 1 }])).toBe(0);
+    expect(await a.take('x2', [{ key: 'type:two', perSecond: 1 }])).toBe(0);
+    expect(await b.take('x3', [{ key: 'type:one', perSecond: 1 }])).toBeGreaterThan(0);
+  });
+});

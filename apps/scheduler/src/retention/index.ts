@@ -1,0 +1,2 @@
+export * from './retention.module';
+export * from './retention.service';

@@ -1,0 +1,25 @@
+import { DataSource } from 'typeorm';
+import { TransactionRunner } from '../../database';
+import { Metrics } from '../../metrics';
+import { GroupCommitWriter } from '../group-commit.writer';
+import { SqlRunner } from '../sql-runner';
+import { TaskChangeFeed } from '../task-change-feed';
+import { TaskLogRepository } from '../task-log.repository';
+import { TaskPurgeRepository } from '../task-purge.repository';
+import { TasksRepository } from '../tasks.repository';
+
+/** The task store's repositories over a data source, wired as the module wires them: for specs. */
+export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
+  const tx = new TransactionRunner(ds);
+  const sql = new SqlRunner(ds);
+  const feed = new TaskChangeFeed(sql);
+  const log = new TaskLogRepository(ds, sql, feed);
+  const writer = new GroupCommitWriter(ds, tx, sql, log, feed, metrics);
+  return {
+    tasks: new TasksRepository(ds, tx, sql, writer, log, feed),
+    log,
+    purge: new TaskPurgeRepository(tx, sql),
+    /** Runs SQL as it is (for a spec's own set-up and checks). */
+    exec: (query: string, params: unknown[] = []) => sql.exec(undefined, query, params),
+  };
+}
