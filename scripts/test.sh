@@ -38,21 +38,42 @@ step "lint" npx eslint .
 step "format" npx prettier --check . --log-level warn
 step "openapi drift" node dist/bin/generate-openapi.js --check
 
-rm -f .test-results/jest.json
-npx jest --maxWorkers=2 --json --outputFile=.test-results/jest.json "$@"
-jest_rc=$?
-if [ -f .test-results/jest.json ]; then
-  read -r jp jf < <(node -e "const r=require('./.test-results/jest.json'); \
-    const suiteErrors=r.testResults.filter(t=>t.status==='failed'&&t.assertionResults.length===0).length; \
-    console.log(r.numPassedTests, r.numFailedTests + suiteErrors)")
-  passed=$((passed + jp))
-  failed=$((failed + jf))
-  if [ "$jest_rc" -ne 0 ] && [ "$jf" -eq 0 ]; then
+# Two lanes side by side, one core each. The heavy lane runs, one file at a time, the e2e files
+# that start several schedulers under load and kill them (their restarts and failovers are what
+# they measure): two of them at once on two cores made each restart take 10+ s. The other lane
+# runs everything else, one file at a time.
+HEAVY='test/(chaos|scheduler-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure)\.e2e-spec\.ts$'
+rm -f .test-results/heavy.json .test-results/light.json .test-results/*.log
+npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
+  > .test-results/heavy.log 2>&1 &
+heavy_pid=$!
+npx jest --runInBand --json --outputFile=.test-results/light.json \
+  --testPathPattern "^(?!.*${HEAVY})" "$@" > .test-results/light.log 2>&1 &
+light_pid=$!
+wait "$light_pid"
+light_rc=$?
+cat .test-results/light.log
+wait "$heavy_pid"
+heavy_rc=$?
+cat .test-results/heavy.log
+
+lane() { # name, exit code: adds the lane's Jest counts to the totals
+  local name=$1 rc=$2 file=.test-results/$1.json
+  if [ -f "$file" ]; then
+    read -r jp jf < <(node -e "const r=require('./$file'); \
+      const suiteErrors=r.testResults.filter(t=>t.status==='failed'&&t.assertionResults.length===0).length; \
+      console.log(r.numPassedTests, r.numFailedTests + suiteErrors)")
+    passed=$((passed + jp))
+    failed=$((failed + jf))
+    if [ "$rc" -ne 0 ] && [ "$jf" -eq 0 ]; then
+      failed=$((failed + 1))
+      failures+=("jest ($name lane) exited $rc")
+    fi
+  else
     failed=$((failed + 1))
-    failures+=("jest exited $jest_rc")
+    failures+=("jest ($name lane) wrote no results (exit $rc)")
   fi
-else
-  failed=$((failed + 1))
-  failures+=("jest wrote no results (exit $jest_rc)")
-fi
+}
+lane light "$light_rc"
+lane heavy "$heavy_rc"
 finish
