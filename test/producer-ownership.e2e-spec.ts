@@ -130,11 +130,13 @@ describe('producer ownership on every shared lock driver', () => {
 
       let joined = '';
       let moved: string[] = [];
+      let owners = taken;
       if (mode === 'distributed') {
         // A member joins: it takes its share from the survivor, and only that.
         await group.start('c');
         await group.membersAgree();
         const after = await group.owners(ids);
+        owners = after;
         moved = ids.filter((id) => after.get(id) !== survivor);
         expect(moved.length).toBeGreaterThan(0);
         expect(moved.length).toBeLessThan(ids.length);
@@ -142,14 +144,15 @@ describe('producer ownership on every shared lock driver', () => {
         joined = `, join moved ${moved.length}/${ids.length} timers`;
       }
 
-      // Fires go on after the takeover (and the join): every timer fires a slot after this point
-      // (waited for, however loaded the box); then every instance stops.
+      // Fires go on after the takeover (and the join): every timer's owner now fires a slot after
+      // this point (waited for, however loaded the box); then every instance stops.
       const resumedAt = Date.now();
       await eventually(
         async () => {
           for (const id of ids) {
             const rows = await fireRows(group.database, id);
-            if (!rows.some((r) => r.slot >= resumedAt)) return undefined;
+            if (!rows.some((r) => r.slot >= resumedAt && r.firedBy === owners.get(id)))
+              return undefined;
           }
           return true;
         },
