@@ -5,7 +5,9 @@ import {
   ContractException,
   ContractErrorCode,
   ContractExceptionFilter,
+  contractFrameworkErrors,
   describeValidationErrors,
+  limitJsonShape,
 } from '@baton/task-contract';
 import { SchedulerAppModule } from './app.module';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
@@ -44,9 +46,9 @@ function shedable(method: string, url: string): boolean {
 }
 
 /**
- * Builds the scheduler app: Fastify, raw bodies (signatures cover the exact bytes), strict
- * validation (unknown fields refused), the `{code, message, data}` envelope for every error, and
- * Swagger UI at /docs.
+ * Builds the scheduler app: Fastify, raw bodies (signatures cover the exact bytes), bodies' shape
+ * checked before they are parsed, strict validation (unknown fields refused), the
+ * `{code, message, data}` envelope for every error (URL errors included), and Swagger UI at /docs.
  */
 export async function createSchedulerApp(
   config: SchedulerConfig,
@@ -54,7 +56,10 @@ export async function createSchedulerApp(
 ): Promise<NestFastifyApplication> {
   const app = await NestFactory.create<NestFastifyApplication>(
     SchedulerAppModule.forConfig(config),
-    new FastifyAdapter({ bodyLimit: config.bodyLimitBytes }),
+    new FastifyAdapter({
+      bodyLimit: config.bodyLimitBytes,
+      frameworkErrors: contractFrameworkErrors,
+    }),
     {
       rawBody: true,
       logger: logger ? ['error', 'warn', 'log'] : ['error'],
@@ -77,10 +82,12 @@ export async function createSchedulerApp(
     ),
   );
   app.useGlobalFilters(new ContractExceptionFilter());
+  const fastify = app.getHttpAdapter().getInstance();
+  // A body too deep or too wide is refused on its bytes, before parsing and validation.
+  limitJsonShape(fastify, config.jsonShape);
   // Once shutting down, every answer closes its connection: clients' kept-alive sockets would
   // otherwise hold the server open for their idle timeout, and keep bringing requests here.
   const lifecycle = app.get(Lifecycle);
-  const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onSend', async (_req, reply) => {
     if (lifecycle.draining) reply.header('connection', 'close');
   });

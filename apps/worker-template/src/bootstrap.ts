@@ -1,12 +1,18 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ContractExceptionFilter, ContractFastPath } from '@baton/task-contract';
+import {
+  ContractExceptionFilter,
+  ContractFastPath,
+  contractFrameworkErrors,
+  limitJsonShape,
+} from '@baton/task-contract';
 import { WorkerAppModule } from './app.module';
 import { WorkerConfig } from './config/worker.config';
 
 /**
- * Builds the worker app. `rawBody` keeps the exact bytes for HMAC checks; the filter gives
- * routing and body-parser errors the envelope too. With `fastPath` (WORKER_FAST_PATH, on by
+ * Builds the worker app. `rawBody` keeps the exact bytes for HMAC checks; bodies too deep or too
+ * wide are refused before parsing; the filter gives routing, URL and body-parser errors the
+ * envelope too. With `fastPath` (WORKER_FAST_PATH, on by
  * default) create, create_run and running are answered ahead of Fastify and Nest, the same way.
  */
 export async function createWorkerApp(
@@ -18,11 +24,14 @@ export async function createWorkerApp(
     WorkerAppModule.forConfig(config),
     new FastifyAdapter({
       bodyLimit: config.bodyLimitBytes,
+      frameworkErrors: contractFrameworkErrors,
       ...(fastPath ? { serverFactory: fastPath.serverFactory } : {}),
     }),
     { rawBody: true, logger: logger ? ['error', 'warn', 'log'] : false },
   );
   app.useGlobalFilters(new ContractExceptionFilter());
+  // Before the fast path takes the app's JSON parser: both paths refuse the same bodies.
+  limitJsonShape(app.getHttpAdapter().getInstance());
   fastPath?.attach(app);
   app.enableShutdownHooks();
   return app;

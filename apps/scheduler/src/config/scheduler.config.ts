@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { AuthConfig } from '@baton/task-contract';
+import { AuthConfig, DEFAULT_JSON_SHAPE, JsonShapeLimits } from '@baton/task-contract';
 import { LockConfig } from '@baton/locks';
 import { DatabaseConfig } from './database.config';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
@@ -75,6 +75,8 @@ export interface SchedulerConfig {
     leadMs: number;
   };
   bodyLimitBytes: number;
+  /** How deep and wide a JSON body may be; checked on the bytes before parsing (400 past it). */
+  jsonShape: JsonShapeLimits;
   api: {
     /** Public API requests answered at once; more get 503 with Retry-After straight away. */
     maxInFlight: number;
@@ -366,6 +368,16 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       leadMs: int(env, 'BATON_PRODUCER_LEAD_MS', 1000, 0, 60_000),
     },
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
+    jsonShape: {
+      maxDepth: int(env, 'BATON_JSON_MAX_DEPTH', DEFAULT_JSON_SHAPE.maxDepth, 4, 1000),
+      maxElements: int(
+        env,
+        'BATON_JSON_MAX_ELEMENTS',
+        DEFAULT_JSON_SHAPE.maxElements,
+        100,
+        10_000_000,
+      ),
+    },
     api: {
       maxInFlight: int(env, 'BATON_API_MAX_IN_FLIGHT', 512, 1, 100_000),
       overloadLagMs: int(env, 'BATON_OVERLOAD_LAG_MS', 1000, 10, 600_000),

@@ -7,6 +7,7 @@ export enum ContractErrorCode {
   VALIDATION_FAILED = 40000,
   MALFORMED_BODY = 40001,
   MISSING_FENCE = 40002,
+  BAD_URL = 40003,
   UNAUTHENTICATED = 40100,
   BAD_SIGNATURE = 40101,
   SIGNATURE_EXPIRED = 40102,
@@ -20,6 +21,7 @@ export enum ContractErrorCode {
   IDEMPOTENCY_IN_FLIGHT = 40903,
   VERSION_CONFLICT = 40904,
   PAYLOAD_TOO_LARGE = 41300,
+  URI_TOO_LONG = 41400,
   UNSUPPORTED_MEDIA_TYPE = 41500,
   IDEMPOTENCY_MISMATCH = 42200,
   RATE_LIMITED = 42900,
@@ -36,8 +38,10 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.OK]: 'success',
   [ContractErrorCode.VALIDATION_FAILED]:
     'a field is missing, unknown, of the wrong type or out of range',
-  [ContractErrorCode.MALFORMED_BODY]: 'the body is not valid JSON or not an object',
+  [ContractErrorCode.MALFORMED_BODY]:
+    'the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide',
   [ContractErrorCode.MISSING_FENCE]: 'a changing call came without a valid X-Baton-Fence header',
+  [ContractErrorCode.BAD_URL]: 'the URL is not valid: bad percent-encoding or UTF-8',
   [ContractErrorCode.UNAUTHENTICATED]: 'no or wrong credentials',
   [ContractErrorCode.BAD_SIGNATURE]: 'the HMAC signature does not match the request',
   [ContractErrorCode.SIGNATURE_EXPIRED]: 'the signed timestamp is outside the replay window',
@@ -54,6 +58,7 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.VERSION_CONFLICT]:
     'scheduler: the task changed while the call was being applied; read it again and retry',
   [ContractErrorCode.PAYLOAD_TOO_LARGE]: 'the body is larger than the limit',
+  [ContractErrorCode.URI_TOO_LONG]: 'a path parameter is longer than the limit',
   [ContractErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'the body is not application/json',
   [ContractErrorCode.IDEMPOTENCY_MISMATCH]:
     'scheduler: this Idempotency-Key was used with a different request body',

@@ -78,3 +78,25 @@ export class ContractExceptionFilter implements ExceptionFilter {
     reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }
+
+/**
+ * Fastify's `frameworkErrors` option: the URL errors it answers before any route runs (a bad
+ * percent-encoding or UTF-8 in the path, a path parameter past `maxParamLength`) in the envelope
+ * like every other answer, instead of Fastify's own body.
+ */
+export function contractFrameworkErrors(
+  error: Error & { statusCode?: number },
+  _req: unknown,
+  reply: unknown,
+): void {
+  const code =
+    error.statusCode === 414 ? ContractErrorCode.URI_TOO_LONG : ContractErrorCode.BAD_URL;
+  const message =
+    code === ContractErrorCode.URI_TOO_LONG
+      ? 'a path parameter is longer than the limit'
+      : 'the URL is not valid: bad percent-encoding or UTF-8';
+  (reply as ReplyLike)
+    .status(httpStatusOf(code))
+    .header('content-type', 'application/json; charset=utf-8')
+    .send({ code, message, data: null });
+}

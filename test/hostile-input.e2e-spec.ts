@@ -1,0 +1,182 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { Backend, embeddedBackend, startScheduler, startTemplateWorker } from './support/baton';
+import { ROOT, RunningProcess } from './support/processes';
+
+jest.setTimeout(120_000);
+
+interface Raw {
+  status: number;
+  contentType: string;
+  body: { code: number; message: string; data: unknown };
+}
+
+/** Sends bytes as they are (no JSON encoding on the way) and reads the answer as the envelope. */
+async function send(
+  url: string,
+  method: string,
+  body?: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<Raw> {
+  const res = await request(url, {
+    method: method as 'POST',
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body,
+  });
+  const text = await res.body.text();
+  return {
+    status: res.statusCode,
+    contentType: String(res.headers['content-type'] ?? ''),
+    body: JSON.parse(text) as Raw['body'],
+  };
+}
+
+/** Every operation of an OpenAPI document that takes a body, with its path parameters filled. */
+function bodyRoutes(document: string): { method: string; path: string }[] {
+  const doc = JSON.parse(readFileSync(join(ROOT, 'openapi', document), 'utf8')) as {
+    paths: Record<string, Record<string, { requestBody?: unknown }>>;
+  };
+  return Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops)
+      .filter(([, op]) => op.requestBody !== undefined)
+      .map(([method]) => ({
+        method: method.toUpperCase(),
+        path: path.replace('{task_type}', 'demo.echo').replace(/\{[a-z_]+\}/g, 'x'),
+      })),
+  );
+}
+
+const DEEP_OBJECTS = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+const DEEP_ARRAYS = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+
+/**
+ * Bodies and URLs a probe sent to every route, each once answered 500 or outside the envelope,
+ * now refused with a 4xx in the envelope, on the scheduler and on the template worker (both its
+ * fast path and its Nest routes).
+ */
+describe('hostile input', () => {
+  let backend: Backend;
+  let dir: string;
+  let scheduler: RunningProcess;
+  let worker: RunningProcess;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-hostile-'));
+    backend = embeddedBackend();
+    scheduler = await startScheduler(backend);
+    worker = await startTemplateWorker('hostile-w1', scheduler.url, join(dir, 'runs.jsonl'));
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await scheduler?.stop();
+    await backend?.cleanup();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const routes = (): { base: string; method: string; path: string }[] => [
+    ...bodyRoutes('scheduler.v1.json').map((r) => ({ base: scheduler.url, ...r })),
+    ...bodyRoutes('worker.v1.json').flatMap((r) =>
+      // The worker's hot calls go through its fast path, the others through Nest.
+      ['create', 'running', 'pause'].map((action) => ({
+        base: worker.url,
+        method: r.method,
+        path: `${r.path}?action=${action}`,
+      })),
+    ),
+  ];
+
+  it('refuses a body nested 10,000 objects or 100,000 arrays deep on every body route: 400, not 500', async () => {
+    const all = routes();
+    expect(all.length).toBeGreaterThanOrEqual(16);
+    for (const { base, method, path } of all) {
+      for (const body of [DEEP_OBJECTS, DEEP_ARRAYS]) {
+        const res = await send(`${base}${path}`, method, body);
+        expect({ route: `${method} ${path}`, status: res.status, code: res.body.code }).toEqual({
+          route: `${method} ${path}`,
+          status: 400,
+          code: 40001,
+        });
+        expect(res.body.message).toMatch(/deeper than 64 levels/);
+      }
+    }
+  });
+
+  it('refuses a 50,000-member body on its bytes, and answers /health meanwhile', async () => {
+    const params = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
+    const body = JSON.stringify({ create_info: { task_type: 'demo.echo' }, params });
+    const started = Date.now();
+    const [res, health] = await Promise.all([
+      send(`${scheduler.url}/v1/tasks`, 'POST', body),
+      (async () => {
+        const t = Date.now();
+        await send(`${scheduler.url}/health/live`, 'GET');
+        return Date.now() - t;
+      })(),
+    ]);
+    console.log(
+      `50,000-member body refused in ${Date.now() - started} ms; /health/live answered in ${health} ms meanwhile`,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe(40001);
+    expect(res.body.message).toMatch(/more than 20000 members and items/);
+  });
+
+  it('refuses a lone surrogate and bytes that are not UTF-8; stores a surrogate pair as answered', async () => {
+    const lone = await send(
+      `${scheduler.url}/v1/tasks`,
+      'POST',
+      '{"create_info":{"task_type":"demo.echo","task_name":"x\\ud800y"}}',
+    );
+    expect([lone.status, lone.body.code]).toEqual([400, 40001]);
+    expect(lone.body.message).toMatch(/lone surrogate/);
+
+    const bytes = Buffer.concat([
+      Buffer.from('{"create_info":{"task_type":"demo.echo","task_name":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}}'),
+    ]);
+    const notUtf8 = await send(`${scheduler.url}/v1/tasks`, 'POST', bytes);
+    expect([notUtf8.status, notUtf8.body.code]).toEqual([400, 40001]);
+    expect(notUtf8.body.message).toMatch(/not valid UTF-8/);
+
+    const workerLone = await send(
+      `${worker.url}/v1/task/demo.echo?action=create`,
+      'POST',
+      '{"task_id":"t\\udc00","task_type":"demo.echo"}',
+    );
+    expect([workerLone.status, workerLone.body.code]).toEqual([400, 40001]);
+
+    const pair = await send(
+      `${scheduler.url}/v1/tasks`,
+      'POST',
+      '{"create_info":{"task_type":"demo.echo","task_name":"ok \\ud83d\\ude00"}}',
+    );
+    expect(pair.status).toBe(201);
+    const created = pair.body.data as { task_id: string; task_name: string };
+    expect(created.task_name).toBe('ok 😀');
+    const read = await send(`${scheduler.url}/v1/tasks/${created.task_id}`, 'GET');
+    expect((read.body.data as { task_name: string }).task_name).toBe('ok 😀');
+  });
+
+  it('answers URL errors in the envelope: bad percent-encoding or UTF-8 (400), a 5,000-character id (414)', async () => {
+    for (const base of [scheduler.url, worker.url]) {
+      const prefix = base === worker.url ? '/v1/task' : '/v1/tasks';
+      for (const bad of ['%zz', '%c3%28']) {
+        const res = await send(`${base}${prefix}/${bad}`, 'GET');
+        expect({ base, bad, status: res.status, code: res.body.code }).toEqual({
+          base,
+          bad,
+          status: 400,
+          code: 40003,
+        });
+        expect(res.contentType).toMatch(/application\/json/);
+      }
+      const long = await send(`${base}${prefix}/${'a'.repeat(5000)}`, 'GET');
+      expect([long.status, long.body.code]).toEqual([414, 41400]);
+      expect(long.body.message).toMatch(/longer than the limit/);
+    }
+  });
+});
