@@ -2,9 +2,12 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import {
+  CompletionCallbackDto,
   ContractException,
   ContractErrorCode,
   ContractExceptionFilter,
+  HeartbeatCallbackDto,
+  ProgressCallbackDto,
   contractFrameworkErrors,
   describeValidationErrors,
   limitJsonShape,
@@ -12,6 +15,7 @@ import {
 import { SchedulerAppModule } from './app.module';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
+import { RegisterWorkerDto } from './workers/dto/worker.dto';
 import { SchedulerConfig } from './config';
 
 /** The scheduler's public API document (also written to openapi/scheduler.v1.json). */
@@ -36,6 +40,14 @@ export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
     .build();
   return SwaggerModule.createDocument(app, config);
 }
+
+/** The bodies workers send: their tolerance of `null` is the worker contract's, not the API's. */
+const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
+  RegisterWorkerDto,
+  CompletionCallbackDto,
+  HeartbeatCallbackDto,
+  ProgressCallbackDto,
+]);
 
 /** Requests the API may turn away when overloaded: not probes, metrics or workers' calls. */
 function shedable(method: string, url: string): boolean {
@@ -79,6 +91,7 @@ export async function createSchedulerApp(
         },
       },
       CREATE_FAST_VALIDATORS,
+      WORKER_FACING_BODIES,
     ),
   );
   app.useGlobalFilters(new ContractExceptionFilter());

@@ -101,8 +101,10 @@ export class TimersService {
   private async updateOnce(timerId: string, dto: UpdateTimerDto): Promise<TimerModel | undefined> {
     const t = await this.get(timerId);
     const now = this.clock.now();
-    const startAt = dto.start_at !== undefined ? Date.parse(dto.start_at) : t.startAt;
-    const endAt = dto.end_at !== undefined ? Date.parse(dto.end_at) : t.endAt;
+    // null removes a bound; absent keeps it.
+    const instant = (v: string | null): number | null => (v === null ? null : Date.parse(v));
+    const startAt = dto.start_at !== undefined ? instant(dto.start_at) : t.startAt;
+    const endAt = dto.end_at !== undefined ? instant(dto.end_at) : t.endAt;
     const schedule = dto.schedule ? this.schedule(dto.schedule, startAt, now) : t.schedule;
     this.checkWindow(startAt, endAt);
     if (dto.task) {

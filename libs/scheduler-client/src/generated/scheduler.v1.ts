@@ -931,14 +931,14 @@ export interface components {
             task: components["schemas"]["CreateTaskDto"];
             /**
              * Format: date-time
-             * @description no slot before this instant
+             * @description no slot before this instant (null: no bound; a PATCH with null removes it)
              */
-            start_at?: string;
+            start_at?: string | null;
             /**
              * Format: date-time
-             * @description no slot after this instant
+             * @description no slot after this instant (null: no bound; a PATCH with null removes it)
              */
-            end_at?: string;
+            end_at?: string | null;
             /** @default true */
             enabled?: boolean;
             /**
@@ -1002,14 +1002,14 @@ export interface components {
             task?: components["schemas"]["CreateTaskDto"];
             /**
              * Format: date-time
-             * @description no slot before this instant
+             * @description no slot before this instant (null: no bound; a PATCH with null removes it)
              */
-            start_at?: string;
+            start_at?: string | null;
             /**
              * Format: date-time
-             * @description no slot after this instant
+             * @description no slot after this instant (null: no bound; a PATCH with null removes it)
              */
-            end_at?: string;
+            end_at?: string | null;
             /** @default true */
             enabled?: boolean;
             /**

@@ -90,15 +90,25 @@ export class CreateTimerDto {
   @Type(() => CreateTaskDto)
   task!: CreateTaskDto;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'no slot before this instant' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'no slot before this instant (null: no bound; a PATCH with null removes it)',
+  })
   @IsOptional()
   @IsDateString({ strict: true })
-  start_at?: string;
+  start_at?: string | null;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'no slot after this instant' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'no slot after this instant (null: no bound; a PATCH with null removes it)',
+  })
   @IsOptional()
   @IsDateString({ strict: true })
-  end_at?: string;
+  end_at?: string | null;
 
   @ApiPropertyOptional({ default: true })
   @IsOptional()
