@@ -2,7 +2,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { Backend, embeddedBackend, startScheduler, startTemplateWorker } from './support/baton';
+import {
+  Api,
+  Backend,
+  embeddedBackend,
+  productionBackend,
+  startScheduler,
+  SECRET,
+  startTemplateWorker,
+} from './support/baton';
+import { authHeaders } from '../libs/task-contract/src';
 import { ROOT, RunningProcess } from './support/processes';
 
 jest.setTimeout(120_000);
@@ -294,5 +303,89 @@ describe('hostile input', () => {
       expect([long.status, long.body.code]).toEqual([414, 41400]);
       expect(long.body.message).toMatch(/longer than the limit/);
     }
+  });
+});
+
+/**
+ * Ids, names and keys compare exactly on both databases: MariaDB's default collation ignores case
+ * and trailing spaces, and once let a lower-cased id continue a paused task, delete a timer and a
+ * log rule, change another type, deregister a worker, and find a task under `<id>%20`.
+ */
+describe.each([
+  ['SQLite', embeddedBackend],
+  ['MariaDB', productionBackend],
+] as const)('exact identifiers on %s', (_name, makeBackend) => {
+  let backend: Backend;
+  let dir: string;
+  let scheduler: RunningProcess;
+  let worker: RunningProcess;
+  let api: Api;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-exact-'));
+    backend = await makeBackend();
+    scheduler = await startScheduler(backend);
+    worker = await startTemplateWorker('Exact-W1', scheduler.url, join(dir, 'runs.jsonl'));
+    api = new Api(scheduler.url);
+    await api.waitForWorkers(1, 30_000);
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await scheduler?.stop();
+    await backend?.cleanup();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finds nothing under another case or a trailing space, and changes nothing through it', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'exact' },
+      params: { seconds: 30 },
+    });
+    expect(id).toMatch(/[A-Z]/);
+    const lower = id.toLowerCase();
+    expect((await api.call('GET', `/v1/tasks/${id}`)).status).toBe(200);
+    expect((await api.call('GET', `/v1/tasks/${lower}`)).status).toBe(404);
+    expect((await api.call('GET', `/v1/tasks/${id}%20`)).status).toBe(404);
+    expect((await api.call('POST', `/v1/tasks/${lower}/cancel`)).status).toBe(404);
+    expect((await api.task(id)).cancel_requested).toBeFalsy();
+    await api.call('POST', `/v1/tasks/${id}/cancel`);
+
+    expect((await api.call('PATCH', '/v1/task-types/DEMO.ECHO', { max_retry: 7 })).status).toBe(
+      404,
+    );
+    const echo = await api.call<{ max_retry: number }>('GET', '/v1/task-types/demo.echo');
+    expect(echo.data.max_retry).not.toBe(7);
+
+    // Signed, as a worker deregisters itself.
+    const path = '/v1/workers/exact-w1';
+    const signed = authHeaders(
+      { mode: 'hmac', secret: SECRET },
+      { method: 'DELETE', pathWithQuery: path, body: '' },
+    );
+    expect((await api.call('DELETE', path, undefined, signed)).status).toBe(404);
+    const workers = await api.call<{ worker_id: string }[]>('GET', '/v1/workers');
+    expect(workers.data.map((w) => w.worker_id)).toContain('Exact-W1');
+
+    const timer = await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+      name: 'exact',
+      schedule: { kind: 'cron', cron: '0 0 3 * * *' },
+      task: { create_info: { task_type: 'demo.echo', task_name: 'exact' } },
+    });
+    expect(timer.status).toBe(201);
+    const timerId = timer.data.timer_id;
+    expect((await api.call('DELETE', `/v1/timers/${timerId.toLowerCase()}`)).status).toBe(404);
+    expect((await api.call('GET', `/v1/timers/${timerId}`)).status).toBe(200);
+
+    const rule = await api.call<{ rule_id: string }>('POST', '/v1/log-rules', {
+      name: 'exact',
+      sources: ['http:exact'],
+      match: { regex: 'ERROR (?<what>\\w+)' },
+      template: { create_info: { task_type: 'demo.echo', task_name: 'exact {{what}}' } },
+    });
+    expect([rule.status, rule.message]).toEqual([201, 'ok']);
+    const ruleId = rule.data.rule_id;
+    expect((await api.call('DELETE', `/v1/log-rules/${ruleId.toLowerCase()}`)).status).toBe(404);
+    expect((await api.call('GET', `/v1/log-rules/${ruleId}`)).status).toBe(200);
   });
 });

@@ -8,6 +8,7 @@ import { TaskChanges1764200000000 } from './migrations/1764200000000-TaskChanges
 import { AttemptMoves1764300000000 } from './migrations/1764300000000-AttemptMoves';
 import { TenantLimits1764400000000 } from './migrations/1764400000000-TenantLimits';
 import { Retention1764500000000 } from './migrations/1764500000000-Retention';
+import { ExactIdentifiers1764600000000 } from './migrations/1764600000000-ExactIdentifiers';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -23,6 +24,7 @@ export const MIGRATIONS = [
   AttemptMoves1764300000000,
   TenantLimits1764400000000,
   Retention1764500000000,
+  ExactIdentifiers1764600000000,
 ];
 
 /**
