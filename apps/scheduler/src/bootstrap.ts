@@ -15,7 +15,7 @@ import {
 import { SchedulerAppModule } from './app.module';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
-import { RegisterWorkerDto } from './workers/dto/worker.dto';
+import { RegisterWorkerDto } from './workers';
 import { SchedulerConfig } from './config';
 
 /** The scheduler's public API document (also written to openapi/scheduler.v1.json). */

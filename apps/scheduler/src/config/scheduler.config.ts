@@ -370,13 +370,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     bodyLimitBytes: int(env, 'BATON_BODY_LIMIT', 1_048_576, 1024, 64 * 1_048_576),
     jsonShape: {
       maxDepth: int(env, 'BATON_JSON_MAX_DEPTH', DEFAULT_JSON_SHAPE.maxDepth, 4, 1000),
-      maxElements: int(
-        env,
-        'BATON_JSON_MAX_ELEMENTS',
-        DEFAULT_JSON_SHAPE.maxElements,
-        100,
-        10_000_000,
-      ),
+      maxElements: int(env, 'BATON_JSON_MAX_ELEMENTS', DEFAULT_JSON_SHAPE.maxElements, 100, 1e7),
     },
     api: {
       maxInFlight: int(env, 'BATON_API_MAX_IN_FLIGHT', 512, 1, 100_000),
