@@ -258,9 +258,10 @@ export class TasksRepository {
   /**
    * A cancel of a RUNNING task, which a runner may be driving right now (a sync run holds its
    * claim for the whole run). Not a transition: the version does not move, so a driver's next
-   * compare-and-set still holds, and it reads the flag before it plans a retry or a next life. Applies only while
-   * the task is RUNNING the attempt under `fence`, and is logged as a note. False when the task
-   * has moved on meanwhile.
+   * compare-and-set still holds, and it reads the flag before it plans a retry or a next life.
+   * Applies only while the task is RUNNING the attempt under `fence`, and is logged as a note
+   * once: `already` when this run's cancel was recorded before, `changed` when the task has moved
+   * on meanwhile.
    */
   async requestCancel(
     taskId: string,
@@ -269,16 +270,24 @@ export class TasksRepository {
     actor: string,
     reason: string,
     now: number,
-  ): Promise<boolean> {
+  ): Promise<'recorded' | 'already' | 'changed'> {
     return this.tx.run(async (m) => {
       const res = await this.sql.exec(
         m,
-        'UPDATE baton_task SET cancel_requested = 1, updated_at = ? WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ?',
+        'UPDATE baton_task SET cancel_requested = 1, updated_at = ? WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ? AND cancel_requested = 0',
         [now, taskId, TaskStatus.RUNNING, attempt, fence],
       );
-      if (res.affected !== 1) return false;
-      await this.log.note(m, taskId, TaskStatus.RUNNING, reason, actor, attempt, now);
-      return true;
+      if (res.affected === 1) {
+        await this.log.note(m, taskId, TaskStatus.RUNNING, reason, actor, attempt, now);
+        return 'recorded';
+      }
+      // Asked before, for this same run: one event for all the askings.
+      const { records } = await this.sql.exec(
+        m,
+        'SELECT 1 AS yes FROM baton_task WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ? AND cancel_requested = 1',
+        [taskId, TaskStatus.RUNNING, attempt, fence],
+      );
+      return records.length > 0 ? 'already' : 'changed';
     });
   }
 

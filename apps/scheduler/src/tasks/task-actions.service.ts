@@ -6,6 +6,7 @@ import {
   ContractErrorCode,
   ContractException,
   NotifyEvent,
+  StaleFenceError,
   TaskNotFoundError,
   TaskStatus,
   WorkerClient,
@@ -24,6 +25,8 @@ const ACTOR = 'api';
 /** How long a cancel of a driven run tells a worker again that does not know the task yet. */
 const CANCEL_NOTIFY_WAIT_MS = 2000;
 const CANCEL_NOTIFY_AGAIN_MS = 20;
+/** Looks at a run that ended under a cancel this many times before answering 409. */
+const CANCEL_TRIES = 3;
 
 /** Statuses in which params may still change. */
 const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
@@ -111,10 +114,18 @@ export class TaskActionsService {
 
   /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
   async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    const current = await this.tasks.get(taskId);
+    let current = await this.tasks.get(taskId);
     // A run, driven right now or not (a sync run holds its claim until the worker answers): the
     // cancel is recorded beside any driver and the worker told; the run's end is not retried.
-    if (current.status === TaskStatus.RUNNING) return this.cancelRun(current, actor);
+    // A run that ended meanwhile is looked at again (its end may be this very cancel).
+    for (let tries = 1; current.status === TaskStatus.RUNNING; tries++) {
+      const cancelled = await this.cancelRun(current, actor, tries >= CANCEL_TRIES);
+      if (cancelled) return cancelled;
+      current = await this.tasks.get(taskId);
+    }
+    // Cancelled before, and still ending (its run may be stopping under the cancel right now):
+    // the same answer again, and nothing written. A finished task refuses it, as any other.
+    if (current.cancelRequested && current.status !== TaskStatus.FINISH) return current;
     const t = await this.free(taskId);
     if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
       // A permanent task between two lives: it stops here, through its final clean-up.
@@ -251,7 +262,12 @@ export class TaskActionsService {
    * The flag first, then the worker: its FAIL may come back at once, and must find the flag. The
    * flag moves no version, so a runner driving the run keeps its claim and ends it.
    */
-  private async cancelRun(t: TaskModel, actor: string): Promise<TaskModel> {
+  /** The task once the cancel of its run is recorded; undefined when it moved on (unless `last`). */
+  private async cancelRun(
+    t: TaskModel,
+    actor: string,
+    last: boolean,
+  ): Promise<TaskModel | undefined> {
     const recorded = await this.repo.requestCancel(
       t.taskId,
       t.attempt,
@@ -260,7 +276,8 @@ export class TaskActionsService {
       'cancel requested: the worker is told to stop the run, and no retry follows',
       this.clock.now(),
     );
-    if (!recorded) {
+    if (recorded === 'changed') {
+      if (!last) return undefined;
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,
         `task ${t.taskId} changed meanwhile; read it again and retry`,
@@ -285,6 +302,9 @@ export class TaskActionsService {
           await sleep(CANCEL_NOTIFY_AGAIN_MS);
           continue;
         }
+        // The worker has heard a newer fence: the run ended (maybe under this cancel) and another
+        // claim drives the task now. Look at it again rather than call the worker unreachable.
+        if (err instanceof StaleFenceError && !last) return undefined;
         throw new ContractException(
           ContractErrorCode.WORKER_UNAVAILABLE,
           `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
