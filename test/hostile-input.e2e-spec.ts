@@ -286,6 +286,53 @@ describe('hostile input', () => {
     expect((endless.body.data as { next_fire_at: string | null }).next_fire_at).not.toBeNull();
   });
 
+  it('runs a catastrophic log-rule pattern against a 60,000-character line without stalling; refuses lookarounds', async () => {
+    const rule = await send(
+      `${scheduler.url}/v1/log-rules`,
+      'POST',
+      JSON.stringify({
+        name: 'catastrophic',
+        sources: ['http:hostile'],
+        match: { regex: '(?<run>(a+)+)$' },
+        template: { create_info: { task_type: 'demo.echo', task_name: 'run {{run}}' } },
+      }),
+    );
+    expect([rule.status, rule.body.message]).toEqual([201, 'ok']);
+    const lookaround = await send(
+      `${scheduler.url}/v1/log-rules`,
+      'POST',
+      JSON.stringify({
+        name: 'lookaround',
+        sources: ['http:hostile'],
+        match: { regex: '(?<=a)b' },
+        template: { create_info: { task_type: 'demo.echo', task_name: 'x' } },
+      }),
+    );
+    expect([lookaround.status, lookaround.body.code]).toEqual([400, 40000]);
+    expect(lookaround.body.message).toMatch(/lookarounds/);
+
+    const records = [
+      { position: 1, line: `${'a'.repeat(60_000)}!` },
+      { position: 2, line: 'aaaa' },
+    ];
+    const started = Date.now();
+    const [ingest, health] = await Promise.all([
+      send(`${scheduler.url}/v1/logs`, 'POST', JSON.stringify({ source: 'hostile', records })),
+      (async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        const t = Date.now();
+        await send(`${scheduler.url}/health/live`, 'GET');
+        return Date.now() - t;
+      })(),
+    ]);
+    console.log(
+      `(a+)+$ over a 60,000-character line: ingest answered in ${Date.now() - started} ms, /health/live in ${health} ms meanwhile`,
+    );
+    expect(ingest.status).toBe(200);
+    // The long line does not end in a's: no match; the short one does.
+    expect(ingest.body.data).toMatchObject({ accepted: 2, unmatched: 1, matched: 1, created: 1 });
+  });
+
   it('answers URL errors in the envelope: bad percent-encoding or UTF-8 (400), a 5,000-character id (414)', async () => {
     for (const base of [scheduler.url, worker.url]) {
       const prefix = base === worker.url ? '/v1/task' : '/v1/tasks';

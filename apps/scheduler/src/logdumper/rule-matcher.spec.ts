@@ -32,7 +32,10 @@ describe('parseMatchSpec', () => {
   });
 
   it('refuses a bad regex, bad flags, unknown fields and bad conditions', () => {
-    expect(refused(() => parseMatchSpec({ regex: 'a(' }))).toMatch(/not a valid regular/);
+    expect(refused(() => parseMatchSpec({ regex: 'a(' }))).toMatch(/linear-time engine/);
+    // What only a backtracking engine can do is refused, with the reason.
+    expect(refused(() => parseMatchSpec({ regex: '(?=a)b' }))).toMatch(/lookarounds/);
+    expect(refused(() => parseMatchSpec({ regex: '(a)\\1' }))).toMatch(/backreferences/);
     expect(refused(() => parseMatchSpec({ regex: 'a', flags: 'g' }))).toMatch(/flags/);
     expect(refused(() => parseMatchSpec({ regex: 'a', other: 1 }))).toMatch(/unknown field/);
     expect(refused(() => parseMatchSpec({ json: {} }))).toMatch(/field paths/);
@@ -47,6 +50,34 @@ describe('parseMatchSpec', () => {
 });
 
 describe('compileMatcher', () => {
+  it('runs the patterns that stall a backtracking engine in linear time, on a long line', () => {
+    // Each once blocked the scheduler for seconds (or for good) on a line of this size.
+    const line = contentOfLine(`${'a'.repeat(60_000)}!`);
+    const matches = {
+      '(a+)+$': false,
+      '(a|aa)+$': false,
+      '(.*a){25}': true,
+      '^(\\w+\\s?)*$': false,
+      '(a|a)*b': false,
+    };
+    for (const [regex, expected] of Object.entries(matches)) {
+      expect(parseMatchSpec({ regex })).toEqual({ regex });
+      expect({ regex, hit: compileMatcher({ regex })(line) !== null }).toEqual({
+        regex,
+        hit: expected,
+      });
+    }
+    expect(compileMatcher({ regex: '(a+)+!$' })(line)).not.toBeNull();
+  });
+
+  it('knows named groups written either way, and not a look-alike inside a class', () => {
+    expect(groupNamesOf({ regex: '(?P<a>x)(?<b>y)[(?<c>]' })).toEqual(new Set(['a', 'b']));
+    const hit = compileMatcher({ regex: 'host (?P<host>\\S+)', flags: 'i' })(
+      contentOfLine('HOST db-1 down'),
+    );
+    expect(hit?.('host')).toBe('db-1');
+  });
+
   it('captures named groups of a regex; an optional group that did not take part is empty', () => {
     const m = compileMatcher({ regex: 'ERROR db=(?<db>\\w+)(?: code=(?<code>\\d+))?' });
     const hit = m(contentOfLine('12:00 ERROR db=orders'));
