@@ -333,6 +333,92 @@ describe('hostile input', () => {
     expect(ingest.body.data).toMatchObject({ accepted: 2, unmatched: 1, matched: 1, created: 1 });
   });
 
+  it('calls nowhere internal: callback_url, log-rule templates and worker registrations are checked', async () => {
+    const internal = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/',
+      'http://metadata.google.internal/',
+      'http://127.0.0.1:3306/',
+      'http://127.0.0.1:6379/',
+      'http://[::1]/',
+      'http://0x7f000001/',
+      'http://0.0.0.0/',
+      'http://10.0.0.1/',
+      'http://192.168.0.1/',
+      'http://user:pass@hooks.example.com/',
+    ];
+    const task = (callback_url: string): string =>
+      JSON.stringify({ create_info: { task_type: 'demo.echo', task_name: 'x' }, callback_url });
+    for (const url of internal) {
+      const res = await send(`${scheduler.url}/v1/tasks`, 'POST', task(url));
+      expect({ url, status: res.status, code: res.body.code }).toEqual({
+        url,
+        status: 400,
+        code: 40000,
+      });
+      expect(res.body.message).toMatch(/^callback_url /);
+    }
+    const fine = await send(
+      `${scheduler.url}/v1/tasks`,
+      'POST',
+      task('https://hooks.example.com/x'),
+    );
+    expect(fine.status).toBe(201);
+    const timer = await send(
+      `${scheduler.url}/v1/timers`,
+      'POST',
+      JSON.stringify({
+        name: 'ssrf',
+        schedule: { kind: 'cron', cron: '0 0 3 * * *' },
+        task: {
+          create_info: { task_type: 'demo.echo', task_name: 'x' },
+          callback_url: 'http://169.254.169.254/',
+        },
+      }),
+    );
+    expect([timer.status, timer.body.code]).toEqual([400, 40000]);
+
+    // Log-rule templates: an unregistered worker address or task type is refused when written.
+    const rule = (create_info: Record<string, string>): string =>
+      JSON.stringify({
+        name: 'ssrf',
+        sources: ['http:ssrf'],
+        match: { regex: 'ERROR' },
+        template: { create_info: { task_name: 'x', ...create_info } },
+      });
+    const infos: Record<string, string>[] = [
+      { task_type: 'demo.echo', http_url: 'http://169.254.169.254/' },
+      { task_type: 'demo.echo', http_url: 'http://127.0.0.1:6379/' },
+      { task_type: 'no.such.type' },
+    ];
+    for (const info of infos) {
+      const res = await send(`${scheduler.url}/v1/log-rules`, 'POST', rule(info));
+      expect({ info, status: res.status }).toEqual({ info, status: 400 });
+      expect(res.body.message).toMatch(/^template: /);
+    }
+
+    // A signed registration naming a metadata address is refused; the real worker (loopback,
+    // allowed by default) registered.
+    const body = JSON.stringify({
+      worker_id: 'ssrf-w',
+      url: 'http://169.254.169.254/',
+      version: '1',
+      capacity: 1,
+      task_types: [{ task_type: 'demo.echo', blocking: 'sync', implements: [] }],
+    });
+    const signed = authHeaders(
+      { mode: 'hmac', secret: SECRET },
+      { method: 'POST', pathWithQuery: '/v1/workers', body },
+    );
+    const registered = await send(`${scheduler.url}/v1/workers`, 'POST', body, signed);
+    expect([registered.status, registered.body.code]).toEqual([400, 40000]);
+    expect(registered.body.message).toMatch(/link-local/);
+    const workers = (await send(`${scheduler.url}/v1/workers`, 'GET')).body.data as {
+      worker_id: string;
+    }[];
+    expect(workers.map((w) => w.worker_id)).toEqual(['hostile-w1']);
+  });
+
   it('answers URL errors in the envelope: bad percent-encoding or UTF-8 (400), a 5,000-character id (414)', async () => {
     for (const base of [scheduler.url, worker.url]) {
       const prefix = base === worker.url ? '/v1/task' : '/v1/tasks';

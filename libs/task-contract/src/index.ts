@@ -18,6 +18,7 @@ export * from './dto/callback.dto';
 export * from './dto/fast-validators';
 export * from './util/headers';
 export * from './util/json-shape';
+export * from './util/outgoing-url';
 export * from './util/keyed-mutex';
 export * from './util/validate';
 export * from './util/wait-until';

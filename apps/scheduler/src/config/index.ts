@@ -1,4 +1,5 @@
 export * from './config.module';
 export * from './database.config';
+export * from './outgoing.config';
 export * from './queue.config';
 export * from './scheduler.config';

@@ -3,6 +3,7 @@ import { AuthConfig, DEFAULT_JSON_SHAPE, JsonShapeLimits } from '@baton/task-con
 import { LockConfig } from '@baton/locks';
 import { DatabaseConfig } from './database.config';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
+import { OutgoingConfig, outgoingConfig } from './outgoing.config';
 
 /** Everything the scheduler reads from its environment, checked once at boot. */
 export interface SchedulerConfig {
@@ -68,15 +69,13 @@ export interface SchedulerConfig {
     refreshMs: number;
     /** Most slots one timer fires in one pass (a long outage under fire_all catches up in passes). */
     maxCatchUp: number;
-    /**
-     * A fire of an `allow` timer is written this long before its slot, as a task with
-     * start_time = slot, so the task is queued and started at the slot itself. 0: at the slot.
-     */
+    /** An `allow` timer's fire is written this long before its slot (start_time = slot); 0: at it. */
     leadMs: number;
   };
   bodyLimitBytes: number;
   /** How deep and wide a JSON body may be; checked on the bytes before parsing (400 past it). */
   jsonShape: JsonShapeLimits;
+  outgoing: OutgoingConfig;
   api: {
     /** Public API requests answered at once; more get 503 with Retry-After straight away. */
     maxInFlight: number;
@@ -377,6 +376,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       overloadLagMs: int(env, 'BATON_OVERLOAD_LAG_MS', 1000, 10, 600_000),
     },
     logdumper: logdumper(env),
+    outgoing: outgoingConfig(env),
     retention: {
       defaultDays: int(env, 'BATON_RETENTION_DAYS', 30, 0, 36_500),
       intervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
-import { CreateTaskDto } from '../tasks';
+import { CreateTaskDto, TasksService } from '../tasks';
 import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
 import { invalid } from './checks';
 import { LogRuleModel } from './log-rule.model';
@@ -50,6 +50,7 @@ export class LogRulesService {
     private readonly repo: LogRulesRepository,
     private readonly ids: IdGenerator,
     private readonly clock: Clock,
+    private readonly tasks: TasksService,
   ) {}
 
   async create(dto: CreateLogRuleDto): Promise<LogRuleModel> {
@@ -64,6 +65,7 @@ export class LogRulesService {
       createdAt: now,
       updatedAt: now,
     });
+    await this.checkRegistered(rule.template);
     await this.repo.save(rule);
     this.cache = null;
     return rule;
@@ -97,6 +99,7 @@ export class LogRulesService {
       enabled: dto.enabled ?? current.enabled,
       updatedAt: this.clock.now(),
     });
+    if (dto.template) await this.checkRegistered(rule.template);
     await this.repo.save(rule);
     this.cache = null;
     return rule;
@@ -158,15 +161,41 @@ export class LogRulesService {
     }
     // The template with every placeholder filled must be a valid create body; a sample value
     // stands in for the captures (a record can still fill a field badly: that task is rejected).
-    const sample = JSON.parse(
-      JSON.stringify(template).replace(/\{\{\s*[A-Za-z_$][\w$.-]*\s*\}\}/g, 'x'),
-    ) as unknown;
+    templateError(() => validateDto(CreateTaskDto, sampleOf(template)));
+  }
+
+  /**
+   * A template that names its task type (and worker) as written, not from a capture, must create
+   * a task today, as a timer's must: the type registered, `http_url` one of its workers, a
+   * `callback_url` nowhere internal.
+   */
+  private async checkRegistered(template: Record<string, unknown>): Promise<void> {
+    const info = (template.create_info ?? {}) as Record<string, unknown>;
+    const captured = (v: unknown): boolean => typeof v === 'string' && v.includes('{{');
+    if (captured(info.task_type) || captured(info.http_url)) return;
+    const sample = validateDto(CreateTaskDto, sampleOf(template));
     try {
-      validateDto(CreateTaskDto, sample);
+      await this.tasks.check(sample);
     } catch (err) {
-      if (err instanceof ContractException)
-        throw new ContractException(err.code, `template: ${err.message}`, err.data);
-      throw err;
+      templateError(() => {
+        throw err;
+      });
     }
+  }
+}
+
+/** A template with every placeholder filled with a sample value. */
+function sampleOf(template: Record<string, unknown>): unknown {
+  return JSON.parse(JSON.stringify(template).replace(/\{\{\s*[A-Za-z_$][\w$.-]*\s*\}\}/g, 'x'));
+}
+
+/** Runs a check of the template, naming the template in a refusal. */
+function templateError<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof ContractException)
+      throw new ContractException(err.code, `template: ${err.message}`, err.data);
+    throw err;
   }
 }

@@ -1,5 +1,6 @@
 import { Metrics } from '../metrics';
 import { Clock, IdGenerator } from '../common';
+import { TasksService } from '../tasks';
 import { LogRuleModel } from './log-rule.model';
 import { LogRulesRepository } from './log-rules.repository';
 import { LogRulesService } from './log-rules.service';
@@ -52,6 +53,7 @@ describe('LogRulesService active rules', () => {
       repo,
       { taskId: () => 'r2' } as unknown as IdGenerator,
       { now: () => now } as unknown as Clock,
+      {} as unknown as TasksService,
     );
     await service.activeFor('file:a');
     await service.activeFor('stream:b');

@@ -1,11 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   ContractErrorCode,
   ContractException,
   RepetitionKind,
   TaskStatus,
+  outgoingUrlProblem,
 } from '@baton/task-contract';
 import { IdGenerator } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { WorkersService } from '../workers';
@@ -15,7 +17,8 @@ const MAX_PARAMS_BYTES = 64 * 1024;
 
 /**
  * A create body made into a task, checked against what the scheduler knows: the type is
- * registered, an `http_url` is one of its workers, params and labels are within bounds.
+ * registered, an `http_url` is one of its workers, params and labels are within bounds, a
+ * `callback_url` points nowhere internal (unless its network is allowed).
  */
 @Injectable()
 export class TaskFactory {
@@ -23,6 +26,7 @@ export class TaskFactory {
     private readonly types: TaskTypesService,
     private readonly workers: WorkersService,
     private readonly ids: IdGenerator,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
   async build(dto: CreateTaskDto, now: number, made?: RepetitionKind): Promise<TaskModel> {
@@ -51,6 +55,14 @@ export class TaskFactory {
         { http_url: info.http_url },
       );
     }
+    const callbackProblem =
+      dto.callback_url && outgoingUrlProblem(dto.callback_url, this.config.outgoing.callbacks);
+    if (callbackProblem)
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `callback_url ${callbackProblem} (BATON_CALLBACK_NETWORKS)`,
+        { callback_url: dto.callback_url },
+      );
     const params = dto.params ?? {};
     this.checkParamsSize(params);
     for (const [k, v] of Object.entries(dto.labels ?? {})) {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { ContractErrorCode, ContractException, outgoingUrlProblem } from '@baton/task-contract';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskTypesService } from '../task-types';
@@ -34,6 +34,16 @@ export class WorkersService {
   ) {}
 
   async register(dto: RegisterWorkerDto): Promise<WorkerModel> {
+    // The scheduler will call this URL with every task of these types: never somewhere internal
+    // the operator has not allowed (a cloud's metadata service answers at 169.254.169.254).
+    // Names are accepted (service names inside a cluster are how workers are found).
+    const problem = outgoingUrlProblem(dto.url, this.config.outgoing.workers, 'accept');
+    if (problem)
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `url ${problem} (BATON_WORKER_NETWORKS: ${this.config.outgoing.workers.text || 'none'})`,
+        { url: dto.url },
+      );
     const now = this.clock.now();
     const previous = await this.repo.find(dto.worker_id);
     const model: WorkerModel = {

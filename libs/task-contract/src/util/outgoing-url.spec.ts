@@ -1,0 +1,61 @@
+import { AllowedNetworks, internalRange, outgoingUrlProblem } from './outgoing-url';
+
+const none = AllowedNetworks.parse('');
+
+describe('outgoingUrlProblem', () => {
+  it('refuses every internal address the probe stored, in whatever form it was written', () => {
+    const refused = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00:ec2::254]/',
+      'http://metadata.google.internal/computeMetadata/v1/',
+      'http://127.0.0.1:3306/',
+      'http://127.0.0.1:6379/',
+      'http://[::1]/',
+      'http://0x7f000001/',
+      'http://2130706433/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://0.0.0.0/',
+      'http://10.0.0.5/',
+      'http://192.168.1.10/',
+      'http://172.20.0.1/',
+      'http://localhost:8080/',
+      'http://db.localhost/',
+      'http://user:pass@example.com/',
+      'ftp://example.com/',
+      'file:///etc/passwd',
+      'not a url',
+    ];
+    for (const url of refused)
+      expect({ url, problem: outgoingUrlProblem(url, none) }).toEqual({
+        url,
+        problem: expect.any(String),
+      });
+  });
+
+  it('passes public addresses and names, and internal ones in an allowed network', () => {
+    expect(outgoingUrlProblem('https://hooks.example.com/baton', none)).toBeUndefined();
+    expect(outgoingUrlProblem('http://93.184.216.34/', none)).toBeUndefined();
+    const loopback = AllowedNetworks.parse('127.0.0.0/8, ::1/128, 10.1.0.0/16');
+    expect(outgoingUrlProblem('http://127.0.0.1:9000/', loopback)).toBeUndefined();
+    expect(outgoingUrlProblem('http://[::1]:9000/', loopback)).toBeUndefined();
+    expect(outgoingUrlProblem('http://10.1.2.3/', loopback)).toBeUndefined();
+    expect(outgoingUrlProblem('http://10.2.0.1/', loopback)).toMatch(/private/);
+    expect(outgoingUrlProblem('http://169.254.169.254/', loopback)).toMatch(/link-local/);
+    // localhost is loopback; cluster names pass where names are accepted (workers), never metadata.
+    expect(outgoingUrlProblem('http://localhost:9000/', loopback)).toBeUndefined();
+    const svc = 'http://worker.default.svc.cluster.local:8080/';
+    expect(outgoingUrlProblem(svc, none)).toMatch(/internal host/);
+    expect(outgoingUrlProblem(svc, none, 'accept')).toBeUndefined();
+    expect(outgoingUrlProblem('http://metadata.google.internal/', loopback, 'accept')).toMatch(
+      /metadata/,
+    );
+  });
+
+  it('names the range, and refuses a malformed allow-list at once', () => {
+    expect(internalRange('169.254.169.254')).toMatch(/metadata/);
+    expect(internalRange('::ffff:7f00:1')).toBe('loopback');
+    expect(internalRange('8.8.8.8')).toBeUndefined();
+    expect(() => AllowedNetworks.parse('10.0.0.0/33')).toThrow(/not a network/);
+    expect(() => AllowedNetworks.parse('example.com')).toThrow(/not a network/);
+  });
+});

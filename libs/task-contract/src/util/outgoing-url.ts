@@ -1,0 +1,128 @@
+import { BlockList, isIP } from 'node:net';
+
+/** Address ranges no outgoing call may reach unless allowed: where a request can hurt the host. */
+const INTERNAL: [string, number, 'ipv4' | 'ipv6', string][] = [
+  ['0.0.0.0', 8, 'ipv4', 'unspecified'],
+  ['10.0.0.0', 8, 'ipv4', 'private'],
+  ['100.64.0.0', 10, 'ipv4', 'shared (carrier-grade NAT)'],
+  ['127.0.0.0', 8, 'ipv4', 'loopback'],
+  ['169.254.0.0', 16, 'ipv4', 'link-local (cloud metadata)'],
+  ['172.16.0.0', 12, 'ipv4', 'private'],
+  ['192.0.0.0', 24, 'ipv4', 'reserved'],
+  ['192.168.0.0', 16, 'ipv4', 'private'],
+  ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
+  ['224.0.0.0', 3, 'ipv4', 'multicast or reserved'],
+  ['::', 128, 'ipv6', 'unspecified'],
+  ['::1', 128, 'ipv6', 'loopback'],
+  ['fc00::', 7, 'ipv6', 'private (unique local)'],
+  ['fe80::', 10, 'ipv6', 'link-local'],
+  ['ff00::', 8, 'ipv6', 'multicast'],
+];
+
+/** Names of this host: loopback, allowed or refused with it. */
+const LOOPBACK_NAME = /(^|\.)localhost$/i;
+/** Cloud metadata services by name: never called. */
+const METADATA_NAME =
+  /^(metadata\.google\.internal|metadata\.internal|instance-data(\.ec2\.internal)?)$/i;
+/** Names that only mean something inside a private network. */
+const INTERNAL_NAME = /(^|\.)(internal|local|localdomain|lan|home\.arpa)$/i;
+
+function mappedIpv4(ip: string): string | undefined {
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (dotted) return dotted[1];
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip);
+  if (!hex) return undefined;
+  const [hi, lo] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+}
+
+/** What an internal address is, or undefined for a public one. */
+export function internalRange(ip: string): string | undefined {
+  const family = isIP(ip);
+  if (family === 0) return undefined;
+  // An IPv4 address written as IPv6 (::ffff:127.0.0.1, or ::ffff:7f00:1) is that IPv4 address.
+  const mapped = family === 6 ? mappedIpv4(ip) : undefined;
+  const [address, type] = mapped ? [mapped, 'ipv4' as const] : [ip, family === 4 ? 'ipv4' : 'ipv6'];
+  for (const [net, prefix, kind, name] of INTERNAL) {
+    if (kind !== type) continue;
+    const one = new BlockList();
+    one.addSubnet(net, prefix, kind);
+    if (one.check(address, type)) return name;
+  }
+  return undefined;
+}
+
+/** Networks an operator allows outgoing calls into (`10.1.0.0/16,127.0.0.1/32,::1/128`). */
+export class AllowedNetworks {
+  private readonly list = new BlockList();
+  readonly text: string;
+
+  constructor(cidrs: readonly string[]) {
+    this.text = cidrs.join(',');
+    for (const cidr of cidrs) {
+      const [net, bits] = cidr.split('/');
+      const family = isIP(net);
+      const prefix = Number(bits ?? (family === 6 ? 128 : 32));
+      if (
+        family === 0 ||
+        !Number.isInteger(prefix) ||
+        prefix < 0 ||
+        prefix > (family === 6 ? 128 : 32)
+      )
+        throw new Error(
+          `${cidr} is not a network: write it as address/prefix (10.0.0.0/8, ::1/128)`,
+        );
+      this.list.addSubnet(net, prefix, family === 6 ? 'ipv6' : 'ipv4');
+    }
+  }
+
+  static parse(text: string | undefined): AllowedNetworks {
+    return new AllowedNetworks(
+      (text ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+  }
+
+  has(ip: string): boolean {
+    const family = isIP(ip);
+    return family !== 0 && this.list.check(ip, family === 6 ? 'ipv6' : 'ipv4');
+  }
+}
+
+/**
+ * Why a URL Baton would call (a worker, a task's `callback_url`) is refused, or undefined: not
+ * http(s), credentials in it, a host that is an internal address (loopback, private, link-local
+ * such as 169.254.169.254, written in any form the URL parser understands: `0x7f000001`,
+ * `[::ffff:127.0.0.1]`) outside `allowed`, `localhost` unless loopback is allowed, a cloud
+ * metadata service's name, or (with `internalNames: 'refuse'`, for URLs API callers give) a name
+ * that only resolves inside a private network (`*.internal`, `*.local`). A name is checked as
+ * written; the addresses it resolves to are the caller's to check when it connects.
+ */
+export function outgoingUrlProblem(
+  raw: string,
+  allowed: AllowedNetworks,
+  internalNames: 'refuse' | 'accept' = 'refuse',
+): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be http or https';
+  if (url.username || url.password) return 'must not carry credentials (user:password@)';
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const address = isIP(host) ? host : LOOPBACK_NAME.test(host) ? '127.0.0.1' : undefined;
+  if (address) {
+    const range = internalRange(address);
+    if (range && !allowed.has(address))
+      return `points at a ${range} address (${host}); allow its network in the scheduler's settings if it is meant`;
+    return undefined;
+  }
+  if (METADATA_NAME.test(host)) return `names a cloud metadata service (${host})`;
+  if (internalNames === 'refuse' && INTERNAL_NAME.test(host))
+    return `names an internal host (${host}); use an address in an allowed network if it is meant`;
+  return undefined;
+}
