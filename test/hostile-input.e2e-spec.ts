@@ -419,6 +419,94 @@ describe('hostile input', () => {
     expect(workers.map((w) => w.worker_id)).toEqual(['hostile-w1']);
   });
 
+  it('refuses near misses the probe saw accepted: status spellings, hex limits, nested lists, a string for a list, unknown create queries', async () => {
+    const create = (task_status: string): Promise<Raw> =>
+      send(
+        `${scheduler.url}/v1/tasks`,
+        'POST',
+        JSON.stringify({
+          create_info: { task_type: 'demo.echo', task_name: 'x' },
+          process_arg: { task_status },
+        }),
+      );
+    for (const spelling of ['init', 'INIT ', 'pause', ' PAUSE']) {
+      const res = await create(spelling);
+      expect({ spelling, status: res.status }).toEqual({ spelling, status: 400 });
+    }
+    const alias = await create('Postpose');
+    expect(alias.status).toBe(201);
+    expect((alias.body.data as { task_status: string }).task_status).toBe('POSTPONE');
+
+    expect((await send(`${scheduler.url}/v1/tasks?limit=0x10`, 'GET')).status).toBe(400);
+    expect((await send(`${scheduler.url}/v1/tasks?limit=1e1`, 'GET')).status).toBe(400);
+    expect((await send(`${scheduler.url}/v1/tasks?limit=16`, 'GET')).status).toBe(200);
+
+    const registration = JSON.stringify({
+      worker_id: 'nested-w',
+      url: 'http://127.0.0.1:9/',
+      version: '1',
+      capacity: 1,
+      task_types: [[]],
+    });
+    const registered = await send(
+      `${scheduler.url}/v1/workers`,
+      'POST',
+      registration,
+      authHeaders(
+        { mode: 'hmac', secret: SECRET },
+        { method: 'POST', pathWithQuery: '/v1/workers', body: registration },
+      ),
+    );
+    expect([registered.status, registered.body.message]).toEqual([
+      400,
+      expect.stringMatching(/task_types must be an object/),
+    ]);
+
+    // The worker: a string where the contract says a list, and a query create does not take.
+    const toWorker = (pathWithQuery: string, body: string): Promise<Raw> =>
+      send(`${worker.url}${pathWithQuery}`, 'POST', body, {
+        'x-baton-fence': '1',
+        ...authHeaders(
+          { mode: 'hmac', secret: SECRET },
+          { method: 'POST', pathWithQuery, fence: '1', body },
+        ),
+      });
+    const stringKeys = await toWorker(
+      '/v1/task/demo.echo',
+      JSON.stringify({
+        task_id: 'near-miss-1',
+        attempt: 1,
+        create_info: { task_type: 'demo.echo', task_name: 'x' },
+        lock_keys: 'x',
+      }),
+    );
+    expect([stringKeys.status, stringKeys.body.message]).toEqual([
+      400,
+      expect.stringMatching(/lock_keys must be an array/),
+    ]);
+    const unknownQuery = await toWorker(
+      '/v1/task/demo.echo?foo=1',
+      JSON.stringify({
+        task_id: 'near-miss-2',
+        attempt: 1,
+        create_info: { task_type: 'demo.echo', task_name: 'x' },
+      }),
+    );
+    expect([unknownQuery.status, unknownQuery.body.message]).toEqual([
+      400,
+      expect.stringMatching(/foo should not exist/),
+    ]);
+    const fine = await toWorker(
+      '/v1/task/demo.echo',
+      JSON.stringify({
+        task_id: 'near-miss-3',
+        attempt: 1,
+        create_info: { task_type: 'demo.echo', task_name: 'x' },
+      }),
+    );
+    expect([fine.status, fine.body.message]).toEqual([200, 'ok']);
+  });
+
   it('answers URL errors in the envelope: bad percent-encoding or UTF-8 (400), a 5,000-character id (414)', async () => {
     for (const base of [scheduler.url, worker.url]) {
       const prefix = base === worker.url ? '/v1/task' : '/v1/tasks';

@@ -12,7 +12,7 @@ import {
   min,
   minLength,
 } from 'class-validator';
-import { TaskStatus, parseTaskStatus } from '../enums/task-status.enum';
+import { TaskStatus, exactTaskStatus } from '../enums/task-status.enum';
 import { TASK_TYPE_PATTERN, CreateInfoDto } from './create-info.dto';
 import { INITIAL_STATUSES, ProcessArgDto } from './process-arg.dto';
 import { ActionRequestDto, CreateTaskRequestDto, TASK_ID_PATTERN } from './worker-requests.dto';
@@ -127,7 +127,7 @@ export function fastProcessArg(v: unknown): ProcessArgDto | undefined {
   const out = Object.assign(new ProcessArgDto(), v);
   if (v.task_status !== undefined) {
     // The DTO's @Transform, then @IsEnum and @IsIn on what it made.
-    const status = parseTaskStatus(v.task_status) ?? v.task_status;
+    const status = exactTaskStatus(v.task_status) ?? v.task_status;
     if (!isEnum(status, TaskStatus) || !isIn(status, INITIAL)) return undefined;
     out.task_status = status as TaskStatus;
   }

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsDateString, IsEnum, IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
-import { TaskStatus, parseTaskStatus } from '../enums/task-status.enum';
+import { TaskStatus, exactTaskStatus } from '../enums/task-status.enum';
 
 /**
  * Statuses a task may be created in: ready to go, waiting (POSTPONE, e.g. for its start time),
@@ -56,7 +56,7 @@ export class ProcessArgDto {
       'initial status; PAUSE creates the task held, POSTPONE waiting. `Postpose` is read as POSTPONE.',
   })
   @IsOptional()
-  @Transform(({ value }: { value: unknown }) => parseTaskStatus(value) ?? value)
+  @Transform(({ value }: { value: unknown }) => exactTaskStatus(value) ?? value)
   @IsEnum(TaskStatus)
   @IsIn(INITIAL_STATUSES as readonly TaskStatus[], {
     message: `task_status must be one of ${INITIAL_STATUSES.join(', ')}`,

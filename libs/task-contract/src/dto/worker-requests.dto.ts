@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
+  IsArray,
   IsEnum,
   IsInt,
   IsObject,
@@ -68,6 +69,7 @@ export class CreateTaskRequestDto {
     description: 'resources the scheduler holds for the task',
   })
   @IsOptional()
+  @IsArray()
   @IsString({ each: true })
   @MaxLength(200, { each: true })
   lock_keys?: string[];

@@ -42,3 +42,14 @@ export function parseTaskStatus(value: unknown): TaskStatus | undefined {
   if ((TASK_STATUSES as readonly string[]).includes(upper)) return upper as TaskStatus;
   return STATUS_ALIASES[value.trim().toLowerCase()];
 }
+
+/**
+ * Reads a status from a request body: exactly a canonical name, or exactly the `Postpose` alias.
+ * `init` or `INIT ` are refused there (a body is written by a program, and a near miss is a bug
+ * to report, not to guess at); query strings keep `parseTaskStatus`.
+ */
+export function exactTaskStatus(value: unknown): TaskStatus | undefined {
+  if (typeof value !== 'string') return undefined;
+  if ((TASK_STATUSES as readonly string[]).includes(value)) return value as TaskStatus;
+  return value === 'Postpose' ? TaskStatus.POSTPONE : undefined;
+}

@@ -50,7 +50,7 @@ import { validateDto } from '../util/validate';
 import { ContractExceptionFilter } from './contract-exception.filter';
 import { TaskWorkerService } from './task-worker.service';
 import { WorkerAuthGuard } from './worker-auth.guard';
-import { ReadQueryDto, WriteQueryDto } from './worker-query.dto';
+import { CreateQueryDto, ReadQueryDto, WriteQueryDto } from './worker-query.dto';
 
 type Ref = { $ref: string };
 const ref = (model: abstract new (...args: never[]) => unknown): Ref => ({
@@ -192,15 +192,12 @@ export class TaskWorkerController {
     @Headers(HEADER.FENCE) fence: string | undefined,
     @Body() body: unknown,
     @Req() req: unknown,
-    @Query('action') action?: string,
+    @Query() rawQuery: unknown,
   ): Promise<Envelope<TaskViewDto>> {
+    // Unknown query parameters are refused here as on every other call.
+    const { action } = validateDto(CreateQueryDto, rawQuery);
     if (action === undefined)
       return ok(await this.worker.create(taskType, requireFence(fence), body));
-    if (action !== 'running')
-      throw new ContractException(
-        ContractErrorCode.VALIDATION_FAILED,
-        `create takes action=running or no action, not ${JSON.stringify(action)}`,
-      );
     return ok(await this.worker.createAndRun(taskType, requireFence(fence), body, callerGone(req)));
   }
 

@@ -46,3 +46,11 @@ export class WriteQueryDto {
   @IsIn(PUT_ACTIONS)
   action?: (typeof PUT_ACTIONS)[number];
 }
+
+/** Query string of `POST /v1/task/{task_type}`: nothing, or `action=running` (create_run). */
+export class CreateQueryDto {
+  @ApiPropertyOptional({ enum: ['running'], description: 'absent: create; running: create_run' })
+  @IsOptional()
+  @IsIn(['running'], { message: 'create takes action=running or no action' })
+  action?: 'running';
+}

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform, Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsDateString, IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import {
   TASK_STATUSES,
@@ -55,7 +55,10 @@ export class ListTasksQuery {
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50 })
   @IsOptional()
-  @Type(() => Number)
+  // Decimal digits only: Number() would also read 0x10, 1e2 or " 5 ".
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && /^[0-9]{1,9}$/.test(value) ? Number(value) : value,
+  )
   @IsInt()
   @Min(1)
   @Max(500)

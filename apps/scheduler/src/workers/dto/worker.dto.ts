@@ -4,6 +4,7 @@ import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
+  IsObject,
   IsEnum,
   IsIn,
   IsInt,
@@ -87,6 +88,7 @@ export class RegisterWorkerDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(500)
+  @IsObject({ each: true, message: 'each of task_types must be an object' })
   @ValidateNested({ each: true })
   @Type(() => DeclaredTaskTypeDto)
   task_types!: DeclaredTaskTypeDto[];
