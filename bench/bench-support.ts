@@ -3,10 +3,14 @@
  * /proc, percentiles, a bounded wait, and the per-task figures read back from the database. Both
  * systems under test write the scheduler's schema, so one query reads both.
  */
+import { randomBytes } from 'node:crypto';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool, RowDataPacket } from 'mysql2/promise';
+
+/** The admin API key each benchmark's scheduler makes sure of, and its clients call with. */
+export const BENCH_ADMIN_KEY = `baton_bench-${randomBytes(16).toString('hex')}`;
 
 /** The repository root, from dist/bench/ (compiled) as from bench/ (ts-node, jest). */
 export const ROOT = __dirname.includes(`${join('dist', 'bench')}`)

@@ -28,6 +28,7 @@ import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createDataSource } from '../apps/scheduler/src/database';
 import { ENTITIES } from '../apps/scheduler/src/entities';
 import {
+  BENCH_ADMIN_KEY,
   BenchError,
   Child,
   cpuMs,
@@ -132,6 +133,7 @@ async function startBaton(
       BATON_LOCK_PREFIX: `${KEY_PREFIX}:${name}:lock:`,
       BATON_AUTH_MODE: 'hmac',
       BATON_AUTH_SECRET: SECRET,
+      BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
       BATON_RUNNER_CONCURRENCY: '256',
       BATON_QUEUE_SHARDS: '1',
       BATON_DISPATCH_BATCH: '1000',
@@ -150,7 +152,11 @@ async function startBaton(
   const workerId = `scale-w-${name}`;
   const worker = await startBenchWorker(workerId, scheduler.url, SECRET);
   onCleanup('stop worker', () => worker.stop());
-  const api = new SchedulerClient({ urls: [scheduler.url], timeoutMs: 120_000 });
+  const api = new SchedulerClient({
+    urls: [scheduler.url],
+    timeoutMs: 120_000,
+    apiKey: BENCH_ADMIN_KEY,
+  });
   const until = Date.now() + 30_000;
   while (
     !(await api.listWorkers()).some((w) => w.worker_id === workerId && w.health === 'healthy')

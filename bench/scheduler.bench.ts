@@ -31,6 +31,7 @@ import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createDataSource } from '../apps/scheduler/src/database';
 import { ENTITIES } from '../apps/scheduler/src/entities';
 import {
+  BENCH_ADMIN_KEY,
   BenchError,
   Child,
   DbCounters,
@@ -181,7 +182,7 @@ async function deleteRedisKeys(): Promise<void> {
 
 /** The bench submits work the way a team would: through the scheduler client. */
 function client(base: string): SchedulerClient {
-  return new SchedulerClient({ urls: [base], timeoutMs: 60_000 });
+  return new SchedulerClient({ urls: [base], timeoutMs: 60_000, apiKey: BENCH_ADMIN_KEY });
 }
 
 async function waitForHealthyWorker(scheduler: string, workerId: string): Promise<void> {
@@ -465,6 +466,7 @@ async function main(): Promise<void> {
       BATON_LOCK_PREFIX: `${KEY_PREFIX}:lock:`,
       BATON_AUTH_MODE: 'hmac',
       BATON_AUTH_SECRET: SECRET,
+      BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
       ...schedulerEnv,
     },
     {

@@ -20,7 +20,7 @@ import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
 import { SchedulerClient } from '@baton/scheduler-client';
 import { readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { BenchError, percentile, sleep, startChild } from './bench-support';
+import { BENCH_ADMIN_KEY, BenchError, percentile, sleep, startChild } from './bench-support';
 
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 2000);
 const SPREAD_MS = Number(process.env.BENCH_SPREAD_MS ?? 20_000);
@@ -48,7 +48,7 @@ const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 
 /** A call through the scheduler client (the way a team would make it). */
 function call<T>(base: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-  return new SchedulerClient({ urls: [base], timeoutMs: 60_000 })
+  return new SchedulerClient({ urls: [base], timeoutMs: 60_000, apiKey: BENCH_ADMIN_KEY })
     .call<T>({ method, path, body, resend: method === 'GET' ? 'any' : 'unsent' })
     .catch((err: Error) => {
       throw new BenchError(`${method} ${path}: ${err.message}`);
@@ -70,6 +70,7 @@ async function baton(): Promise<{ fire: number[]; start: number[]; run: number[]
     BATON_LOCK: 'local',
     BATON_AUTH_MODE: 'hmac',
     BATON_AUTH_SECRET: SECRET,
+    BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
   });
   const worker = await startChild('worker', 'dist/apps/worker-template/src/main.js', {
     WORKER_PORT: '0',

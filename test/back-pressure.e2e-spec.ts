@@ -9,6 +9,8 @@ import {
   productionBackend,
   startScheduler,
   startTemplateWorker,
+  ADMIN_KEY,
+  AUTH,
 } from './support/baton';
 import { RunningProcess } from './support/processes';
 
@@ -47,6 +49,7 @@ describe('back-pressure', () => {
     do {
       const res = await request(
         `${scheduler.url}/v1/tasks?limit=500&label=${encodeURIComponent(`burst:${label}`)}${cursor ? `&cursor=${cursor}` : ''}`,
+        { headers: AUTH },
       );
       const body = (await res.body.json()) as {
         data: { items: unknown[]; next_cursor: string | null };
@@ -64,7 +67,7 @@ describe('back-pressure', () => {
         const started = Date.now();
         const res = await request(`${scheduler.url}/v1/tasks`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...AUTH },
           body: JSON.stringify({
             create_info: { task_type: 'demo.echo', task_name: `burst ${i}` },
             labels: { burst: label },
@@ -97,6 +100,7 @@ describe('back-pressure', () => {
     const label = `client-${Date.now()}`;
     let waits = 0;
     const baton = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls: [scheduler.url],
       maxTries: 30,
       onRetry: ({ error }) => {

@@ -6,7 +6,13 @@ import Redis from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { BatonApiError, CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { Backend, productionBackend, startScheduler, startTemplateWorker } from './support/baton';
+import {
+  Backend,
+  productionBackend,
+  startScheduler,
+  startTemplateWorker,
+  ADMIN_KEY,
+} from './support/baton';
 import { RunningProcess, eventually, freePort, sleep } from './support/processes';
 
 jest.setTimeout(600_000);
@@ -87,7 +93,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
       startTemplateWorker(id, urls.join(','), logOf(id), { WORKER_CAPACITY: '256' });
     const workers = [await startWorker('chaos-w1'), await startWorker('chaos-w2')];
     for (const w of workers) procs.add(w);
-    const reader = new SchedulerClient({ urls, timeoutMs: 5000, maxTries: 12 });
+    const reader = new SchedulerClient({ apiKey: ADMIN_KEY, urls, timeoutMs: 5000, maxTries: 12 });
     await eventually(
       async () =>
         (await reader.listWorkers()).filter((w) => w.health === 'healthy').length >= 2
@@ -101,6 +107,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
     let overloadRetries = 0;
     const retriesOf = new Map<string, number>();
     const client = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls,
       timeoutMs: 5000,
       maxTries: 12,

@@ -10,6 +10,7 @@ import {
   productionBackend,
   startScheduler,
   startTemplateWorker,
+  ADMIN_KEY,
 } from './support/baton';
 import { RunningProcess, eventually, sleep, freePort } from './support/processes';
 
@@ -99,7 +100,7 @@ describe('limits over the fleet', () => {
           }),
         );
       await new Api(urls[0]).waitForWorkers(2, 30_000);
-      baton = new SchedulerClient({ urls });
+      baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls });
     });
 
     // The next test wants one instance alone on the database.
@@ -118,7 +119,7 @@ describe('limits over the fleet', () => {
         // Every instance creates a third; every instance drives what it claims.
         const made = await Promise.all(
           urls.map((url, i) =>
-            new SchedulerClient({ urls: [url] }).createTasks({
+            new SchedulerClient({ apiKey: ADMIN_KEY, urls: [url] }).createTasks({
               tasks: Array.from({ length: 500 }, (_, k) => ({
                 create_info: { task_type: 'demo.echo', task_name: `limited ${i}-${k}` },
               })),
@@ -195,7 +196,7 @@ describe('limits over the fleet', () => {
       const ys = (
         await Promise.all(
           urls.map((url, i) =>
-            new SchedulerClient({ urls: [url] }).createTasks({
+            new SchedulerClient({ apiKey: ADMIN_KEY, urls: [url] }).createTasks({
               tasks: Array.from({ length: 4 }, (_, k) => ({
                 create_info: { task_type: 'demo.flaky', task_name: `team-y ${i}-${k}` },
                 params: { fail_times: 0, delay_ms: 300 },
@@ -243,7 +244,7 @@ describe('limits over the fleet', () => {
         WORKER_CAPACITY: '256',
       });
       procs.push(worker);
-      const baton = new SchedulerClient({ urls: [scheduler.url] });
+      const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
       // Only this worker: the earlier tests' workers are gone (stale after 3 s).
       await eventually(
         async () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import {
+  AUTH,
   Api,
   Backend,
   embeddedBackend,
@@ -31,7 +32,11 @@ async function send(
 ): Promise<Raw> {
   const res = await request(url, {
     method: method as 'POST',
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    headers: {
+      ...AUTH,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body,
   });
   const text = await res.body.text();

@@ -85,7 +85,15 @@ describe('the README walkthrough', () => {
     });
     baton.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     baton.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    api = new Api(`http://127.0.0.1:${ports.scheduler}`);
+    // README: the first start prints an admin API key, once; every request of the walk uses it.
+    const key = await eventually(
+      async () => /API key, shown once[^:]*: (baton_\S+)/.exec(output)?.[1],
+      60_000,
+      'npm start: the first admin API key printed',
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\n--- start.mjs output ---\n${output}`);
+    });
+    api = new Api(`http://127.0.0.1:${ports.scheduler}`, key);
     // README: the worker registers itself once the scheduler answers.
     await eventually(
       async () => {

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { BatonApiError, SchedulerClient } from '@baton/scheduler-client';
 import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { Backend, productionBackend, startScheduler, startTemplateWorker } from './support/baton';
+import {
+  Backend,
+  productionBackend,
+  startScheduler,
+  startTemplateWorker,
+  ADMIN_KEY,
+  AUTH,
+} from './support/baton';
 import { RunningProcess, eventually, sleep, freePort } from './support/processes';
 
 jest.setTimeout(300_000);
@@ -56,12 +63,15 @@ describe('rolling restart under load', () => {
       });
       procs.add(w);
     }
-    const client = new SchedulerClient({ urls, timeoutMs: 5000, maxTries: 12 });
+    const client = new SchedulerClient({ apiKey: ADMIN_KEY, urls, timeoutMs: 5000, maxTries: 12 });
     await eventually(
       async () =>
         (await client.listTasks({ limit: 1 })) &&
-        ((await fetch(`${urls[0]}/v1/workers`).then((r) => r.json())) as { data: unknown[] }).data
-          .length >= 2
+        (
+          (await fetch(`${urls[0]}/v1/workers`, { headers: AUTH }).then((r) => r.json())) as {
+            data: unknown[];
+          }
+        ).data.length >= 2
           ? true
           : undefined,
       20_000,
@@ -73,6 +83,7 @@ describe('rolling restart under load', () => {
     const created: { id: string; at: number }[] = [];
     let retries = 0;
     const counting = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls,
       timeoutMs: 5000,
       maxTries: 12,

@@ -12,7 +12,13 @@ import {
   BatonValidationError,
   SchedulerClient,
 } from '@baton/scheduler-client';
-import { Backend, embeddedBackend, startScheduler, startTemplateWorker } from './support/baton';
+import {
+  Backend,
+  embeddedBackend,
+  startScheduler,
+  startTemplateWorker,
+  ADMIN_KEY,
+} from './support/baton';
 import { ROOT, RunningProcess } from './support/processes';
 
 jest.setTimeout(120_000);
@@ -42,7 +48,7 @@ describe('scheduler client against a running scheduler', () => {
     scheduler = await startScheduler(backend);
     worker = await startTemplateWorker('client-w1', scheduler.url, join(dir, 'runs.jsonl'));
     dead = `http://127.0.0.1:${await closedPort()}`;
-    const baton = new SchedulerClient({ urls: [scheduler.url] });
+    const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
     for (let i = 0; i < 100; i++) {
       const ws = await baton.listWorkers();
       if (ws.some((w) => w.health === 'healthy')) break;
@@ -60,6 +66,7 @@ describe('scheduler client against a running scheduler', () => {
   it('fails over from an instance that refuses connections and runs a task to FINISH', async () => {
     const retried: BatonApiError[] = [];
     const baton = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls: [dead, scheduler.url],
       onRetry: ({ error }) => retried.push(error),
     });
@@ -87,6 +94,7 @@ describe('scheduler client against a running scheduler', () => {
     const aUrl = `http://127.0.0.1:${(a.address() as { port: number }).port}`;
     const retried: string[] = [];
     const baton = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls: [aUrl, dead, scheduler.url],
       // Long enough that no instance that failed comes back into rotation during the test.
       downMs: 60_000,
@@ -101,7 +109,7 @@ describe('scheduler client against a running scheduler', () => {
   });
 
   it('a create sent again under the same key answers the same task', async () => {
-    const baton = new SchedulerClient({ urls: [scheduler.url] });
+    const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
     const body = { create_info: { task_type: 'demo.echo', task_name: 'keyed' }, params: { k: 1 } };
     const a = await baton.createTask(body, { idempotencyKey: 'client-e2e-key-1' });
     const b = await baton.createTask(body, { idempotencyKey: 'client-e2e-key-1' });
@@ -112,7 +120,7 @@ describe('scheduler client against a running scheduler', () => {
   });
 
   it('a batch create gives each task a key, so sending it again makes no task twice', async () => {
-    const baton = new SchedulerClient({ urls: [scheduler.url] });
+    const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
     const tasks = [1, 2, 3].map((i) => ({
       create_info: { task_type: 'demo.echo', task_name: `batch ${i}` },
       idempotency_key: `client-e2e-batch-${i}`,
@@ -125,6 +133,7 @@ describe('scheduler client against a running scheduler', () => {
   it('answers the envelope as typed errors, and does not retry what cannot succeed', async () => {
     const retried: BatonApiError[] = [];
     const baton = new SchedulerClient({
+      apiKey: ADMIN_KEY,
       urls: [scheduler.url],
       onRetry: ({ error }) => retried.push(error),
     });
@@ -149,7 +158,12 @@ describe('scheduler client against a running scheduler', () => {
   });
 
   it('gives up with BatonUnavailableError when no instance answers', async () => {
-    const baton = new SchedulerClient({ urls: [dead], maxTries: 3, backoffMs: 10 });
+    const baton = new SchedulerClient({
+      apiKey: ADMIN_KEY,
+      urls: [dead],
+      maxTries: 3,
+      backoffMs: 10,
+    });
     const err = await baton.listTasks().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BatonUnavailableError);
     expect((err as BatonApiError).message).toMatch(/ECONNREFUSED/);
@@ -184,13 +198,13 @@ describe('scheduler client against a running scheduler', () => {
     const script = `
       const { SchedulerClient, BatonNotFoundError } = require('@baton/scheduler-client');
       (async () => {
-        const baton = new SchedulerClient({ urls: [process.argv[1], process.argv[2]] });
+        const baton = new SchedulerClient({ urls: [process.argv[1], process.argv[2]], apiKey: process.argv[3] });
         const t = await baton.createTask({ create_info: { task_type: 'demo.echo', task_name: 'from the package' } });
         const done = await baton.waitForTask(t.task_id, ['FINISH'], { timeoutMs: 30000 });
         const missing = await baton.getTask('nope').catch((e) => e instanceof BatonNotFoundError);
         console.log(JSON.stringify({ outcome: done.outcome, missing }));
       })().catch((e) => { console.error(e); process.exit(1); });`;
-    const out = execFileSync(process.execPath, ['-e', script, dead, scheduler.url], {
+    const out = execFileSync(process.execPath, ['-e', script, dead, scheduler.url, ADMIN_KEY], {
       cwd: dir,
       encoding: 'utf8',
     });

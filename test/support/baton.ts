@@ -95,11 +95,16 @@ export async function productionBackend(): Promise<Backend> {
 }
 
 export const SECRET = 'e2e-scheduler-secret-0123456789';
+/** The admin API key every test scheduler makes sure of (BATON_ADMIN_KEY), and tests call with. */
+export const ADMIN_KEY = 'baton_e2e-admin-key-0123456789abcdef';
+/** The header of an API call made with the admin key. */
+export const AUTH = { authorization: `Bearer ${ADMIN_KEY}` };
 
 /** Fast settings so timeouts and polls happen within a test. */
 export const FAST: NodeJS.ProcessEnv = {
   BATON_AUTH_MODE: 'hmac',
   BATON_AUTH_SECRET: SECRET,
+  BATON_ADMIN_KEY: ADMIN_KEY,
   BATON_POLL_INTERVAL_MS: '200',
   BATON_CHECKER_INTERVAL_MS: '200',
   BATON_DISPATCH_INTERVAL_MS: '50',
@@ -151,8 +156,11 @@ interface Answer<T> {
 export class Api {
   readonly client: SchedulerClient;
 
-  constructor(readonly base: string) {
-    this.client = new SchedulerClient({ urls: [base], maxTries: 3 });
+  constructor(
+    readonly base: string,
+    readonly apiKey: string = ADMIN_KEY,
+  ) {
+    this.client = new SchedulerClient({ urls: [base], maxTries: 3, apiKey });
   }
 
   async call<T = Record<string, unknown>>(
@@ -163,7 +171,11 @@ export class Api {
   ): Promise<Answer<T>> {
     const res = await request(`${this.base}${path}`, {
       method,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      headers: {
+        authorization: `Bearer ${this.apiKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.body.json()) as { code: number; message: string; data: T };

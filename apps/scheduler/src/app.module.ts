@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { LocksModule } from '@baton/locks';
+import { AuthModule } from './auth';
 import { CheckerModule } from './checker';
 import { CommonModule } from './common';
 import { ConfigModule, SchedulerConfig } from './config';
@@ -39,6 +40,8 @@ export class SchedulerAppModule {
         DatabaseModule.forRoot(config.database, ENTITIES),
         QueueModule.forRoot(config.queue),
         LocksModule.forRoot(config.locks),
+        // Who may call the public API (API keys and their roles; one global guard).
+        AuthModule,
         // What tasks are, where they live, who runs them.
         TaskStoreModule,
         TaskTypesModule,

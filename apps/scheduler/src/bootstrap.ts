@@ -13,6 +13,7 @@ import {
   limitJsonShape,
 } from '@baton/task-contract';
 import { SchedulerAppModule } from './app.module';
+import { API_KEY_SCHEME } from './auth';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
 import { RegisterWorkerDto } from './workers';
@@ -36,6 +37,15 @@ export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
         description: 'worker-facing endpoints: signed like the worker contract',
       },
       'hmac',
+    )
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'the public API: an API key (`POST /v1/api-keys`); its role (viewer, operator, admin) decides what it may call',
+      },
+      API_KEY_SCHEME,
     )
     .build();
   return SwaggerModule.createDocument(app, config);

@@ -1,3 +1,4 @@
+import { AUTH_ENTITIES } from './auth';
 import { LOGDUMPER_ENTITIES } from './logdumper';
 import { PRODUCER_ENTITIES } from './producer';
 import { TASK_STORE_ENTITIES } from './task-store';
@@ -15,4 +16,5 @@ export const ENTITIES = [
   ...PRODUCER_ENTITIES,
   ...LOGDUMPER_ENTITIES,
   ...TENANTS_ENTITIES,
+  ...AUTH_ENTITIES,
 ];

@@ -34,7 +34,9 @@ export interface SchedulerClientOptions {
    * draining) comes after the others; its first answer clears it. Default 1 s.
    */
   downMs?: number;
-  /** Sent with every call (e.g. `authorization`). */
+  /** The API key every call is made with (`Authorization: Bearer <key>`). */
+  apiKey?: string;
+  /** Sent with every call. */
   headers?: Record<string, string>;
   /** Called before each retry: the call, what failed, on which instance, and the wait. */
   onRetry?: (info: {
@@ -321,6 +323,7 @@ export class SchedulerClient {
         headers: {
           accept: 'application/json',
           ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
           ...this.options.headers,
           ...req.headers,
         },

@@ -1,3 +1,4 @@
+export * from './api-auth.config';
 export * from './config.module';
 export * from './database.config';
 export * from './outgoing.config';

@@ -4,6 +4,7 @@ import { LockConfig } from '@baton/locks';
 import { DatabaseConfig } from './database.config';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
 import { OutgoingConfig, outgoingConfig } from './outgoing.config';
+import { ApiAuthConfig, apiAuthConfig } from './api-auth.config';
 
 /** Everything the scheduler reads from its environment, checked once at boot. */
 export interface SchedulerConfig {
@@ -51,11 +52,7 @@ export interface SchedulerConfig {
     /** Consecutive failures that blacklist a worker, and for how long. */
     blacklistAfter: number;
     blacklistMs: number;
-    /**
-     * How long the worker of an attempt the scheduler gave up is told to drop it (retried with
-     * backoff) while it stays registered and does not answer; a worker no longer registered at
-     * the attempt's URL is not told at all.
-     */
+    /** How long a silent worker of an attempt given up is told to drop it (not once it deregistered). */
     dropGiveUpMs: number;
   };
   producer: {
@@ -76,6 +73,7 @@ export interface SchedulerConfig {
   /** How deep and wide a JSON body may be; checked on the bytes before parsing (400 past it). */
   jsonShape: JsonShapeLimits;
   outgoing: OutgoingConfig;
+  apiAuth: ApiAuthConfig;
   api: {
     /** Public API requests answered at once; more get 503 with Retry-After straight away. */
     maxInFlight: number;
@@ -377,6 +375,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     },
     logdumper: logdumper(env),
     outgoing: outgoingConfig(env),
+    apiAuth: apiAuthConfig(env),
     retention: {
       defaultDays: int(env, 'BATON_RETENTION_DAYS', 30, 0, 36_500),
       intervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),

@@ -9,6 +9,7 @@ import { AttemptMoves1764300000000 } from './migrations/1764300000000-AttemptMov
 import { TenantLimits1764400000000 } from './migrations/1764400000000-TenantLimits';
 import { Retention1764500000000 } from './migrations/1764500000000-Retention';
 import { ExactIdentifiers1764600000000 } from './migrations/1764600000000-ExactIdentifiers';
+import { ApiKeys1764700000000 } from './migrations/1764700000000-ApiKeys';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   TenantLimits1764400000000,
   Retention1764500000000,
   ExactIdentifiers1764600000000,
+  ApiKeys1764700000000,
 ];
 
 /**

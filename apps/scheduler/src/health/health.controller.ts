@@ -4,10 +4,12 @@ import { HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { Lifecycle } from '../common';
 import { BackendHealth } from './backend-health';
+import { Access } from '../auth';
 
 type Answer<T> = { code: number; message: string; data: T };
 
 @ApiTags('health')
+@Access('public')
 @Controller('health')
 export class HealthController {
   constructor(

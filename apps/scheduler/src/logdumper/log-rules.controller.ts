@@ -3,8 +3,10 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { CreateLogRuleDto, LogRuleDto, UpdateLogRuleDto, toLogRuleDto } from './dto/log-rule.dto';
 import { LogRulesService } from './log-rules.service';
+import { Access } from '../auth';
 
 @ApiTags('log rules')
+@Access('operate')
 @Controller('v1/log-rules')
 export class LogRulesController {
   constructor(private readonly rules: LogRulesService) {}
@@ -19,6 +21,7 @@ export class LogRulesController {
     return ok(toLogRuleDto(await this.rules.create(dto)));
   }
 
+  @Access('read')
   @Get()
   @ApiOperation({ summary: 'list LogDumper rules' })
   @ApiOkResponse({ type: [LogRuleDto] })
@@ -26,6 +29,7 @@ export class LogRulesController {
     return ok((await this.rules.list()).map(toLogRuleDto));
   }
 
+  @Access('read')
   @Get(':rule_id')
   @ApiOperation({ summary: 'get a LogDumper rule' })
   @ApiOkResponse({ type: LogRuleDto })

@@ -4,8 +4,10 @@ import { Envelope, ok } from '@baton/task-contract';
 import { IngestLogsDto, IngestResultDto, LogStatsDto } from './dto/ingest.dto';
 import { LogIngestService } from './log-ingest.service';
 import { LogDumperCounters } from './logdumper.counters';
+import { Access } from '../auth';
 
 @ApiTags('logs')
+@Access('operate')
 @Controller('v1/logs')
 export class LogsController {
   constructor(
@@ -27,6 +29,7 @@ export class LogsController {
     return ok(await this.ingestion.ingest(dto));
   }
 
+  @Access('read')
   @Get('stats')
   @ApiOperation({ summary: 'LogDumper counters of this instance, per source' })
   @ApiOkResponse({ type: LogStatsDto })

@@ -2,8 +2,10 @@ import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Metrics } from './metrics';
 import { prometheusText } from './prometheus-text';
+import { Access } from '../auth';
 
 @ApiTags('metrics')
+@Access('public')
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: Metrics) {}

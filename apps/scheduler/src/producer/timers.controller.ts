@@ -23,8 +23,10 @@ import {
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
+import { Access } from '../auth';
 
 @ApiTags('timers')
+@Access('operate')
 @Controller('v1')
 export class TimersController {
   constructor(
@@ -48,6 +50,7 @@ export class TimersController {
     return ok(toTimerDto(await this.timers.create(dto)));
   }
 
+  @Access('read')
   @Get('timers')
   @ApiOperation({ summary: 'list timers' })
   @ApiOkResponse({ type: [TimerDto] })
@@ -55,6 +58,7 @@ export class TimersController {
     return ok((await this.timers.list()).map(toTimerDto));
   }
 
+  @Access('read')
   @Get('timers/:timer_id')
   @ApiOperation({ summary: 'get a timer' })
   @ApiOkResponse({ type: TimerDto })
@@ -79,6 +83,7 @@ export class TimersController {
     return ok({ timer_id: id });
   }
 
+  @Access('read')
   @Get('producer')
   @ApiOperation({
     summary: "this instance's Producer: ownership model, whether it fires, counters",

@@ -3,12 +3,15 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { TaskTypeDto, UpdateTaskTypeDto, toTaskTypeDto } from './dto/task-type.dto';
 import { TaskTypesService } from './task-types.service';
+import { Access } from '../auth';
 
 @ApiTags('task types')
+@Access('admin')
 @Controller('v1/task-types')
 export class TaskTypesController {
   constructor(private readonly types: TaskTypesService) {}
 
+  @Access('read')
   @Get()
   @ApiOperation({ summary: 'list task types' })
   @ApiOkResponse({ type: [TaskTypeDto] })
@@ -16,6 +19,7 @@ export class TaskTypesController {
     return ok((await this.types.list()).map(toTaskTypeDto));
   }
 
+  @Access('read')
   @Get(':task_type')
   @ApiOperation({ summary: 'get a task type' })
   @ApiOkResponse({ type: TaskTypeDto })

@@ -13,6 +13,7 @@ import {
   parseFence,
 } from '@baton/task-contract';
 import { TaskEngine, WorkerReports } from '../engine';
+import { Access } from '../auth';
 
 function fenceOf(value: string | undefined): number {
   const fence = parseFence(value);
@@ -49,6 +50,7 @@ function answer(
   description: 'the fence the worker was called with; an old one is refused (409)',
 })
 @UseGuards(WorkerAuthGuard)
+@Access('worker')
 @Controller('v1/tasks/:task_id')
 export class CallbacksController {
   constructor(

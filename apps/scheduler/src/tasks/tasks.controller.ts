@@ -26,6 +26,7 @@ import {
 import { IdempotencyService } from './idempotency.service';
 import { TaskActionsService } from './task-actions.service';
 import { TasksService } from './tasks.service';
+import { Access } from '../auth';
 
 interface ReplyLike {
   status(code: number): ReplyLike;
@@ -34,6 +35,7 @@ interface ReplyLike {
 const KEY_PATTERN = /^[\x21-\x7e]{1,200}$/;
 
 @ApiTags('tasks')
+@Access('operate')
 @Controller('v1/tasks')
 export class TasksController {
   constructor(
@@ -96,6 +98,7 @@ export class TasksController {
     return ok((await this.tasks.createBatch(dto.tasks)).map(toTaskDto));
   }
 
+  @Access('read')
   @Get()
   @ApiOperation({ summary: 'list tasks, newest first, with filters and a cursor' })
   @ApiOkResponse({ type: TaskPageDto })
@@ -104,6 +107,7 @@ export class TasksController {
     return ok({ items: page.items.map(toTaskDto), next_cursor: page.nextCursor });
   }
 
+  @Access('read')
   @Get(':task_id')
   @ApiOperation({ summary: 'get a task' })
   @ApiOkResponse({ type: TaskDto })
@@ -111,6 +115,7 @@ export class TasksController {
     return ok(toTaskDto(await this.tasks.get(taskId)));
   }
 
+  @Access('read')
   @Get(':task_id/events')
   @ApiOperation({ summary: 'the lifecycle log: every transition, who, when, why' })
   @ApiOkResponse({ type: [TaskEventDto] })
@@ -118,6 +123,7 @@ export class TasksController {
     return ok((await this.tasks.events(taskId)).map(toEventDto));
   }
 
+  @Access('read')
   @Get(':task_id/attempts')
   @ApiOperation({ summary: 'one row per run attempt' })
   @ApiOkResponse({ type: [TaskAttemptDto] })

@@ -3,12 +3,15 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { SetTenantLimitsDto, TenantLimitsDto, toTenantLimitsDto } from './dto/tenant-limits.dto';
 import { TenantLimitsService } from './tenant-limits.service';
+import { Access } from '../auth';
 
 @ApiTags('tenants')
+@Access('admin')
 @Controller('v1/tenants')
 export class TenantsController {
   constructor(private readonly limits: TenantLimitsService) {}
 
+  @Access('read')
   @Get()
   @ApiOperation({ summary: 'tenants whose limits were set through the API' })
   @ApiOkResponse({ type: [TenantLimitsDto] })
@@ -16,6 +19,7 @@ export class TenantsController {
     return ok((await this.limits.list()).map(toTenantLimitsDto));
   }
 
+  @Access('read')
   @Get(':tenant/limits')
   @ApiOperation({ summary: "a tenant's start-rate and concurrency limits, over all instances" })
   @ApiOkResponse({ type: TenantLimitsDto })

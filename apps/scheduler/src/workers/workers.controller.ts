@@ -14,6 +14,7 @@ import { Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
 import { Clock } from '../common';
 import { RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
 import { WorkersService } from './workers.service';
+import { Access } from '../auth';
 
 @ApiTags('workers')
 @Controller('v1/workers')
@@ -25,6 +26,7 @@ export class WorkersController {
 
   @Post()
   @HttpCode(200)
+  @Access('worker')
   @UseGuards(WorkerAuthGuard)
   @ApiSecurity('hmac')
   @ApiOperation({
@@ -37,6 +39,7 @@ export class WorkersController {
   }
 
   @Put(':worker_id/heartbeat')
+  @Access('worker')
   @UseGuards(WorkerAuthGuard)
   @ApiSecurity('hmac')
   @ApiOperation({ summary: 'a worker says it is alive (404: register again)' })
@@ -45,6 +48,7 @@ export class WorkersController {
     return ok({ worker_id: workerId });
   }
 
+  @Access('read')
   @Get()
   @ApiOperation({ summary: 'list workers with health and load' })
   @ApiOkResponse({ type: [WorkerDto] })
@@ -53,6 +57,7 @@ export class WorkersController {
   }
 
   @Delete(':worker_id')
+  @Access('worker')
   @UseGuards(WorkerAuthGuard)
   @ApiSecurity('hmac')
   @ApiOperation({ summary: 'deregister a worker (it is not picked any more)' })

@@ -24,6 +24,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every API key (never a secret) */
+        get: operations["ApiKeysController_list"];
+        put?: never;
+        /** make an API key; its secret is in this answer and nowhere else */
+        post: operations["ApiKeysController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** revoke an API key: refused from the next request on */
+        delete: operations["ApiKeysController_revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/task-types": {
         parameters: {
             query?: never;
@@ -581,6 +616,54 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        CreateApiKeyDto: {
+            /** @example deploy-bot */
+            name: string;
+            /**
+             * @description viewer: reads; operator: also creates and acts on tasks, timers, log rules and log ingest; admin: everything (task types, tenants, API keys)
+             * @enum {string}
+             */
+            role: "viewer" | "operator" | "admin";
+            /**
+             * Format: date-time
+             * @description refused from then on
+             */
+            expires_at?: string;
+        };
+        NewApiKeyDto: {
+            key_id: string;
+            name: string;
+            /** @enum {string} */
+            role: "viewer" | "operator" | "admin";
+            /** @description the start of the secret, to recognise it */
+            prefix: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /** Format: date-time */
+            last_used_at: string | null;
+            /** @description the secret: shown this once, never again */
+            key: string;
+        };
+        ApiKeyDto: {
+            key_id: string;
+            name: string;
+            /** @enum {string} */
+            role: "viewer" | "operator" | "admin";
+            /** @description the start of the secret, to recognise it */
+            prefix: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            /** Format: date-time */
+            last_used_at: string | null;
+        };
         TimeoutPolicyDto: {
             /**
              * @description waiting in the queue longer than queue_timeout_ms
@@ -1176,6 +1259,69 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    ApiKeysController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyDto"][];
+                };
+            };
+        };
+    };
+    ApiKeysController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewApiKeyDto"];
+                };
+            };
+        };
+    };
+    ApiKeysController_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyDto"];
+                };
             };
         };
     };

@@ -12,6 +12,7 @@ export enum ContractErrorCode {
   BAD_SIGNATURE = 40101,
   SIGNATURE_EXPIRED = 40102,
   SIGNATURE_REPLAYED = 40103,
+  FORBIDDEN = 40300,
   TASK_TYPE_NOT_FOUND = 40400,
   TASK_NOT_FOUND = 40401,
   NOT_FOUND = 40402,
@@ -46,6 +47,8 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.BAD_SIGNATURE]: 'the HMAC signature does not match the request',
   [ContractErrorCode.SIGNATURE_EXPIRED]: 'the signed timestamp is outside the replay window',
   [ContractErrorCode.SIGNATURE_REPLAYED]: 'this signature was already used',
+  [ContractErrorCode.FORBIDDEN]:
+    "scheduler: the API key's role (or tenant) does not allow this call",
   [ContractErrorCode.TASK_TYPE_NOT_FOUND]: 'the worker has no handler for this task type',
   [ContractErrorCode.TASK_NOT_FOUND]: 'the worker (or scheduler) does not know this task_id',
   [ContractErrorCode.NOT_FOUND]:

@@ -65,6 +65,7 @@ export const ERROR_CLASS_BY_CODE = {
   [ContractErrorCode.BAD_SIGNATURE]: WorkerAuthError,
   [ContractErrorCode.SIGNATURE_EXPIRED]: WorkerAuthError,
   [ContractErrorCode.SIGNATURE_REPLAYED]: WorkerAuthError,
+  [ContractErrorCode.FORBIDDEN]: WorkerAuthError,
   [ContractErrorCode.TASK_TYPE_NOT_FOUND]: TaskTypeNotFoundError,
   [ContractErrorCode.TASK_NOT_FOUND]: TaskNotFoundError,
   [ContractErrorCode.NOT_FOUND]: WorkerProtocolError,

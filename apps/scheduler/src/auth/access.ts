@@ -1,0 +1,50 @@
+import { SetMetadata, applyDecorators } from '@nestjs/common';
+import { ApiBearerAuth } from '@nestjs/swagger';
+
+/** The roles of API keys, each allowed what the one before it is, and more. */
+export const ROLES = ['viewer', 'operator', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+/**
+ * Who may call a route:
+ * - `read`: every key (viewer and up): reading tasks, timers, rules, workers, types, tenants;
+ * - `operate`: operator and admin: creating and acting on tasks, timers, log rules, log ingest;
+ * - `admin`: admin only: task types, tenants' limits, API keys;
+ * - `worker`: no API key: signed by a worker (HMAC, checked by the route's own guard);
+ * - `public`: no credentials: health probes and metrics.
+ */
+export type AccessRule = 'read' | 'operate' | 'admin' | 'worker' | 'public';
+
+export const ACCESS = 'baton:access';
+
+/** The OpenAPI security scheme of API keys (`Authorization: Bearer <key>`). */
+export const API_KEY_SCHEME = 'api-key';
+
+/**
+ * The rule of a controller or of one of its routes (the route's wins). Every route needs one.
+ * Rules that take a key also say so in the OpenAPI document.
+ */
+export const Access = (rule: AccessRule): MethodDecorator & ClassDecorator =>
+  rule === 'worker' || rule === 'public'
+    ? SetMetadata(ACCESS, rule)
+    : applyDecorators(SetMetadata(ACCESS, rule), ApiBearerAuth(API_KEY_SCHEME));
+
+const NEEDS: Record<'read' | 'operate' | 'admin', Role> = {
+  read: 'viewer',
+  operate: 'operator',
+  admin: 'admin',
+};
+
+/** Whether a key of `role` may call a route under `rule`. */
+export function allows(role: Role, rule: 'read' | 'operate' | 'admin'): boolean {
+  return ROLES.indexOf(role) >= ROLES.indexOf(NEEDS[rule]);
+}
+
+/** Who is calling, as the API-key guard found them; set on the request. */
+export interface Principal {
+  keyId: string | null;
+  name: string;
+  role: Role;
+  /** The only tenant the caller may see and touch; null: all. */
+  tenant: string | null;
+}

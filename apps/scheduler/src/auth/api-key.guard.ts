@@ -1,0 +1,69 @@
+import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { ACCESS, AccessRule, Principal, allows } from './access';
+import { ApiKeysService } from './api-keys.service';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const OPEN: Principal = { keyId: null, name: 'api', role: 'admin', tenant: null };
+
+type RequestLike = {
+  headers: Record<string, string | string[] | undefined>;
+  principal?: Principal;
+};
+
+/**
+ * The one place the public API decides who may call what: every route carries an `@Access` rule
+ * (a route without one is refused, so a new route cannot slip through open), and a key's role
+ * must reach it. Workers' routes (`worker`) are left to their HMAC guard; probes and metrics
+ * (`public`) need nothing. The caller is put on the request as `principal`.
+ */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  private readonly logger = new Logger('ApiKeyGuard');
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly keys: ApiKeysService,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const rule = this.reflector.getAllAndOverride<AccessRule | undefined>(ACCESS, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    if (rule === 'public' || rule === 'worker') return true;
+    const req = context.switchToHttp().getRequest<RequestLike>();
+    if (rule === undefined) {
+      this.logger.error(
+        `${context.getClass().name}.${context.getHandler().name} has no @Access rule: refused`,
+      );
+      throw new ContractException(ContractErrorCode.FORBIDDEN, 'this route has no access rule');
+    }
+    if (this.config.apiAuth.mode === 'off') {
+      req.principal = OPEN;
+      return true;
+    }
+    const header = req.headers.authorization;
+    const token = typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
+    if (!token)
+      throw new ContractException(
+        ContractErrorCode.UNAUTHENTICATED,
+        'an API key is required: send Authorization: Bearer <key>',
+      );
+    const found = await this.keys.verify(token);
+    if (typeof found === 'string')
+      throw new ContractException(ContractErrorCode.UNAUTHENTICATED, found);
+    if (!allows(found.role, rule))
+      throw new ContractException(
+        ContractErrorCode.FORBIDDEN,
+        `API key ${found.name} (${found.role}) may not do this: it needs ${rule === 'read' ? 'viewer' : rule === 'operate' ? 'operator' : 'admin'}`,
+        { role: found.role },
+      );
+    req.principal = found;
+    return true;
+  }
+}
