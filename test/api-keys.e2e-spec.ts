@@ -35,11 +35,12 @@ const PUBLIC = /^\/(health|metrics)(\/|$)/;
 
 /**
  * The role each route needs, as docs/operations.md states it: reads are for every key; task
- * types, tenants' limits and API keys are changed by admins only (and keys only listed by them);
+ * types, tenants' limits and API keys are changed by admins only (keys and the audit log are
+ * read by them only too);
  * everything else that changes something needs an operator.
  */
 function ruleOf(r: Route): Rule {
-  if (r.path.startsWith('/v1/api-keys')) return 'admin';
+  if (r.path.startsWith('/v1/api-keys') || r.path.startsWith('/v1/audit')) return 'admin';
   if (r.method === 'GET') return 'read';
   if (/^\/v1\/(task-types|tenants)/.test(r.path)) return 'admin';
   return 'operate';
@@ -205,6 +206,61 @@ describe('API keys: who may call what', () => {
       400,
       'tenant: property tenant should not exist',
     ]);
+  });
+
+  it('names the key in the lifecycle log and in the audit log of every configuration change', async () => {
+    const operator = await makeKey('audit-operator', 'operator');
+    const task = await call('POST', '/v1/tasks', operator.key, {
+      create_info: { task_type: 'no.worker.yet', task_name: 'x' },
+    });
+    // No worker has declared that type: refused, and nothing is audited for a refused change.
+    expect(task.status).toBe(400);
+    const timer = await call('POST', '/v1/timers', operator.key, {
+      name: 'audited',
+      schedule: { kind: 'cron', cron: '0 0 3 * * *' },
+      task: { create_info: { task_type: 'no.worker.yet', task_name: 'x' } },
+    });
+    expect(timer.status).toBe(400);
+    const limits = await call('PUT', '/v1/tenants/team-a/limits', ADMIN_KEY, {
+      rate_limit_per_sec: 5,
+    });
+    expect(limits.status).toBe(200);
+    const refused = await call('PUT', '/v1/tenants/team-a/limits', operator.key, {
+      rate_limit_per_sec: 50,
+    });
+    expect(refused.status).toBe(403);
+    await call('DELETE', `/v1/api-keys/${operator.key_id}`, ADMIN_KEY);
+
+    const audit = await call('GET', '/v1/audit?limit=10', ADMIN_KEY);
+    expect(audit.status).toBe(200);
+    const entries = audit.data as {
+      actor: string;
+      action: string;
+      target: string;
+      detail: unknown;
+    }[];
+    const admin = 'key:admin (BATON_ADMIN_KEY)';
+    expect(entries.slice(0, 3)).toEqual([
+      expect.objectContaining({ actor: admin, action: 'api-key.revoke', target: operator.key_id }),
+      expect.objectContaining({
+        actor: admin,
+        action: 'tenant-limits.set',
+        target: 'team-a',
+        detail: { rate_limit_per_sec: 5 },
+      }),
+      expect.objectContaining({
+        actor: admin,
+        action: 'api-key.create',
+        target: operator.key_id,
+        detail: { name: 'audit-operator', role: 'operator' },
+      }),
+    ]);
+    // The secret is in no entry.
+    expect(JSON.stringify(entries)).not.toContain(operator.key);
+    const byAction = await call('GET', '/v1/audit?action=tenant-limits.set', ADMIN_KEY);
+    const sets = byAction.data as { action: string; target: string }[];
+    expect(sets.every((e) => e.action === 'tenant-limits.set')).toBe(true);
+    expect(sets.map((e) => e.target)).toContain('team-a');
   });
 
   it('BATON_API_AUTH=off takes every call without a key, and says so at every start', async () => {

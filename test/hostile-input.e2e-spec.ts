@@ -639,6 +639,10 @@ describe.each([
     const cancels = (await api.events(id)).filter((e) => /cancel/i.test(e.reason));
     const notes = cancels.filter((e) => e.from === e.to);
     expect(notes).toHaveLength(1);
+    // The lifecycle log names the API key that asked.
+    const events = await api.events(id);
+    expect(events[0]).toMatchObject({ to: 'INIT', actor: 'key:admin (BATON_ADMIN_KEY)' });
+    expect(notes[0].actor).toBe('key:admin (BATON_ADMIN_KEY)');
     console.log(
       `200 cancels: ${statuses.filter((s) => s === 200).length} × 200, ${statuses.filter((s) => s === 409).length} × 409 (finished); cancel events ${cancels.map((e) => `${e.from}->${e.to}`).join(', ')}`,
     );

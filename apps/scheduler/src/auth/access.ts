@@ -1,4 +1,9 @@
-import { SetMetadata, applyDecorators } from '@nestjs/common';
+import {
+  ExecutionContext,
+  SetMetadata,
+  applyDecorators,
+  createParamDecorator,
+} from '@nestjs/common';
 import { ApiBearerAuth } from '@nestjs/swagger';
 
 /** The roles of API keys, each allowed what the one before it is, and more. */
@@ -48,3 +53,13 @@ export interface Principal {
   /** The only tenant the caller may see and touch; null: all. */
   tenant: string | null;
 }
+
+/** The lifecycle and audit logs' name of a caller: `key:<name>`, or `api` with the API open. */
+export function actorOf(principal: Principal | undefined): string {
+  return principal?.keyId ? `key:${principal.name}` : 'api';
+}
+
+/** A handler parameter: who made the request (`key:<name>`), for the lifecycle and audit logs. */
+export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string =>
+  actorOf(ctx.switchToHttp().getRequest<{ principal?: Principal }>().principal),
+);

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/co
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { Access } from './access';
+import { Audited } from './audit';
 import { ApiKeysService } from './api-keys.service';
 import { ApiKeyDto, CreateApiKeyDto, NewApiKeyDto, toApiKeyDto } from './dto/api-key.dto';
 
@@ -12,6 +13,7 @@ export class ApiKeysController {
   constructor(private readonly keys: ApiKeysService) {}
 
   @Post()
+  @Audited('api-key.create', 'key_id')
   @HttpCode(201)
   @ApiOperation({ summary: 'make an API key; its secret is in this answer and nowhere else' })
   @ApiOkResponse({ type: NewApiKeyDto })
@@ -32,6 +34,7 @@ export class ApiKeysController {
   }
 
   @Delete(':key_id')
+  @Audited('api-key.revoke', 'key_id')
   @ApiOperation({ summary: 'revoke an API key: refused from the next request on' })
   @ApiOkResponse({ type: ApiKeyDto })
   async revoke(@Param('key_id') keyId: string): Promise<Envelope<ApiKeyDto>> {

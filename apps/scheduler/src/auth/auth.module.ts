@@ -1,13 +1,23 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
+import { AuditInterceptor, AuditLog } from './audit';
+import { AuditController } from './audit.controller';
 
-/** Who may call the public API: API keys with roles, checked by one global guard. */
+/**
+ * Who may call the public API (API keys and their roles, checked by one global guard), and what
+ * they changed (the audit log, written by one global interceptor for `@Audited` routes).
+ */
 @Module({
-  controllers: [ApiKeysController],
-  providers: [ApiKeysService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  controllers: [ApiKeysController, AuditController],
+  providers: [
+    ApiKeysService,
+    AuditLog,
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+    { provide: APP_INTERCEPTOR, useClass: AuditInterceptor },
+  ],
   exports: [ApiKeysService],
 })
 export class AuthModule {}

@@ -10,6 +10,7 @@ import { TenantLimits1764400000000 } from './migrations/1764400000000-TenantLimi
 import { Retention1764500000000 } from './migrations/1764500000000-Retention';
 import { ExactIdentifiers1764600000000 } from './migrations/1764600000000-ExactIdentifiers';
 import { ApiKeys1764700000000 } from './migrations/1764700000000-ApiKeys';
+import { Audit1764800000000 } from './migrations/1764800000000-Audit';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -27,6 +28,7 @@ export const MIGRATIONS = [
   Retention1764500000000,
   ExactIdentifiers1764600000000,
   ApiKeys1764700000000,
+  Audit1764800000000,
 ];
 
 /**

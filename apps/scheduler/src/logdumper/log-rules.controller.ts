@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { CreateLogRuleDto, LogRuleDto, UpdateLogRuleDto, toLogRuleDto } from './dto/log-rule.dto';
 import { LogRulesService } from './log-rules.service';
-import { Access } from '../auth';
+import { Access, Audited } from '../auth';
 
 @ApiTags('log rules')
 @Access('operate')
@@ -12,6 +12,7 @@ export class LogRulesController {
   constructor(private readonly rules: LogRulesService) {}
 
   @Post()
+  @Audited('log-rule.create', 'rule_id')
   @HttpCode(201)
   @ApiOperation({
     summary: 'create a LogDumper rule: a match and a task template filled from its captures',
@@ -38,6 +39,7 @@ export class LogRulesController {
   }
 
   @Patch(':rule_id')
+  @Audited('log-rule.update', 'rule_id')
   @ApiOperation({ summary: 'change a rule, or enable / disable it with {"enabled": false}' })
   @ApiOkResponse({ type: LogRuleDto })
   async update(
@@ -48,6 +50,7 @@ export class LogRulesController {
   }
 
   @Delete(':rule_id')
+  @Audited('log-rule.delete', 'rule_id')
   @ApiOperation({ summary: 'delete a rule (the tasks it made stay)' })
   async remove(@Param('rule_id') ruleId: string): Promise<Envelope<null>> {
     await this.rules.remove(ruleId);

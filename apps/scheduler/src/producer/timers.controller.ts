@@ -23,7 +23,7 @@ import {
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
-import { Access } from '../auth';
+import { Access, Audited } from '../auth';
 
 @ApiTags('timers')
 @Access('operate')
@@ -38,6 +38,7 @@ export class TimersController {
   ) {}
 
   @Post('timers')
+  @Audited('timer.create', 'timer_id')
   @HttpCode(201)
   @ApiOperation({
     summary:
@@ -67,6 +68,7 @@ export class TimersController {
   }
 
   @Patch('timers/:timer_id')
+  @Audited('timer.update', 'timer_id')
   @ApiOperation({ summary: 'change a timer; enabled=false stops it, true starts it again' })
   @ApiOkResponse({ type: TimerDto })
   async update(
@@ -77,6 +79,7 @@ export class TimersController {
   }
 
   @Delete('timers/:timer_id')
+  @Audited('timer.delete', 'timer_id')
   @ApiOperation({ summary: 'delete a timer (the tasks it created stay)' })
   async remove(@Param('timer_id') id: string): Promise<Envelope<{ timer_id: string }>> {
     await this.timers.remove(id);

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { TaskTypeDto, UpdateTaskTypeDto, toTaskTypeDto } from './dto/task-type.dto';
 import { TaskTypesService } from './task-types.service';
-import { Access } from '../auth';
+import { Access, Audited } from '../auth';
 
 @ApiTags('task types')
 @Access('admin')
@@ -28,6 +28,7 @@ export class TaskTypesController {
   }
 
   @Patch(':task_type')
+  @Audited('task-type.update', 'task_type')
   @ApiOperation({
     summary: 'set the policy of a task type (retries, backoff, timeouts, concurrency)',
   })

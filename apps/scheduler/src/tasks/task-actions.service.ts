@@ -66,7 +66,7 @@ export class TaskActionsService {
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
-  async pause(taskId: string): Promise<TaskModel> {
+  async pause(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (!canTransition(t.status, TaskStatus.PAUSE)) throw illegal('pause', t);
     if (t.status === TaskStatus.RUNNING) {
@@ -79,35 +79,47 @@ export class TaskActionsService {
       }
       await this.client.pause(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
     }
-    return this.change(t, {
-      to: TaskStatus.PAUSE,
-      patch: { pausedFrom: t.status, dueAt: null },
-      reason: 'paused',
-    });
+    return this.change(
+      t,
+      {
+        to: TaskStatus.PAUSE,
+        patch: { pausedFrom: t.status, dueAt: null },
+        reason: 'paused',
+      },
+      actor,
+    );
   }
 
-  async continue(taskId: string): Promise<TaskModel> {
+  async continue(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (t.status !== TaskStatus.PAUSE) throw illegal('continue', t);
     const back = t.pausedFrom ?? TaskStatus.INIT;
     const now = this.clock.now();
     if (back === TaskStatus.RUNNING) {
       await this.client.continue(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
-      return this.change(t, {
-        to: TaskStatus.RUNNING,
-        patch: {
-          pausedFrom: null,
-          dueAt: now + this.config.checker.pollIntervalMs,
-          heartbeatAt: now,
+      return this.change(
+        t,
+        {
+          to: TaskStatus.RUNNING,
+          patch: {
+            pausedFrom: null,
+            dueAt: now + this.config.checker.pollIntervalMs,
+            heartbeatAt: now,
+          },
+          reason: 'continued',
         },
-        reason: 'continued',
-      });
+        actor,
+      );
     }
-    const next = await this.change(t, {
-      to: back,
-      patch: { pausedFrom: null, dueAt: now },
-      reason: 'continued',
-    });
+    const next = await this.change(
+      t,
+      {
+        to: back,
+        patch: { pausedFrom: null, dueAt: now },
+        reason: 'continued',
+      },
+      actor,
+    );
     await this.fast.enqueue([next]);
     return next;
   }
@@ -206,19 +218,23 @@ export class TaskActionsService {
     }
   }
 
-  async retry(taskId: string): Promise<TaskModel> {
+  async retry(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (t.status !== TaskStatus.FAIL && t.status !== TaskStatus.NONE) throw illegal('retry', t);
     if (t.cancelRequested) throw illegal('retry a cancelled task; create a new one to', t);
-    const next = await this.change(t, {
-      patch: { outcome: null, dueAt: this.clock.now() },
-      reason: 'retry requested',
-    });
+    const next = await this.change(
+      t,
+      {
+        patch: { outcome: null, dueAt: this.clock.now() },
+        reason: 'retry requested',
+      },
+      actor,
+    );
     await this.fast.enqueue([next]);
     return next;
   }
 
-  async rollback(taskId: string): Promise<TaskModel> {
+  async rollback(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (!canTransition(t.status, TaskStatus.ROLLBACK)) throw illegal('roll back', t);
     const type = await this.types.get(t.taskType);
@@ -228,15 +244,23 @@ export class TaskActionsService {
         `${t.taskType} workers cannot roll back`,
       );
     }
-    const next = await this.change(t, {
-      patch: { pendingAction: 'rollback', dueAt: this.clock.now() },
-      reason: 'rollback requested',
-    });
+    const next = await this.change(
+      t,
+      {
+        patch: { pendingAction: 'rollback', dueAt: this.clock.now() },
+        reason: 'rollback requested',
+      },
+      actor,
+    );
     await this.fast.enqueue([next]);
     return next;
   }
 
-  async changeParams(taskId: string, params: Record<string, unknown>): Promise<TaskModel> {
+  async changeParams(
+    taskId: string,
+    params: Record<string, unknown>,
+    actor = ACTOR,
+  ): Promise<TaskModel> {
     this.factory.checkParamsSize(params);
     const t = await this.free(taskId);
     if (!CHANGEABLE.has(t.status)) throw illegal('change the params of', t);
@@ -255,7 +279,7 @@ export class TaskActionsService {
       }
       await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, { fence: t.fence });
     }
-    return this.change(t, { patch: { params }, reason: 'params changed' });
+    return this.change(t, { patch: { params }, reason: 'params changed' }, actor);
   }
 
   /**

@@ -26,7 +26,7 @@ import {
 import { IdempotencyService } from './idempotency.service';
 import { TaskActionsService } from './task-actions.service';
 import { TasksService } from './tasks.service';
-import { Access } from '../auth';
+import { Access, Actor } from '../auth';
 
 interface ReplyLike {
   status(code: number): ReplyLike;
@@ -62,6 +62,7 @@ export class TasksController {
     @Body() dto: CreateTaskDto,
     @Headers('idempotency-key') key: string | undefined,
     @Res({ passthrough: true }) reply: ReplyLike,
+    @Actor() actor: string,
   ): Promise<Envelope<TaskDto>> {
     const work = async () => {
       // The header's key is also the task's idempotency key (unless the body names one): a create
@@ -70,6 +71,7 @@ export class TasksController {
         key !== undefined && dto.idempotency_key === undefined
           ? { ...dto, idempotency_key: key }
           : dto,
+        { actor },
       );
       return { status: created ? 201 : 200, body: ok(toTaskDto(task)) };
     };
@@ -94,8 +96,11 @@ export class TasksController {
   })
   @ApiBody({ type: CreateTaskBatchDto })
   @ApiOkResponse({ type: [TaskDto] })
-  async createBatch(@Body() dto: CreateTaskBatchDto): Promise<Envelope<TaskDto[]>> {
-    return ok((await this.tasks.createBatch(dto.tasks)).map(toTaskDto));
+  async createBatch(
+    @Body() dto: CreateTaskBatchDto,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto[]>> {
+    return ok((await this.tasks.createBatch(dto.tasks, actor)).map(toTaskDto));
   }
 
   @Access('read')
@@ -137,16 +142,22 @@ export class TasksController {
     summary: 'pause (INIT, CREATE, PREPARE, POSTPONE, or RUNNING when the type can)',
   })
   @ApiOkResponse({ type: TaskDto })
-  async pause(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.pause(taskId)));
+  async pause(
+    @Param('task_id') taskId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.pause(taskId, actor)));
   }
 
   @Post(':task_id/continue')
   @HttpCode(200)
   @ApiOperation({ summary: 'continue a paused task where it was' })
   @ApiOkResponse({ type: TaskDto })
-  async continue(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.continue(taskId)));
+  async continue(
+    @Param('task_id') taskId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.continue(taskId, actor)));
   }
 
   @Post(':task_id/cancel')
@@ -161,16 +172,22 @@ export class TasksController {
       'is moving at that moment answers 409 for a moment: try again.',
   })
   @ApiOkResponse({ type: TaskDto })
-  async cancel(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.cancel(taskId)));
+  async cancel(
+    @Param('task_id') taskId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.cancel(taskId, actor)));
   }
 
   @Post(':task_id/retry')
   @HttpCode(200)
   @ApiOperation({ summary: 'retry a failed task now (FAIL or NONE, not yet finished)' })
   @ApiOkResponse({ type: TaskDto })
-  async retry(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.retry(taskId)));
+  async retry(
+    @Param('task_id') taskId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.retry(taskId, actor)));
   }
 
   @Post(':task_id/rollback')
@@ -179,8 +196,11 @@ export class TasksController {
     summary: 'roll back a task in SUCCESS or FAIL (the type must implement rollback)',
   })
   @ApiOkResponse({ type: TaskDto })
-  async rollback(@Param('task_id') taskId: string): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.rollback(taskId)));
+  async rollback(
+    @Param('task_id') taskId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.rollback(taskId, actor)));
   }
 
   @Put(':task_id/params')
@@ -189,7 +209,8 @@ export class TasksController {
   async change(
     @Param('task_id') taskId: string,
     @Body() dto: ChangeParamsDto,
+    @Actor() actor: string,
   ): Promise<Envelope<TaskDto>> {
-    return ok(toTaskDto(await this.actions.changeParams(taskId, dto.params)));
+    return ok(toTaskDto(await this.actions.changeParams(taskId, dto.params, actor)));
   }
 }

@@ -68,7 +68,7 @@ export class TasksService {
    * idempotency_key is taken answers the task that holds it, as a single create does, so a batch
    * sent again (after a timeout, say) makes no task twice and answers the same ids.
    */
-  async createBatch(dtos: CreateTaskDto[]): Promise<TaskModel[]> {
+  async createBatch(dtos: CreateTaskDto[], actor = ACTOR): Promise<TaskModel[]> {
     const now = this.clock.now();
     const keyOf = (d: CreateTaskDto): string | undefined =>
       d.idempotency_key ? `${d.tenant ?? 'default'}/${d.idempotency_key}` : undefined;
@@ -101,7 +101,7 @@ export class TasksService {
             );
       const fresh = built.filter((_, i) => !existing.has(keyOf(dtos[i]) ?? ''));
       try {
-        if (fresh.length > 0) await this.repo.insertMany(fresh, 'created (batch)', ACTOR);
+        if (fresh.length > 0) await this.repo.insertMany(fresh, 'created (batch)', actor);
       } catch (err) {
         if (
           round === 0 &&

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { SetTenantLimitsDto, TenantLimitsDto, toTenantLimitsDto } from './dto/tenant-limits.dto';
 import { TenantLimitsService } from './tenant-limits.service';
-import { Access } from '../auth';
+import { Access, Audited } from '../auth';
 
 @ApiTags('tenants')
 @Access('admin')
@@ -28,6 +28,7 @@ export class TenantsController {
   }
 
   @Put(':tenant/limits')
+  @Audited('tenant-limits.set', 'tenant')
   @ApiOperation({
     summary: "set a tenant's limits (null: no limit); every instance follows within 2 s",
   })
@@ -40,6 +41,7 @@ export class TenantsController {
   }
 
   @Delete(':tenant/limits')
+  @Audited('tenant-limits.reset', 'tenant')
   @ApiOperation({ summary: "drop a tenant's limits set through the API: the defaults hold again" })
   @ApiOkResponse({ type: TenantLimitsDto })
   async reset(@Param('tenant') tenant: string): Promise<Envelope<TenantLimitsDto>> {

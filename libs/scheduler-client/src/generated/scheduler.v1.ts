@@ -59,6 +59,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** configuration changes made through the API, newest first: timers, log rules, task types, tenants, API keys */
+        get: operations["AuditController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/task-types": {
         parameters: {
             query?: never;
@@ -663,6 +680,18 @@ export interface components {
             revoked_at: string | null;
             /** Format: date-time */
             last_used_at: string | null;
+        };
+        AuditEntryDto: {
+            audit_id: string;
+            /** Format: date-time */
+            at: string;
+            /** @description `key:<name>` of the API key, or `api` with the API open */
+            actor: string;
+            /** @example timer.update */
+            action: string;
+            target: string | null;
+            /** @description the body sent */
+            detail: Record<string, never> | null;
         };
         TimeoutPolicyDto: {
             /**
@@ -1321,6 +1350,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyDto"];
+                };
+            };
+        };
+    };
+    AuditController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description the audit_id of the last entry of the page before */
+                before?: string;
+                actor?: string;
+                action?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryDto"][];
                 };
             };
         };
