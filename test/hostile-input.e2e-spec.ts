@@ -648,3 +648,69 @@ describe.each([
     );
   });
 });
+
+/**
+ * The general protections: a request rate limit per API key (per address without one) on the
+ * public API, never on probes or workers' calls, and security headers on every answer.
+ */
+describe('rate limit and security headers', () => {
+  let backend: Backend;
+  let scheduler: RunningProcess;
+
+  beforeAll(async () => {
+    backend = embeddedBackend();
+    scheduler = await startScheduler(backend, { BATON_API_RATE_LIMIT: '20' });
+  });
+
+  afterAll(async () => {
+    await scheduler?.stop();
+    await backend?.cleanup();
+  });
+
+  it('answers past 20 requests a second with this key 429 and Retry-After, in the envelope; probes pass', async () => {
+    const burst = async (path: string, headers: Record<string, string>) => {
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, async () => {
+          const res = await request(`${scheduler.url}${path}`, { headers });
+          const body = (await res.body.json()) as { code: number; message: string };
+          return { status: res.statusCode, retryAfter: res.headers['retry-after'], body };
+        }),
+      );
+      return answers;
+    };
+    const keyed = await burst('/v1/tasks', AUTH);
+    const limited = keyed.filter((a) => a.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(keyed.filter((a) => a.status !== 429 && a.status !== 200)).toEqual([]);
+    expect(limited[0]).toMatchObject({
+      retryAfter: expect.stringMatching(/^\d+$/),
+      body: { code: 42900, message: expect.stringMatching(/more than 20 requests a second/) },
+    });
+    // Without a key, the address is what is counted: refused 401, then 429.
+    const anonymous = await burst('/v1/tasks', {});
+    expect(new Set(anonymous.map((a) => a.status))).toEqual(new Set([401, 429]));
+    // Probes are never limited.
+    const probes = await burst('/health/live', {});
+    expect(probes.every((a) => a.status === 200)).toBe(true);
+  });
+
+  it('sets security headers on API answers and keeps Swagger UI working', async () => {
+    const api = await request(`${scheduler.url}/v1/tasks`, { headers: AUTH });
+    await api.body.dump();
+    expect(api.headers).toMatchObject({
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'SAMEORIGIN',
+      'strict-transport-security': expect.any(String),
+    });
+    const docs = await request(`${scheduler.url}/docs`);
+    const html = await docs.body.text();
+    expect(docs.statusCode).toBe(200);
+    expect(String(docs.headers['content-security-policy'])).toMatch(/default-src 'self'/);
+    // Its scripts and styles come from the scheduler itself, which the policy allows.
+    for (const src of html.matchAll(/(?:src|href)="(\.\/[^"]+)"/g)) {
+      const asset = await request(new URL(src[1], `${scheduler.url}/docs`).toString());
+      await asset.body.dump();
+      expect({ asset: src[1], status: asset.statusCode }).toEqual({ asset: src[1], status: 200 });
+    }
+  });
+});

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import fastifyHelmet from '@fastify/helmet';
+import fastifyRateLimit from '@fastify/rate-limit';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -136,8 +139,48 @@ export async function createSchedulerApp(
         data: { retry_after_seconds: retryAfter },
       });
   });
+  await protect(app, config);
   app.enableShutdownHooks();
   // Built on the first request for it, not at every start.
   SwaggerModule.setup('docs', app, () => schedulerDocument(app));
   return app;
+}
+
+/** Shaped like Fastify's own errors, which Nest answers with their status and message. */
+function tooMany(message: string): Error & { statusCode: number } {
+  const err = Object.assign(new Error(message), { statusCode: 429 });
+  err.name = 'FastifyError';
+  return err;
+}
+
+/**
+ * Security headers on every answer (helmet), and a request rate limit per API key on the public
+ * API (per address for requests without a key): past it, 429 (42900) with Retry-After, before
+ * anything is read. Probes, metrics and workers' calls are not limited (the back-pressure above
+ * protects them). The limit is per instance: three instances allow three times it.
+ */
+async function protect(app: NestFastifyApplication, config: SchedulerConfig): Promise<void> {
+  // Swagger UI's page sets its own styles and an init script from /docs: both are 'self'.
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      directives: { 'img-src': ["'self'", 'data:', 'validator.swagger.io'] },
+    },
+  });
+  const perSec = config.api.rateLimitPerSec;
+  if (perSec === 0) return;
+  await app.register(fastifyRateLimit, {
+    max: perSec,
+    timeWindow: 1000,
+    allowList: (req) => !shedable(req.method, req.url),
+    keyGenerator: (req) => {
+      const auth = req.headers.authorization;
+      return typeof auth === 'string' && auth.length > 0
+        ? `key:${createHash('sha256').update(auth).digest('hex').slice(0, 32)}`
+        : `ip:${req.ip}`;
+    },
+    errorResponseBuilder: (_req, ctx) =>
+      tooMany(
+        `more than ${ctx.max} requests a second with this API key (or from this address); retry after ${Math.ceil(ctx.ttl / 1000)} s`,
+      ),
+  });
 }

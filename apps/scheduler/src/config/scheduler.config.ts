@@ -79,6 +79,8 @@ export interface SchedulerConfig {
     maxInFlight: number;
     /** Mean event-loop delay past which the API sheds new requests and the runner claims nothing. */
     overloadLagMs: number;
+    /** Public API requests per second per API key (per address without one); 0: no limit. */
+    rateLimitPerSec: number;
   };
   logdumper: LogDumperConfig;
   retention: {
@@ -372,6 +374,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     api: {
       maxInFlight: int(env, 'BATON_API_MAX_IN_FLIGHT', 512, 1, 100_000),
       overloadLagMs: int(env, 'BATON_OVERLOAD_LAG_MS', 1000, 10, 600_000),
+      rateLimitPerSec: int(env, 'BATON_API_RATE_LIMIT', 1000, 0, 1_000_000),
     },
     logdumper: logdumper(env),
     outgoing: outgoingConfig(env),
