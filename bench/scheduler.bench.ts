@@ -89,6 +89,8 @@ const SCHEDULER_DEFAULTS: Record<string, string> = {
   BATON_CHECKER_INTERVAL_MS: '1000',
   BATON_CLAIM_LEASE_MS: '30000',
   BATON_CALL_TIMEOUT_MS: '10000',
+  // keys: every create carries the bench's API key, as in production; off: the API open.
+  BATON_API_AUTH: 'keys',
 };
 
 interface Figures {
