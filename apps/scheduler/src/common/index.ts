@@ -5,4 +5,5 @@ export * from './id-generator';
 export * from './lifecycle';
 export * from './overload';
 export * from './periodic-loop';
+export * from './query-int';
 export * from './fast-validation.pipe';

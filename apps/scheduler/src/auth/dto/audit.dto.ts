@@ -1,15 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, Matches, Max, MaxLength, Min } from 'class-validator';
 import { AuditEntryEntity } from '../audit-entry.entity';
+import { DecimalInt } from '../../common';
 
 /** Query string of `GET /v1/audit`. */
 export class AuditQueryDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 100 })
   @IsOptional()
-  @Transform(({ value }: { value: unknown }) =>
-    typeof value === 'string' && /^[0-9]{1,9}$/.test(value) ? Number(value) : value,
-  )
+  @DecimalInt()
   @IsInt()
   @Min(1)
   @Max(500)

@@ -7,6 +7,7 @@ import {
   TaskStatus,
   parseTaskStatus,
 } from '@baton/task-contract';
+import { DecimalInt } from '../../common';
 
 /** Query string of `GET /v1/tasks`. */
 export class ListTasksQuery {
@@ -55,10 +56,7 @@ export class ListTasksQuery {
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50 })
   @IsOptional()
-  // Decimal digits only: Number() would also read 0x10, 1e2 or " 5 ".
-  @Transform(({ value }: { value: unknown }) =>
-    typeof value === 'string' && /^[0-9]{1,9}$/.test(value) ? Number(value) : value,
-  )
+  @DecimalInt()
   @IsInt()
   @Min(1)
   @Max(500)
