@@ -123,7 +123,10 @@ describe('the README walkthrough', () => {
 
   it('serves what the run table promises: Swagger UI, the console, the worker', async () => {
     expect((await request(`http://127.0.0.1:${ports.scheduler}/docs`)).statusCode).toBe(200);
-    expect((await request(`http://127.0.0.1:${ports.console}/health`)).statusCode).toBe(200);
+    const consoleHealth = await request(`http://127.0.0.1:${ports.console}/health`);
+    expect(consoleHealth.statusCode).toBe(200);
+    expect(consoleHealth.headers['x-content-type-options']).toBe('nosniff');
+    await consoleHealth.body.dump();
     // The worker's start no longer warns about a scheduler that is still starting.
     expect(output).not.toMatch(/WARN.*registration/);
   });

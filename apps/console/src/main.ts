@@ -1,3 +1,4 @@
+import fastifyHelmet from '@fastify/helmet';
 import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
     new FastifyAdapter(),
     { logger: ['error', 'warn', 'log'] },
   );
+  // Security headers on every page and answer (Content-Security-Policy, frame and type options).
+  await app.register(fastifyHelmet);
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
   Logger.log(`console listening on ${await app.getUrl()}`, 'Console');
