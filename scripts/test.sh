@@ -58,11 +58,17 @@ heavy_rc=$?
 cat .test-results/heavy.log
 
 lane() { # name, exit code: adds the lane's Jest counts to the totals
-  local name=$1 rc=$2 file=.test-results/$1.json
+  local name=$1 rc=$2 file=.test-results/$1.json jp="" jf=""
   if [ -f "$file" ]; then
     read -r jp jf < <(node -e "const r=require('./$file'); \
       const suiteErrors=r.testResults.filter(t=>t.status==='failed'&&t.assertionResults.length===0).length; \
       console.log(r.numPassedTests, r.numFailedTests + suiteErrors)")
+    if ! [[ "$jp" =~ ^[0-9]+$ && "$jf" =~ ^[0-9]+$ ]]; then
+      # An unreadable result file says nothing passed: count the lane as failed.
+      failed=$((failed + 1))
+      failures+=("jest ($name lane) results unreadable")
+      return
+    fi
     passed=$((passed + jp))
     failed=$((failed + jf))
     if [ "$rc" -ne 0 ] && [ "$jf" -eq 0 ]; then

@@ -263,6 +263,35 @@ describe('API keys: who may call what', () => {
     expect(sets.map((e) => e.target)).toContain('team-a');
   });
 
+  it('keeps BATON_ADMIN_KEY refused once revoked, across a restart', async () => {
+    const ownDb = embeddedBackend();
+    const env = { BATON_ADMIN_KEY: 'baton_env-key-to-revoke-0123456789' };
+    const first = await startScheduler(ownDb, env);
+    const keys = (await request(`${first.url}/v1/api-keys`, {
+      headers: { authorization: `Bearer ${env.BATON_ADMIN_KEY}` },
+    }).then((r) => r.body.json())) as { data: { key_id: string; name: string }[] };
+    const own = keys.data.find((k) => k.name === 'admin (BATON_ADMIN_KEY)');
+    const revoked = await request(`${first.url}/v1/api-keys/${own!.key_id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${env.BATON_ADMIN_KEY}` },
+    });
+    expect(revoked.statusCode).toBe(200);
+    await revoked.body.dump();
+    await first.stop();
+    const second = await startScheduler(ownDb, env);
+    try {
+      const res = await request(`${second.url}/v1/tasks`, {
+        headers: { authorization: `Bearer ${env.BATON_ADMIN_KEY}` },
+      });
+      expect(res.statusCode).toBe(401);
+      await res.body.dump();
+      expect(second.output()).toMatch(/BATON_ADMIN_KEY was revoked/);
+    } finally {
+      await second.stop();
+      await ownDb.cleanup();
+    }
+  });
+
   it('BATON_API_AUTH=off takes every call without a key, and says so at every start', async () => {
     const open = await startScheduler(embeddedBackend(), {
       BATON_API_AUTH: 'off',

@@ -13,7 +13,7 @@ import {
   startTemplateWorker,
 } from './support/baton';
 import { authHeaders } from '../libs/task-contract/src';
-import { ROOT, RunningProcess } from './support/processes';
+import { ROOT, RunningProcess, sleep } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -686,9 +686,37 @@ describe('rate limit and security headers', () => {
       retryAfter: expect.stringMatching(/^\d+$/),
       body: { code: 42900, message: expect.stringMatching(/more than 20 requests a second/) },
     });
-    // Without a key, the address is what is counted: refused 401, then 429.
+    // Without a key, or with made-up ones (each request its own), the address is what is
+    // counted: refused 401, then 429.
+    await sleep(1100);
     const anonymous = await burst('/v1/tasks', {});
     expect(new Set(anonymous.map((a) => a.status))).toEqual(new Set([401, 429]));
+    await sleep(1100);
+    let n = 0;
+    const madeUp = await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const res = await request(`${scheduler.url}/v1/tasks`, {
+          headers: { authorization: `Bearer baton_made-up-${n++}-0123456789abcdef` },
+        });
+        await res.body.dump();
+        return res.statusCode;
+      }),
+    );
+    expect(new Set(madeUp)).toEqual(new Set([401, 429]));
+    // A public PUT is limited like any other call (only workers' own calls are not).
+    await sleep(1100);
+    const puts = await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const res = await request(`${scheduler.url}/v1/tenants/team-x/limits`, {
+          method: 'PUT',
+          headers: { ...AUTH, 'content-type': 'application/json' },
+          body: '{"rate_limit_per_sec":5}',
+        });
+        await res.body.dump();
+        return res.statusCode;
+      }),
+    );
+    expect(new Set(puts)).toEqual(new Set([200, 429]));
     // Probes are never limited.
     const probes = await burst('/health/live', {});
     expect(probes.every((a) => a.status === 200)).toBe(true);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import { NestFactory } from '@nestjs/core';
@@ -16,7 +15,7 @@ import {
   limitJsonShape,
 } from '@baton/task-contract';
 import { SchedulerAppModule } from './app.module';
-import { API_KEY_SCHEME } from './auth';
+import { API_KEY_SCHEME, ApiKeysService, bearerToken } from './auth';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
 import { RegisterWorkerDto } from './workers';
@@ -62,11 +61,14 @@ const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
   ProgressCallbackDto,
 ]);
 
-/** Requests the API may turn away when overloaded: not probes, metrics or workers' calls. */
+/** The calls workers make: registration, heartbeat, deregistration, and their task callbacks. */
+const WORKER_CALL =
+  /^(POST \/v1\/workers\/?|PUT \/v1\/workers\/[^/?]+\/heartbeat|DELETE \/v1\/workers\/[^/?]+|PUT \/v1\/tasks\/[^/?]+\/(notify|heartbeat|progress))(\?|$)/;
+
+/** Requests the API may turn away when overloaded or over a rate: not probes, metrics or workers' calls. */
 function shedable(method: string, url: string): boolean {
   if (url.startsWith('/health') || url.startsWith('/metrics')) return false;
-  // Worker registration and every worker callback (notify, heartbeat, progress).
-  if (method === 'PUT' || (method === 'POST' && url.startsWith('/v1/workers'))) return false;
+  if (WORKER_CALL.test(`${method} ${url}`)) return false;
   return url.startsWith('/v1/');
 }
 
@@ -168,15 +170,17 @@ async function protect(app: NestFastifyApplication, config: SchedulerConfig): Pr
   });
   const perSec = config.api.rateLimitPerSec;
   if (perSec === 0) return;
+  const keys = app.get(ApiKeysService);
   await app.register(fastifyRateLimit, {
     max: perSec,
     timeWindow: 1000,
     allowList: (req) => !shedable(req.method, req.url),
-    keyGenerator: (req) => {
-      const auth = req.headers.authorization;
-      return typeof auth === 'string' && auth.length > 0
-        ? `key:${createHash('sha256').update(auth).digest('hex').slice(0, 32)}`
-        : `ip:${req.ip}`;
+    // Counted per API key once the key is known to be one (a verified key is cached for a
+    // second), per address otherwise: made-up keys cannot each get a bucket of their own.
+    keyGenerator: async (req) => {
+      const token = bearerToken(req.headers.authorization);
+      const found = token && config.apiAuth.mode === 'keys' ? await keys.verify(token) : undefined;
+      return found && typeof found !== 'string' ? `key:${found.keyId}` : `ip:${req.ip}`;
     },
     errorResponseBuilder: (_req, ctx) =>
       tooMany(

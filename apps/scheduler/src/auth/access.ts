@@ -63,3 +63,10 @@ export function actorOf(principal: Principal | undefined): string {
 export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string =>
   actorOf(ctx.switchToHttp().getRequest<{ principal?: Principal }>().principal),
 );
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token of an `Authorization: Bearer <token>` header, if it is one. */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  return typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
+}

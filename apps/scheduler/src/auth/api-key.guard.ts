@@ -2,10 +2,9 @@ import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nest
 import { Reflector } from '@nestjs/core';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { ACCESS, AccessRule, Principal, allows } from './access';
+import { ACCESS, AccessRule, Principal, allows, bearerToken } from './access';
 import { ApiKeysService } from './api-keys.service';
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const OPEN: Principal = { keyId: null, name: 'api', role: 'admin', tenant: null };
 
 type RequestLike = {
@@ -48,7 +47,7 @@ export class ApiKeyGuard implements CanActivate {
       return true;
     }
     const header = req.headers.authorization;
-    const token = typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
+    const token = bearerToken(header);
     if (!token)
       throw new ContractException(
         ContractErrorCode.UNAUTHENTICATED,

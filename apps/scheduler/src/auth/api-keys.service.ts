@@ -166,11 +166,21 @@ export class ApiKeysService implements OnApplicationBootstrap {
     });
   }
 
-  /** BATON_ADMIN_KEY is an admin key: made, or made current (a changed secret replaces the old). */
+  /**
+   * BATON_ADMIN_KEY is an admin key: made, or made current when the setting holds a new secret
+   * (which replaces the old one). A revoked one is never brought back.
+   */
   private async ensureEnvKey(secret: string): Promise<void> {
     const hash = hashOf(secret);
     const existing = await this.repo.findOneBy({ name: ENV_KEY_NAME });
-    if (existing?.key_hash === hash && existing.revoked_at === null) return;
+    if (existing?.key_hash === hash) {
+      // Revoked stays revoked: a leaked key does not come back with the next deploy.
+      if (existing.revoked_at !== null)
+        this.logger.warn(
+          'BATON_ADMIN_KEY was revoked through the API and stays refused: set a new one to replace it',
+        );
+      return;
+    }
     const row = {
       role: 'admin',
       tenant: null,

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
 import { CreateTaskDto, TasksService } from '../tasks';
@@ -39,6 +39,7 @@ function appliesTo(patterns: readonly string[], sourceId: string): boolean {
  */
 @Injectable()
 export class LogRulesService {
+  private readonly logger = new Logger('LogRules');
   /**
    * Every enabled rule, compiled, and when it was read: sources ask for their rules on every batch.
    * A change made through this instance drops it at once; one made through another instance is
@@ -120,9 +121,20 @@ export class LogRulesService {
     const now = this.clock.now();
     const hit = this.cache;
     if (hit && now - hit.at >= 0 && now - hit.at < CACHE_MS) return hit.rules;
-    const rules = this.repo
-      .listEnabled()
-      .then((list) => list.map((rule) => ({ rule, matcher: compileMatcher(rule.match) })));
+    const rules = this.repo.listEnabled().then((list) =>
+      list.flatMap((rule) => {
+        try {
+          return [{ rule, matcher: compileMatcher(rule.match) }];
+        } catch (err) {
+          // A rule stored before regexes ran in RE2 may use what RE2 lacks (lookarounds,
+          // backreferences): it matches nothing, and the other rules go on.
+          this.logger.warn(
+            `log rule ${rule.ruleId} (${rule.name}) is skipped: its regex does not compile in RE2 (${(err as Error).message}); change its match or disable it`,
+          );
+          return [];
+        }
+      }),
+    );
     const entry = { rules, at: now };
     this.cache = entry;
     // A failed read is not kept: the next batch reads again.
@@ -133,6 +145,9 @@ export class LogRulesService {
   }
 
   private checked(rule: LogRuleModel): LogRuleModel {
+    // A stored match is checked again too (it may predate RE2); a rule being disabled need not
+    // compile, so one that no longer does can be switched off.
+    if (rule.enabled) parseMatchSpec(rule.match);
     for (const s of rule.sources) {
       if (!SOURCE_PATTERN.test(s))
         throw invalid(

@@ -69,6 +69,31 @@ describe('LogRulesService active rules', () => {
   });
 });
 
+describe('LogRulesService with a rule stored before RE2', () => {
+  it('skips a rule whose regex RE2 does not take and runs the others', async () => {
+    const base = {
+      sources: ['*'],
+      template: { create_info: { task_type: 'demo.echo', task_name: 'x' } },
+      enabled: true,
+      createdAt: 0,
+      updatedAt: 0,
+    };
+    const old: LogRuleModel = { ...base, ruleId: 'old', name: 'old', match: { regex: 'a(?=b)' } };
+    const fine: LogRuleModel = { ...base, ruleId: 'fine', name: 'fine', match: { regex: 'ERROR' } };
+    const repo = {
+      listEnabled: () => Promise.resolve([old, fine]),
+    } as unknown as LogRulesRepository;
+    const service = new LogRulesService(
+      repo,
+      {} as unknown as IdGenerator,
+      { now: () => 0 } as unknown as Clock,
+      {} as unknown as TasksService,
+    );
+    const active = await service.activeFor('file:a');
+    expect(active.map((a) => a.rule.ruleId)).toEqual(['fine']);
+  });
+});
+
 describe('StreamConsumer', () => {
   it('reads its own pending list only at start and after a failed pass, and claims every claimIdleMs/2', async () => {
     let now = 0;

@@ -143,11 +143,16 @@ export function placeholdersOf(template: unknown): Set<string> {
   return names;
 }
 
-/** Regex named groups of a pattern (the placeholders a regex rule can fill). */
+/** Regex named groups of a pattern (the placeholders a regex rule can fill); null when unknown. */
 export function groupNamesOf(spec: MatchSpec): Set<string> | null {
   if (!('regex' in spec)) return null;
   // The engine's own list: `(?<name>` and `(?P<name>` alike, nothing from a character class.
-  return new Set(Object.keys(compileRegex(spec.regex, spec.flags).namedGroups()));
+  // A regex RE2 does not take (a rule being disabled may hold one): its groups are unknown.
+  try {
+    return new Set(Object.keys(compileRegex(spec.regex, spec.flags).namedGroups()));
+  } catch {
+    return null;
+  }
 }
 
 function asText(v: unknown): string {

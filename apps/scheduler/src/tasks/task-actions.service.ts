@@ -25,6 +25,12 @@ const ACTOR = 'api';
 /** How long a cancel of a driven run tells a worker again that does not know the task yet. */
 const CANCEL_NOTIFY_WAIT_MS = 2000;
 const CANCEL_NOTIFY_AGAIN_MS = 20;
+/** Statuses a cancelled task passes through on its way to FINISH. */
+const ENDING: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.FAIL,
+  TaskStatus.ROLLBACK,
+  TaskStatus.SUCCESS,
+]);
 /** Looks at a run that ended under a cancel this many times before answering 409. */
 const CANCEL_TRIES = 3;
 
@@ -135,9 +141,24 @@ export class TaskActionsService {
       if (cancelled) return cancelled;
       current = await this.tasks.get(taskId);
     }
-    // Cancelled before, and still ending (its run may be stopping under the cancel right now):
-    // the same answer again, and nothing written. A finished task refuses it, as any other.
-    if (current.cancelRequested && current.status !== TaskStatus.FINISH) return current;
+    // Cancelled before, and ending under it (its run may be stopping right now): the same answer
+    // again, and nothing written. A finished task refuses it, as any other; a task paused since
+    // (its worker could not be told) is cancelled again below.
+    if (current.cancelRequested && ENDING.has(current.status)) return current;
+    try {
+      return await this.cancelIdle(taskId, actor);
+    } catch (err) {
+      // Another cancel of the same task won the compare-and-set: answer as it did.
+      const lost =
+        err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+      const now = lost ? await this.tasks.get(taskId) : undefined;
+      if (now?.cancelRequested && ENDING.has(now.status)) return now;
+      throw err;
+    }
+  }
+
+  /** The cancel of a task no run holds: to FAIL (or a permanent task's last end), the worker told. */
+  private async cancelIdle(taskId: string, actor: string): Promise<TaskModel> {
     const t = await this.free(taskId);
     if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
       // A permanent task between two lives: it stops here, through its final clean-up.

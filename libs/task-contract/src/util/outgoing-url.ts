@@ -13,6 +13,11 @@ const INTERNAL: [string, number, 'ipv4' | 'ipv6', string][] = [
   ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
   ['224.0.0.0', 3, 'ipv4', 'multicast or reserved'],
   ['::', 128, 'ipv6', 'unspecified'],
+  // IPv6 forms that carry an IPv4 address inside (::a9fe:a9fe is 169.254.169.254).
+  ['::', 96, 'ipv6', 'IPv4-compatible'],
+  ['64:ff9b::', 96, 'ipv6', 'NAT64 (carries an IPv4 address)'],
+  ['64:ff9b:1::', 48, 'ipv6', 'NAT64 (carries an IPv4 address)'],
+  ['2002::', 16, 'ipv6', '6to4 (carries an IPv4 address)'],
   ['::1', 128, 'ipv6', 'loopback'],
   ['fc00::', 7, 'ipv6', 'private (unique local)'],
   ['fe80::', 10, 'ipv6', 'link-local'],

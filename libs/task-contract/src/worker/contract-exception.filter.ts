@@ -85,16 +85,16 @@ export class ContractExceptionFilter implements ExceptionFilter {
  * like every other answer, instead of Fastify's own body.
  */
 export function contractFrameworkErrors(
-  error: Error & { statusCode?: number },
+  error: Error & { statusCode?: number; code?: string },
   _req: unknown,
   reply: unknown,
 ): void {
-  const code =
-    error.statusCode === 414 ? ContractErrorCode.URI_TOO_LONG : ContractErrorCode.BAD_URL;
-  const message =
-    code === ContractErrorCode.URI_TOO_LONG
-      ? 'a path parameter is longer than the limit'
-      : 'the URL is not valid: bad percent-encoding or UTF-8';
+  const [code, message] =
+    error.code === 'FST_ERR_BAD_URL'
+      ? [ContractErrorCode.BAD_URL, 'the URL is not valid: bad percent-encoding or UTF-8']
+      : error.statusCode === 414
+        ? [ContractErrorCode.URI_TOO_LONG, 'a path parameter is longer than the limit']
+        : [ContractErrorCode.INTERNAL, `the request could not be routed: ${error.message}`];
   (reply as ReplyLike)
     .status(httpStatusOf(code))
     .header('content-type', 'application/json; charset=utf-8')
