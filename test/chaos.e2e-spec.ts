@@ -9,11 +9,11 @@ import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/r
 import {
   Backend,
   productionBackend,
-  startScheduler,
+  startFleet,
   startTemplateWorker,
   ADMIN_KEY,
 } from './support/baton';
-import { RunningProcess, eventually, freePort, sleep } from './support/processes';
+import { RunningProcess, eventually, sleep } from './support/processes';
 
 jest.setTimeout(600_000);
 
@@ -77,17 +77,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
   });
 
   it('loses nothing, runs nothing twice at once, and every create gets through', async () => {
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const env = (i: number): NodeJS.ProcessEnv => ({
-      SCHEDULER_PORT: String(ports[i]),
-      BATON_INSTANCE_ID: `chaos-${i + 1}`,
-    });
-    const schedulers: RunningProcess[] = [];
-    for (let i = 0; i < 3; i++) {
-      schedulers[i] = await startScheduler(backend, env(i));
-      procs.add(schedulers[i]);
-    }
-    const urls = schedulers.map((s) => s.url);
+    const { schedulers, urls, start } = await startFleet(backend, 3, 'chaos', procs);
     const logOf = (id: string): string => join(dir, `${id}.jsonl`);
     const startWorker = (id: string): Promise<RunningProcess> =>
       startTemplateWorker(id, urls.join(','), logOf(id), { WORKER_CAPACITY: '256' });
@@ -182,8 +172,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
             (async () => {
               await sleep(2000);
               const started = Date.now();
-              schedulers[i] = await startScheduler(backend, env(i));
-              procs.add(schedulers[i]);
+              await start(i);
               await eventually(
                 async () =>
                   (await fetch(`${urls[i]}/health/ready`)).status === 200 ? true : undefined,

@@ -7,12 +7,12 @@ import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/r
 import {
   Backend,
   productionBackend,
-  startScheduler,
+  startFleet,
   startTemplateWorker,
   ADMIN_KEY,
   AUTH,
 } from './support/baton';
-import { RunningProcess, eventually, sleep, freePort } from './support/processes';
+import { RunningProcess, eventually, sleep } from './support/processes';
 
 jest.setTimeout(300_000);
 
@@ -44,17 +44,7 @@ describe('rolling restart under load', () => {
   });
 
   it('three schedulers restarted one by one: no client error, every task finishes, small extra delay', async () => {
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const env = (i: number): NodeJS.ProcessEnv => ({
-      SCHEDULER_PORT: String(ports[i]),
-      BATON_INSTANCE_ID: `roll-${i + 1}`,
-    });
-    const schedulers: RunningProcess[] = [];
-    for (let i = 0; i < 3; i++) {
-      schedulers[i] = await startScheduler(backend, env(i));
-      procs.add(schedulers[i]);
-    }
-    const urls = schedulers.map((s) => s.url);
+    const { schedulers, urls, start } = await startFleet(backend, 3, 'roll', procs);
     const logs = [join(dir, 'w1.jsonl'), join(dir, 'w2.jsonl')];
     for (const [k, log] of logs.entries()) {
       // The workers know every instance: their heartbeats and reports go on while one restarts.
@@ -123,8 +113,7 @@ describe('rolling restart under load', () => {
       procs.delete(schedulers[i]);
       const stopped = Date.now() - t0;
       const t1 = Date.now();
-      schedulers[i] = await startScheduler(backend, env(i));
-      procs.add(schedulers[i]);
+      await start(i);
       const listening = Date.now() - t1;
       await eventually(
         async () => ((await fetch(`${urls[i]}/health/ready`)).status === 200 ? true : undefined),

@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createConnection } from 'mysql2/promise';
 import Redis from 'ioredis';
-import { RunningProcess, WORKER_MAIN, eventually, startProcess } from './processes';
+import { RunningProcess, WORKER_MAIN, eventually, freePort, startProcess } from './processes';
 
 export const SCHEDULER_MAIN = 'dist/apps/scheduler/src/main.js';
 
@@ -140,6 +140,31 @@ export function startScheduler(
   extra: NodeJS.ProcessEnv = {},
 ): Promise<RunningProcess> {
   return startProcess(SCHEDULER_MAIN, { SCHEDULER_PORT: '0', ...FAST, ...backend.env, ...extra });
+}
+
+/**
+ * `n` schedulers on ports of their own, kept for their lives: an instance started again (after a
+ * kill or a stop) answers at the same URL. Every process started is added to `procs`, so the
+ * suite's clean-up stops whatever is left.
+ */
+export async function startFleet(
+  backend: Backend,
+  n: number,
+  name: string,
+  procs: Set<RunningProcess>,
+): Promise<{ schedulers: RunningProcess[]; urls: string[]; start(i: number): Promise<void> }> {
+  const ports: number[] = [];
+  for (let i = 0; i < n; i++) ports.push(await freePort());
+  const schedulers: RunningProcess[] = [];
+  const start = async (i: number): Promise<void> => {
+    schedulers[i] = await startScheduler(backend, {
+      SCHEDULER_PORT: String(ports[i]),
+      BATON_INSTANCE_ID: `${name}-${i + 1}`,
+    });
+    procs.add(schedulers[i]);
+  };
+  for (let i = 0; i < n; i++) await start(i);
+  return { schedulers, urls: schedulers.map((s) => s.url), start };
 }
 
 interface Answer<T> {
