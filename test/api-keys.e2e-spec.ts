@@ -180,7 +180,7 @@ describe('API keys: who may call what', () => {
     expect(after.message).toMatch(/revoked/);
   });
 
-  it('refuses an expired key, a wrong one, a duplicate name and a tenant', async () => {
+  it('refuses an expired key, a wrong one, a duplicate name and an admin key of one tenant', async () => {
     const expiresAt = Date.now() + 3000;
     const made = await makeKey('short-lived', 'viewer', {
       expires_at: new Date(expiresAt).toISOString(),
@@ -196,15 +196,25 @@ describe('API keys: who may call what', () => {
       role: 'viewer',
     });
     expect(again.status).toBe(409);
-    // Keys limited to a tenant are not made yet: the field is refused, not ignored.
+    // An admin key spans every tenant: one limited to a tenant is refused, not made wider.
     const scoped = await call('POST', '/v1/api-keys', ADMIN_KEY, {
       name: 'scoped',
-      role: 'viewer',
+      role: 'admin',
       tenant: 'team-a',
     });
-    expect([scoped.status, scoped.message]).toEqual([
+    expect([scoped.status, scoped.code, scoped.message]).toEqual([
       400,
-      'tenant: property tenant should not exist',
+      40000,
+      expect.stringMatching(/admin key spans every tenant/),
+    ]);
+    const badTenant = await call('POST', '/v1/api-keys', ADMIN_KEY, {
+      name: 'scoped',
+      role: 'viewer',
+      tenant: 'Team A',
+    });
+    expect([badTenant.status, badTenant.message]).toEqual([
+      400,
+      'tenant must be a lower-case name',
     ]);
   });
 

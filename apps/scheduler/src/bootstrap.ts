@@ -2,7 +2,7 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import {
   CompletionCallbackDto,
   ContractException,
@@ -14,44 +14,15 @@ import {
   describeValidationErrors,
   limitJsonShape,
 } from '@baton/task-contract';
+import { schedulerDocument } from './api-document';
 import { SchedulerAppModule } from './app.module';
-import { API_KEY_SCHEME, ApiKeysService, bearerToken } from './auth';
+import { ApiKeysService, bearerToken } from './auth';
 import { FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
 import { RegisterWorkerDto } from './workers';
 import { SchedulerConfig } from './config';
 
-/** The scheduler's public API document (also written to openapi/scheduler.v1.json). */
-export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
-    .setTitle('Baton scheduler')
-    .setVersion('1.0.0')
-    .setDescription(
-      'The TaskScheduler API: tasks (create, batch, list, lifecycle log, attempts, pause, continue, cancel, retry, rollback, change), ' +
-        'task types, workers, LogDumper rules and log ingest, and the callbacks async workers report to. Every answer is `{code, message, data}`; ' +
-        'error codes are those of the worker contract (openapi/worker.v1.json), code / 100 being the HTTP status.',
-    )
-    .addApiKey(
-      {
-        type: 'apiKey',
-        in: 'header',
-        name: 'X-Baton-Signature',
-        description: 'worker-facing endpoints: signed like the worker contract',
-      },
-      'hmac',
-    )
-    .addBearerAuth(
-      {
-        type: 'http',
-        scheme: 'bearer',
-        description:
-          'the public API: an API key (`POST /v1/api-keys`); its role (viewer, operator, admin) decides what it may call',
-      },
-      API_KEY_SCHEME,
-    )
-    .build();
-  return SwaggerModule.createDocument(app, config);
-}
+export { schedulerDocument };
 
 /** The bodies workers send: their tolerance of `null` is the worker contract's, not the API's. */
 const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
@@ -176,11 +147,13 @@ async function protect(app: NestFastifyApplication, config: SchedulerConfig): Pr
     timeWindow: 1000,
     allowList: (req) => !shedable(req.method, req.url),
     // Counted per API key once the key is known to be one (a verified key is cached for a
-    // second), per address otherwise: made-up keys cannot each get a bucket of their own.
+    // second), per address otherwise: made-up keys cannot each get a bucket of their own. The
+    // keys of one tenant share its bucket: a tenant does not get more by making more keys.
     keyGenerator: async (req) => {
       const token = bearerToken(req.headers.authorization);
       const found = token && config.apiAuth.mode === 'keys' ? await keys.verify(token) : undefined;
-      return found && typeof found !== 'string' ? `key:${found.keyId}` : `ip:${req.ip}`;
+      if (!found || typeof found === 'string') return `ip:${req.ip}`;
+      return found.tenant !== null ? `tenant:${found.tenant}` : `key:${found.keyId}`;
     },
     errorResponseBuilder: (_req, ctx) =>
       tooMany(

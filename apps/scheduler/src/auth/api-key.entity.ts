@@ -15,7 +15,7 @@ export class ApiKeyEntity {
   @Column({ type: 'varchar', length: 16 })
   role!: string;
 
-  /** For keys limited to one tenant, which the API does not make yet: null (every tenant). */
+  /** The one tenant a key may reach (viewer and operator keys only); null: every tenant. */
   @Column({ type: 'varchar', length: 100, nullable: true })
   tenant!: string | null;
 

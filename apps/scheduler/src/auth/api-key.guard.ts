@@ -4,11 +4,15 @@ import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { ACCESS, AccessRule, Principal, allows, bearerToken } from './access';
 import { ApiKeysService } from './api-keys.service';
+import { ALL_TENANTS, TENANT_FIELDS, TenantScopes } from './tenant-scope';
 
 const OPEN: Principal = { keyId: null, name: 'api', role: 'admin', tenant: null };
 
 type RequestLike = {
   headers: Record<string, string | string[] | undefined>;
+  params?: unknown;
+  body?: unknown;
+  query?: unknown;
   principal?: Principal;
 };
 
@@ -16,7 +20,9 @@ type RequestLike = {
  * The one place the public API decides who may call what: every route carries an `@Access` rule
  * (a route without one is refused, so a new route cannot slip through open), and a key's role
  * must reach it. Workers' routes (`worker`) are left to their HMAC guard; probes and metrics
- * (`public`) need nothing. The caller is put on the request as `principal`.
+ * (`public`) need nothing. The caller is put on the request as `principal`. A key of one tenant
+ * is then held to it here too (TenantScopes): other tenants' ids answer 404, tenant fields that
+ * name another tenant 403, and routes over every tenant refuse it.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -25,6 +31,7 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeysService,
+    private readonly scopes: TenantScopes,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
@@ -63,6 +70,22 @@ export class ApiKeyGuard implements CanActivate {
         { role: found.role },
       );
     req.principal = found;
+    if (found.tenant !== null) await this.holdToTenant(context, found.tenant, req);
     return true;
+  }
+
+  private async holdToTenant(
+    context: ExecutionContext,
+    tenant: string,
+    req: RequestLike,
+  ): Promise<void> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean | undefined>(ALL_TENANTS, targets))
+      throw new ContractException(
+        ContractErrorCode.FORBIDDEN,
+        `this route shows every tenant's data; a key of tenant ${tenant} may not use it`,
+      );
+    const fields = this.reflector.getAllAndOverride<string[] | undefined>(TENANT_FIELDS, targets);
+    await this.scopes.enforce(tenant, req, fields ?? []);
   }
 }

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Envelope, ok } from '@baton/task-contract';
+import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
+import { ApiErrors } from '../common';
 import { Access } from './access';
 import { Audited } from './audit';
 import { ApiKeysService } from './api-keys.service';
@@ -17,10 +18,12 @@ export class ApiKeysController {
   @HttpCode(201)
   @ApiOperation({ summary: 'make an API key; its secret is in this answer and nowhere else' })
   @ApiOkResponse({ type: NewApiKeyDto })
+  @ApiErrors(ContractErrorCode.CREATE_CONFLICT)
   async create(@Body() dto: CreateApiKeyDto): Promise<Envelope<NewApiKeyDto>> {
     const { key, secret } = await this.keys.create({
       name: dto.name,
       role: dto.role,
+      tenant: dto.tenant ?? null,
       expiresAt: dto.expires_at ? Date.parse(dto.expires_at) : null,
     });
     return ok({ ...toApiKeyDto(key), key: secret });

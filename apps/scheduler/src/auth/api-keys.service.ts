@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { createHash, randomBytes } from 'node:crypto';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { DataSource, IsNull } from 'typeorm';
-import { Clock, IdGenerator } from '../common';
+import { Clock, IdGenerator, TENANT_PATTERN } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { Principal, ROLES, Role } from './access';
 import { ApiKeyEntity } from './api-key.entity';
@@ -12,7 +12,6 @@ const VERIFIED_MS = 1000;
 /** last_used_at is written at most this often per key. */
 const USED_WRITE_MS = 60_000;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._@:-]{0,99}$/;
-const TENANT = /^[a-z0-9][a-z0-9_-]{0,99}$/;
 const ENV_KEY_NAME = 'admin (BATON_ADMIN_KEY)';
 
 const hashOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
@@ -85,8 +84,12 @@ export class ApiKeysService implements OnApplicationBootstrap {
       throw invalid('name must be 1-100 characters of letters, digits, space and ._@:-');
     if (!(ROLES as readonly string[]).includes(input.role))
       throw invalid(`role must be one of ${ROLES.join(', ')}`);
-    if (input.tenant !== undefined && input.tenant !== null && !TENANT.test(input.tenant))
+    if (input.tenant !== undefined && input.tenant !== null && !TENANT_PATTERN.test(input.tenant))
       throw invalid('tenant must be a lower-case name');
+    if (input.tenant && input.role === 'admin')
+      throw invalid(
+        'an admin key spans every tenant (task types, workers and keys are shared): make a viewer or operator key for one tenant',
+      );
     const now = this.clock.now();
     if (input.expiresAt !== undefined && input.expiresAt !== null && input.expiresAt <= now)
       throw invalid('expires_at must be in the future');

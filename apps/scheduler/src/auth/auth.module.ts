@@ -5,6 +5,7 @@ import { ApiKeysController } from './api-keys.controller';
 import { ApiKeysService } from './api-keys.service';
 import { AuditInterceptor, AuditLog } from './audit';
 import { AuditController } from './audit.controller';
+import { TenantScopes } from './tenant-scope';
 
 /**
  * Who may call the public API (API keys and their roles, checked by one global guard), and what
@@ -15,9 +16,10 @@ import { AuditController } from './audit.controller';
   providers: [
     ApiKeysService,
     AuditLog,
+    TenantScopes,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_INTERCEPTOR, useClass: AuditInterceptor },
   ],
-  exports: [ApiKeysService],
+  exports: [ApiKeysService, TenantScopes],
 })
 export class AuthModule {}

@@ -5,6 +5,7 @@ export * from './access';
 export * from './api-keys.service';
 export { Audited } from './audit';
 export * from './auth.module';
+export * from './tenant-scope';
 
 /** The tables this module owns, for the data source. */
 export const AUTH_ENTITIES = [ApiKeyEntity, AuditEntryEntity];

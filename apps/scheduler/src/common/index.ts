@@ -7,3 +7,5 @@ export * from './overload';
 export * from './periodic-loop';
 export * from './query-int';
 export * from './fast-validation.pipe';
+export * from './tenancy';
+export * from './api-errors';

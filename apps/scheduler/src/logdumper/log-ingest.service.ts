@@ -57,7 +57,11 @@ export class LogIngestService {
 
   async ingest(dto: IngestLogsDto): Promise<IngestResultDto> {
     const records = dto.records.map((raw) => readHttpRecord(dto.source, raw));
-    const outcomes = await this.processor.process(sourceId('http', dto.source), records);
+    const outcomes = await this.processor.process(
+      sourceId('http', dto.source),
+      records,
+      dto.tenant,
+    );
     const result: IngestResultDto = {
       source: dto.source,
       accepted: 0,

@@ -37,9 +37,13 @@ export class LogProcessorService {
     private readonly counters: LogDumperCounters,
   ) {}
 
-  /** Processes records of one source in order. */
-  async process(sourceId: string, records: readonly Incoming[]): Promise<RecordOutcome[]> {
-    const active = records.length ? await this.rules.activeFor(sourceId) : [];
+  /** Processes records of one source in order (through one tenant's rules only, if given). */
+  async process(
+    sourceId: string,
+    records: readonly Incoming[],
+    tenant?: string,
+  ): Promise<RecordOutcome[]> {
+    const active = records.length ? await this.rules.activeFor(sourceId, tenant) : [];
     const out: RecordOutcome[] = [];
     for (const r of records) out.push(await this.one(sourceId, r, active));
     return out;

@@ -13,3 +13,9 @@ export interface LogRuleModel {
   createdAt: number;
   updatedAt: number;
 }
+
+/** The tenant a rule makes tasks in, and so the one it belongs to. */
+export function tenantOfRule(rule: Pick<LogRuleModel, 'template'>): string {
+  const { tenant } = rule.template;
+  return typeof tenant === 'string' ? tenant : 'default';
+}

@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { CreateLogRuleDto, LogRuleDto, UpdateLogRuleDto, toLogRuleDto } from './dto/log-rule.dto';
 import { LogRulesService } from './log-rules.service';
-import { Access, Audited } from '../auth';
+import { Access, Audited, TenantFields } from '../auth';
+import { TenantQuery } from '../common';
 
 @ApiTags('log rules')
 @Access('operate')
@@ -12,6 +13,7 @@ export class LogRulesController {
   constructor(private readonly rules: LogRulesService) {}
 
   @Post()
+  @TenantFields('body.template.tenant')
   @Audited('log-rule.create', 'rule_id')
   @HttpCode(201)
   @ApiOperation({
@@ -24,10 +26,11 @@ export class LogRulesController {
 
   @Access('read')
   @Get()
+  @TenantFields('query.tenant')
   @ApiOperation({ summary: 'list LogDumper rules' })
   @ApiOkResponse({ type: [LogRuleDto] })
-  async list(): Promise<Envelope<LogRuleDto[]>> {
-    return ok((await this.rules.list()).map(toLogRuleDto));
+  async list(@Query() q: TenantQuery): Promise<Envelope<LogRuleDto[]>> {
+    return ok((await this.rules.list(q.tenant)).map(toLogRuleDto));
   }
 
   @Access('read')
@@ -39,6 +42,7 @@ export class LogRulesController {
   }
 
   @Patch(':rule_id')
+  @TenantFields('body.template.tenant')
   @Audited('log-rule.update', 'rule_id')
   @ApiOperation({ summary: 'change a rule, or enable / disable it with {"enabled": false}' })
   @ApiOkResponse({ type: LogRuleDto })
@@ -52,6 +56,7 @@ export class LogRulesController {
   @Delete(':rule_id')
   @Audited('log-rule.delete', 'rule_id')
   @ApiOperation({ summary: 'delete a rule (the tasks it made stay)' })
+  @ApiOkResponse({ schema: { nullable: true, enum: [null], description: 'always null' } })
   async remove(@Param('rule_id') ruleId: string): Promise<Envelope<null>> {
     await this.rules.remove(ruleId);
     return ok(null);

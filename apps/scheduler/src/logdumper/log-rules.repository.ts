@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { LogRuleEntity } from './log-rule.entity';
-import { LogRuleModel } from './log-rule.model';
+import { LogRuleModel, tenantOfRule } from './log-rule.model';
 import { MatchSpec } from './rule-matcher';
 
 const toModel = (e: LogRuleEntity): LogRuleModel => ({
@@ -31,8 +31,12 @@ const toEntity = (m: LogRuleModel): LogRuleEntity => ({
 export class LogRulesRepository {
   constructor(private readonly db: DataSource) {}
 
-  async list(): Promise<LogRuleModel[]> {
-    return (await this.db.manager.find(LogRuleEntity, { order: { rule_id: 'ASC' } })).map(toModel);
+  /** Every rule, or one tenant's (the tenant of its template: a config table, filtered here). */
+  async list(tenant?: string): Promise<LogRuleModel[]> {
+    const all = (await this.db.manager.find(LogRuleEntity, { order: { rule_id: 'ASC' } })).map(
+      toModel,
+    );
+    return tenant === undefined ? all : all.filter((r) => tenantOfRule(r) === tenant);
   }
 
   async listEnabled(): Promise<LogRuleModel[]> {

@@ -4,7 +4,7 @@ import { Clock, IdGenerator } from '../common';
 import { CreateTaskDto, TasksService } from '../tasks';
 import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
 import { invalid } from './checks';
-import { LogRuleModel } from './log-rule.model';
+import { LogRuleModel, tenantOfRule } from './log-rule.model';
 import { LogRulesRepository } from './log-rules.repository';
 import {
   BUILTIN_PLACEHOLDERS,
@@ -72,8 +72,8 @@ export class LogRulesService {
     return rule;
   }
 
-  list(): Promise<LogRuleModel[]> {
-    return this.repo.list();
+  list(tenant?: string): Promise<LogRuleModel[]> {
+    return this.repo.list(tenant);
   }
 
   async get(ruleId: string): Promise<LogRuleModel> {
@@ -112,9 +112,13 @@ export class LogRulesService {
     if (!removed) await this.get(ruleId);
   }
 
-  /** The enabled rules that apply to a source, compiled. */
-  async activeFor(sourceId: string): Promise<ActiveRule[]> {
-    return (await this.enabled()).filter((a) => appliesTo(a.rule.sources, sourceId));
+  /** The enabled rules that apply to a source (and make tasks in `tenant`, if given), compiled. */
+  async activeFor(sourceId: string, tenant?: string): Promise<ActiveRule[]> {
+    return (await this.enabled()).filter(
+      (a) =>
+        appliesTo(a.rule.sources, sourceId) &&
+        (tenant === undefined || tenantOfRule(a.rule) === tenant),
+    );
   }
 
   private enabled(): Promise<ActiveRule[]> {

@@ -4,7 +4,7 @@ import { Envelope, ok } from '@baton/task-contract';
 import { IngestLogsDto, IngestResultDto, LogStatsDto } from './dto/ingest.dto';
 import { LogIngestService } from './log-ingest.service';
 import { LogDumperCounters } from './logdumper.counters';
-import { Access } from '../auth';
+import { Access, AllTenants, TenantFields } from '../auth';
 
 @ApiTags('logs')
 @Access('operate')
@@ -16,6 +16,7 @@ export class LogsController {
   ) {}
 
   @Post()
+  @TenantFields('body.tenant')
   @HttpCode(200)
   @ApiOperation({
     summary: 'ingest a batch of log records (up to 1000) from one source',
@@ -31,6 +32,7 @@ export class LogsController {
 
   @Access('read')
   @Get('stats')
+  @AllTenants()
   @ApiOperation({ summary: 'LogDumper counters of this instance, per source' })
   @ApiOkResponse({ type: LogStatsDto })
   stats(): Envelope<LogStatsDto> {

@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Metrics } from './metrics';
 import { prometheusText } from './prometheus-text';
 import { Access } from '../auth';
@@ -18,6 +18,7 @@ export class MetricsController {
     description:
       'Counters of this scheduler process since it started (tasks finished, as relayed to it, timer fires, LogDumper records, group-commit retries): sum them over instances.',
   })
+  @ApiOkResponse({ schema: { type: 'string' }, description: 'the Prometheus text format' })
   scrape(): string {
     return prometheusText(this.metrics.all());
   }

@@ -1,4 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { AuthModule, TenantScopes } from '../auth';
 import { TasksModule } from '../tasks';
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
@@ -8,8 +10,25 @@ import { TimersService } from './timers.service';
 
 /** The Producer: timer definitions and their fires, each fire a task created exactly once. */
 @Module({
-  imports: [TasksModule],
+  imports: [AuthModule, TasksModule],
   controllers: [TimersController],
   providers: [TimersRepository, ProducerOwnership, ProducerService, TimersService],
 })
-export class ProducerModule {}
+export class ProducerModule implements OnModuleInit {
+  constructor(
+    private readonly scopes: TenantScopes,
+    private readonly timers: TimersRepository,
+  ) {}
+
+  /** A timer belongs to the tenant of the tasks it makes (TenantScopes). */
+  onModuleInit(): void {
+    this.scopes.owns(
+      'timer_id',
+      async (id) => (await this.timers.find(id))?.tenant,
+      (id) =>
+        new ContractException(ContractErrorCode.NOT_FOUND, `timer ${id} does not exist`, {
+          timer_id: id,
+        }),
+    );
+  }
+}

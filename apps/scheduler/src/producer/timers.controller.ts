@@ -8,9 +8,10 @@ import {
   Param,
   Patch,
   Post,
+  Query,
 } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Envelope, ok } from '@baton/task-contract';
+import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import {
@@ -23,7 +24,8 @@ import {
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
-import { Access, Audited } from '../auth';
+import { Access, AllTenants, Audited, TenantFields } from '../auth';
+import { ApiErrors, TenantQuery } from '../common';
 
 @ApiTags('timers')
 @Access('operate')
@@ -38,6 +40,7 @@ export class TimersController {
   ) {}
 
   @Post('timers')
+  @TenantFields('body.task.tenant')
   @Audited('timer.create', 'timer_id')
   @HttpCode(201)
   @ApiOperation({
@@ -53,10 +56,11 @@ export class TimersController {
 
   @Access('read')
   @Get('timers')
+  @TenantFields('query.tenant')
   @ApiOperation({ summary: 'list timers' })
   @ApiOkResponse({ type: [TimerDto] })
-  async list(): Promise<Envelope<TimerDto[]>> {
-    return ok((await this.timers.list()).map(toTimerDto));
+  async list(@Query() q: TenantQuery): Promise<Envelope<TimerDto[]>> {
+    return ok((await this.timers.list(q.tenant)).map(toTimerDto));
   }
 
   @Access('read')
@@ -68,6 +72,8 @@ export class TimersController {
   }
 
   @Patch('timers/:timer_id')
+  @TenantFields('body.task.tenant')
+  @ApiErrors(ContractErrorCode.VERSION_CONFLICT)
   @Audited('timer.update', 'timer_id')
   @ApiOperation({ summary: 'change a timer; enabled=false stops it, true starts it again' })
   @ApiOkResponse({ type: TimerDto })
@@ -81,6 +87,13 @@ export class TimersController {
   @Delete('timers/:timer_id')
   @Audited('timer.delete', 'timer_id')
   @ApiOperation({ summary: 'delete a timer (the tasks it created stay)' })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      required: ['timer_id'],
+      properties: { timer_id: { type: 'string' } },
+    },
+  })
   async remove(@Param('timer_id') id: string): Promise<Envelope<{ timer_id: string }>> {
     await this.timers.remove(id);
     return ok({ timer_id: id });
@@ -88,6 +101,7 @@ export class TimersController {
 
   @Access('read')
   @Get('producer')
+  @AllTenants()
   @ApiOperation({
     summary: "this instance's Producer: ownership model, whether it fires, counters",
   })

@@ -84,8 +84,14 @@ export class TimersRepository {
     return row ? rowToModel(row) : undefined;
   }
 
-  async list(): Promise<TimerModel[]> {
-    return (await this.db.manager.find(TimerEntity, { order: { timer_id: 'ASC' } })).map(toModel);
+  /** Every timer, or one tenant's. */
+  async list(tenant?: string): Promise<TimerModel[]> {
+    return (
+      await this.db.manager.find(TimerEntity, {
+        where: tenant === undefined ? {} : { tenant },
+        order: { timer_id: 'ASC' },
+      })
+    ).map(toModel);
   }
 
   /**

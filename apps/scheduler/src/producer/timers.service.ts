@@ -66,8 +66,8 @@ export class TimersService {
     return timer;
   }
 
-  list(): Promise<TimerModel[]> {
-    return this.repo.list();
+  list(tenant?: string): Promise<TimerModel[]> {
+    return this.repo.list(tenant);
   }
 
   async get(timerId: string): Promise<TimerModel> {

@@ -105,6 +105,16 @@ export class TasksRepository {
     return row ? toModel(fromRow(row)) : undefined;
   }
 
+  /** The tenant of a task (what a tenant-scoped API key may reach), undefined if there is none. */
+  async tenantOf(taskId: string): Promise<string | undefined> {
+    const { records } = await this.sql.exec(
+      undefined,
+      'SELECT tenant FROM baton_task WHERE task_id = ?',
+      [taskId],
+    );
+    return (records[0] as { tenant: string } | undefined)?.tenant;
+  }
+
   /**
    * Claims, in one statement, every listed task that is drivable, due by `dueBy` and not held by
    * another owner's live claim: owner, lease and a new fence (a compare-and-set on the row's

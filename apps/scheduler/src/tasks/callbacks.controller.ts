@@ -1,5 +1,5 @@
 import { Body, Controller, Headers, Param, Put, UseGuards } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import {
   CompletionCallbackDto,
   ContractErrorCode,
@@ -14,6 +14,7 @@ import {
 } from '@baton/task-contract';
 import { TaskEngine, WorkerReports } from '../engine';
 import { Access } from '../auth';
+import { ApiErrors } from '../common';
 
 function fenceOf(value: string | undefined): number {
   const fence = parseFence(value);
@@ -41,6 +42,18 @@ function answer(
   return ok({ task_id: taskId, accepted: verdict === 'accepted' });
 }
 
+const CALLBACK_ANSWER = {
+  type: 'object',
+  required: ['task_id', 'accepted'],
+  properties: {
+    task_id: { type: 'string' },
+    accepted: {
+      type: 'boolean',
+      description: 'false: the same report was taken before (a repeat changes nothing)',
+    },
+  },
+};
+
 /** Where async workers report back (docs/architecture.md). Signed like every contract call, and fenced. */
 @ApiTags('worker callbacks')
 @ApiSecurity('hmac')
@@ -60,6 +73,8 @@ export class CallbacksController {
 
   @Put('notify')
   @ApiOperation({ summary: 'an async worker reports the outcome of a run' })
+  @ApiOkResponse({ schema: CALLBACK_ANSWER })
+  @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
   async notify(
     @Param('task_id') taskId: string,
     @Headers(HEADER.FENCE) fence: string | undefined,
@@ -79,6 +94,8 @@ export class CallbacksController {
 
   @Put('heartbeat')
   @ApiOperation({ summary: 'an async worker says the run is alive' })
+  @ApiOkResponse({ schema: CALLBACK_ANSWER })
+  @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
   async heartbeat(
     @Param('task_id') taskId: string,
     @Headers(HEADER.FENCE) fence: string | undefined,
@@ -89,6 +106,8 @@ export class CallbacksController {
 
   @Put('progress')
   @ApiOperation({ summary: 'an async worker reports progress (also a heartbeat)' })
+  @ApiOkResponse({ schema: CALLBACK_ANSWER })
+  @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
   async progress(
     @Param('task_id') taskId: string,
     @Headers(HEADER.FENCE) fence: string | undefined,

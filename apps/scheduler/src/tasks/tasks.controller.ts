@@ -10,7 +10,14 @@ import {
   Query,
   Res,
 } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
 import { ChangeParamsDto, CreateTaskBatchDto, CreateTaskDto } from './dto/create-task.dto';
 import { ListTasksQuery } from './dto/list-tasks.query';
@@ -26,7 +33,8 @@ import {
 import { IdempotencyService } from './idempotency.service';
 import { TaskActionsService } from './task-actions.service';
 import { TasksService } from './tasks.service';
-import { Access, Actor } from '../auth';
+import { Access, Actor, TenantFields } from '../auth';
+import { ApiErrors } from '../common';
 
 interface ReplyLike {
   status(code: number): ReplyLike;
@@ -45,6 +53,7 @@ export class TasksController {
   ) {}
 
   @Post()
+  @TenantFields('body.tenant')
   @HttpCode(201)
   @ApiOperation({
     summary: 'create a task',
@@ -57,7 +66,13 @@ export class TasksController {
     description:
       'A repeat answers the stored answer of the first request (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body.',
   })
-  @ApiOkResponse({ type: TaskDto })
+  @ApiCreatedResponse({ type: TaskDto, description: 'the new task' })
+  @ApiOkResponse({
+    type: TaskDto,
+    description:
+      'a create sent again with the idempotency key (body or header) of an earlier one: the task that one made; nothing new',
+  })
+  @ApiErrors(ContractErrorCode.IDEMPOTENCY_MISMATCH)
   async create(
     @Body() dto: CreateTaskDto,
     @Headers('idempotency-key') key: string | undefined,
@@ -89,6 +104,7 @@ export class TasksController {
   }
 
   @Post('batch')
+  @TenantFields('body.tasks.*.tenant')
   @HttpCode(201)
   @ApiOperation({
     summary:
@@ -105,6 +121,7 @@ export class TasksController {
 
   @Access('read')
   @Get()
+  @TenantFields('query.tenant')
   @ApiOperation({ summary: 'list tasks, newest first, with filters and a cursor' })
   @ApiOkResponse({ type: TaskPageDto })
   async list(@Query() q: ListTasksQuery): Promise<Envelope<TaskPageDto>> {
@@ -142,6 +159,12 @@ export class TasksController {
     summary: 'pause (INIT, CREATE, PREPARE, POSTPONE, or RUNNING when the type can)',
   })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.VERSION_CONFLICT,
+    ContractErrorCode.NOT_IMPLEMENTED,
+    ContractErrorCode.WORKER_UNAVAILABLE,
+  )
   async pause(
     @Param('task_id') taskId: string,
     @Actor() actor: string,
@@ -153,6 +176,11 @@ export class TasksController {
   @HttpCode(200)
   @ApiOperation({ summary: 'continue a paused task where it was' })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.VERSION_CONFLICT,
+    ContractErrorCode.WORKER_UNAVAILABLE,
+  )
   async continue(
     @Param('task_id') taskId: string,
     @Actor() actor: string,
@@ -172,6 +200,11 @@ export class TasksController {
       'is moving at that moment answers 409 for a moment: try again.',
   })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.VERSION_CONFLICT,
+    ContractErrorCode.WORKER_UNAVAILABLE,
+  )
   async cancel(
     @Param('task_id') taskId: string,
     @Actor() actor: string,
@@ -183,6 +216,7 @@ export class TasksController {
   @HttpCode(200)
   @ApiOperation({ summary: 'retry a failed task now (FAIL or NONE, not yet finished)' })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION, ContractErrorCode.VERSION_CONFLICT)
   async retry(
     @Param('task_id') taskId: string,
     @Actor() actor: string,
@@ -196,6 +230,11 @@ export class TasksController {
     summary: 'roll back a task in SUCCESS or FAIL (the type must implement rollback)',
   })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.VERSION_CONFLICT,
+    ContractErrorCode.NOT_IMPLEMENTED,
+  )
   async rollback(
     @Param('task_id') taskId: string,
     @Actor() actor: string,
@@ -206,6 +245,12 @@ export class TasksController {
   @Put(':task_id/params')
   @ApiOperation({ summary: 'change the params of a task not yet decided' })
   @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.VERSION_CONFLICT,
+    ContractErrorCode.NOT_IMPLEMENTED,
+    ContractErrorCode.WORKER_UNAVAILABLE,
+  )
   async change(
     @Param('task_id') taskId: string,
     @Body() dto: ChangeParamsDto,

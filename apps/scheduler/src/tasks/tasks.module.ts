@@ -1,7 +1,9 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { AuthModule, TenantScopes } from '../auth';
 import { EngineModule } from '../engine';
 import { RunnerModule } from '../runner';
-import { TaskStoreModule } from '../task-store';
+import { TaskStoreModule, TasksRepository } from '../task-store';
 import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
@@ -18,9 +20,33 @@ import { TasksService } from './tasks.service';
  * TaskActionsService (the Producer cancels a timer's earlier task through it).
  */
 @Module({
-  imports: [TaskStoreModule, TaskTypesModule, WorkersModule, EngineModule, RunnerModule],
+  imports: [
+    AuthModule,
+    TaskStoreModule,
+    TaskTypesModule,
+    WorkersModule,
+    EngineModule,
+    RunnerModule,
+  ],
   controllers: [TasksController, CallbacksController],
   providers: [TaskFactory, FastEnqueue, TasksService, TaskActionsService, IdempotencyService],
   exports: [TasksService, TaskActionsService],
 })
-export class TasksModule {}
+export class TasksModule implements OnModuleInit {
+  constructor(
+    private readonly scopes: TenantScopes,
+    private readonly repo: TasksRepository,
+  ) {}
+
+  /** A task belongs to its tenant: keys of another find no such task (TenantScopes). */
+  onModuleInit(): void {
+    this.scopes.owns(
+      'task_id',
+      (id) => this.repo.tenantOf(id),
+      (id) =>
+        new ContractException(ContractErrorCode.TASK_NOT_FOUND, `task ${id} does not exist`, {
+          task_id: id,
+        }),
+    );
+  }
+}

@@ -1,13 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
-import { Clock } from '../common';
+import { Clock, TENANT_PATTERN } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TenantLimitEntity } from './tenant-limit.entity';
 
 /** How long a tenant's limits are trusted before they are read again (another instance may set them). */
 const CACHE_MS = 2000;
-const TENANT = /^[a-z0-9][a-z0-9_-]{0,99}$/;
 
 /** What holds for one tenant now. */
 export interface TenantLimits {
@@ -106,7 +105,7 @@ const fromRow = (r: TenantLimitEntity): TenantLimits => ({
 });
 
 function checked(tenant: string): string {
-  if (!TENANT.test(tenant))
+  if (!TENANT_PATTERN.test(tenant))
     throw new ContractException(
       ContractErrorCode.VALIDATION_FAILED,
       'tenant must be a lower-case name: [a-z0-9][a-z0-9_-]{0,99}',

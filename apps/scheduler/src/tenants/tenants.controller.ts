@@ -1,9 +1,10 @@
-import { Body, Controller, Delete, Get, Param, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Put, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
 import { SetTenantLimitsDto, TenantLimitsDto, toTenantLimitsDto } from './dto/tenant-limits.dto';
 import { TenantLimitsService } from './tenant-limits.service';
-import { Access, Audited } from '../auth';
+import { Access, Audited, TenantFields } from '../auth';
+import { TenantQuery } from '../common';
 
 @ApiTags('tenants')
 @Access('admin')
@@ -13,10 +14,12 @@ export class TenantsController {
 
   @Access('read')
   @Get()
+  @TenantFields('query.tenant')
   @ApiOperation({ summary: 'tenants whose limits were set through the API' })
   @ApiOkResponse({ type: [TenantLimitsDto] })
-  async list(): Promise<Envelope<TenantLimitsDto[]>> {
-    return ok((await this.limits.list()).map(toTenantLimitsDto));
+  async list(@Query() q: TenantQuery): Promise<Envelope<TenantLimitsDto[]>> {
+    const all = (await this.limits.list()).map(toTenantLimitsDto);
+    return ok(q.tenant === undefined ? all : all.filter((t) => t.tenant === q.tenant));
   }
 
   @Access('read')

@@ -16,6 +16,12 @@ import { RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
 import { WorkersService } from './workers.service';
 import { Access } from '../auth';
 
+const WORKER_ID_ANSWER = {
+  type: 'object',
+  required: ['worker_id'],
+  properties: { worker_id: { type: 'string' } },
+};
+
 @ApiTags('workers')
 @Controller('v1/workers')
 export class WorkersController {
@@ -43,6 +49,7 @@ export class WorkersController {
   @UseGuards(WorkerAuthGuard)
   @ApiSecurity('hmac')
   @ApiOperation({ summary: 'a worker says it is alive (404: register again)' })
+  @ApiOkResponse({ schema: WORKER_ID_ANSWER })
   async heartbeat(@Param('worker_id') workerId: string): Promise<Envelope<{ worker_id: string }>> {
     await this.workers.heartbeat(workerId);
     return ok({ worker_id: workerId });
@@ -61,6 +68,7 @@ export class WorkersController {
   @UseGuards(WorkerAuthGuard)
   @ApiSecurity('hmac')
   @ApiOperation({ summary: 'deregister a worker (it is not picked any more)' })
+  @ApiOkResponse({ schema: WORKER_ID_ANSWER })
   async remove(@Param('worker_id') workerId: string): Promise<Envelope<{ worker_id: string }>> {
     await this.workers.remove(workerId);
     return ok({ worker_id: workerId });

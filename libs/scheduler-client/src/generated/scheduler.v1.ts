@@ -642,6 +642,11 @@ export interface components {
              */
             role: "viewer" | "operator" | "admin";
             /**
+             * @description limit the key to one tenant: it sees only that tenant's tasks, timers and log rules (another tenant's id answers 404), and creates only there. A viewer or an operator; admin keys span every tenant
+             * @example payments
+             */
+            tenant?: string;
+            /**
              * Format: date-time
              * @description refused from then on
              */
@@ -652,6 +657,8 @@ export interface components {
             name: string;
             /** @enum {string} */
             role: "viewer" | "operator" | "admin";
+            /** @description the one tenant it may reach; null: all */
+            tenant: string | null;
             /** @description the start of the secret, to recognise it */
             prefix: string;
             /** Format: date-time */
@@ -670,6 +677,8 @@ export interface components {
             name: string;
             /** @enum {string} */
             role: "viewer" | "operator" | "admin";
+            /** @description the one tenant it may reach; null: all */
+            tenant: string | null;
             /** @description the start of the secret, to recognise it */
             prefix: string;
             /** Format: date-time */
@@ -1222,6 +1231,8 @@ export interface components {
                     [key: string]: unknown;
                 };
             }[];
+            /** @description only rules that make tasks in this tenant look at the batch (a key of one tenant: always its own; without it, every rule) */
+            tenant?: string;
         };
         RecordErrorDto: {
             /** @description index of the record in the batch */
@@ -1265,8 +1276,237 @@ export interface components {
             };
             totals: components["schemas"]["SourceCountsDto"];
         };
+        ErrorEnvelopeDto: {
+            /**
+             * @description non-zero code from the error table; code / 100 is the HTTP status
+             * @example 40900
+             */
+            code: number;
+            /** @example transition FINISH -> RUNNING is not allowed */
+            message: string;
+            data: {
+                [key: string]: unknown;
+            } | null;
+        };
     };
-    responses: never;
+    responses: {
+        /** @description 50000: unexpected error; the message carries an error id for the logs */
+        "error-50000": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide */
+        "error-40000-40001": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40100: no or wrong credentials */
+        "error-40100": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40300: scheduler: the API key's role (or tenant) does not allow this call */
+        "error-40300": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40902: the task_id exists with a different task_type */
+        "error-40902": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 41300: the body is larger than the limit */
+        "error-41300": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 41500: the body is not application/json */
+        "error-41500": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 42900: too many calls; retry later */
+        "error-42900": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
+        "error-50302": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40003: the URL is not valid: bad percent-encoding or UTF-8 */
+        "error-40003": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40402: no such resource (worker, task type, timer, ...) on the scheduler */
+        "error-40402": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 41400: a path parameter is longer than the limit */
+        "error-41400": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range */
+        "error-40000": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
+        "error-40000-40001-40003": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40100: no or wrong credentials; 40101: the HMAC signature does not match the request; 40102: the signed timestamp is outside the replay window; 40103: this signature was already used */
+        "error-40100-40101-40102-40103": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 42200: scheduler: this Idempotency-Key was used with a different request body */
+        "error-42200": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40401: the worker (or scheduler) does not know this task_id */
+        "error-40401": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40900: the transition table does not allow this call now; 40904: scheduler: the task changed while the call was being applied; read it again and retry */
+        "error-40900-40904": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 50100: the worker does not implement this optional call */
+        "error-50100": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 50300: the worker could not be reached (client side); 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
+        "error-50300-50302": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40002: a changing call came without a valid X-Baton-Fence header; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
+        "error-40000-40001-40002-40003": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40901: a higher fence was already seen for this task */
+        "error-40901": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40904: scheduler: the task changed while the call was being applied; read it again and retry */
+        "error-40904": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending */
+        "error-50301": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1283,12 +1523,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description the Prometheus text format */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/plain": string;
+                };
             };
+            500: components["responses"]["error-50000"];
         };
     };
     ApiKeysController_list: {
@@ -1305,9 +1549,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["ApiKeyDto"][];
+                    };
                 };
             };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     ApiKeysController_create: {
@@ -1323,14 +1578,29 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NewApiKeyDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["NewApiKeyDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            409: components["responses"]["error-40902"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     ApiKeysController_revoke: {
@@ -1349,9 +1619,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["ApiKeyDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     AuditController_list: {
@@ -1374,9 +1658,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuditEntryDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["AuditEntryDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TaskTypesController_list: {
@@ -1393,9 +1689,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskTypeDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskTypeDto"][];
+                    };
                 };
             };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TaskTypesController_get: {
@@ -1414,9 +1721,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskTypeDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskTypeDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TaskTypesController_update: {
@@ -1439,14 +1760,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskTypeDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskTypeDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TenantsController_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1458,9 +1798,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TenantLimitsDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TenantLimitsDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TenantsController_get: {
@@ -1479,9 +1831,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TenantLimitsDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TenantLimitsDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TenantsController_set: {
@@ -1504,9 +1870,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TenantLimitsDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TenantLimitsDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TenantsController_reset: {
@@ -1525,9 +1907,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TenantLimitsDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TenantLimitsDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     WorkersController_list: {
@@ -1544,9 +1940,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WorkerDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"][];
+                    };
                 };
             };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     WorkersController_register: {
@@ -1567,9 +1974,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WorkerDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
         };
     };
     WorkersController_heartbeat: {
@@ -1587,8 +2005,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            worker_id: string;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            500: components["responses"]["error-50000"];
         };
     };
     WorkersController_remove: {
@@ -1606,8 +2039,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            worker_id: string;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            500: components["responses"]["error-50000"];
         };
     };
     TasksController_list: {
@@ -1616,6 +2064,7 @@ export interface operations {
                 task_type?: string;
                 /** @description comma-separated statuses (Postpose is read as POSTPONE) */
                 status?: string[];
+                /** @description only this tenant's (a key of one tenant sees its own only) */
                 tenant?: string;
                 /** @description key:value */
                 label?: string;
@@ -1636,9 +2085,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskPageDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskPageDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_create: {
@@ -1657,14 +2118,45 @@ export interface operations {
             };
         };
         responses: {
+            /** @description a create sent again with the idempotency key (body or header) of an earlier one: the task that one made; nothing new */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            /** @description the new task */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            422: components["responses"]["error-42200"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_createBatch: {
@@ -1680,14 +2172,28 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_get: {
@@ -1706,9 +2212,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_events: {
@@ -1727,9 +2247,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskEventDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskEventDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_attempts: {
@@ -1748,9 +2282,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskAttemptDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskAttemptDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_pause: {
@@ -1769,9 +2317,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            501: components["responses"]["error-50100"];
+            503: components["responses"]["error-50300-50302"];
         };
     };
     TasksController_continue: {
@@ -1790,9 +2354,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50300-50302"];
         };
     };
     TasksController_cancel: {
@@ -1811,9 +2390,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50300-50302"];
         };
     };
     TasksController_retry: {
@@ -1832,9 +2426,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_rollback: {
@@ -1853,9 +2462,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            501: components["responses"]["error-50100"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_change: {
@@ -1878,9 +2503,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TaskDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            501: components["responses"]["error-50100"];
+            503: components["responses"]["error-50300-50302"];
         };
     };
     CallbacksController_notify: {
@@ -1905,8 +2548,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            task_id: string;
+                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            accepted: boolean;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40000-40001-40002-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40901"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
         };
     };
     CallbacksController_heartbeat: {
@@ -1931,8 +2594,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            task_id: string;
+                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            accepted: boolean;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40000-40001-40002-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40901"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
         };
     };
     CallbacksController_progress: {
@@ -1957,13 +2640,36 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            task_id: string;
+                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            accepted: boolean;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40000-40001-40002-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40901"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
         };
     };
     TimersController_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1975,9 +2681,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimerDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_create: {
@@ -1993,14 +2711,28 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimerDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_get: {
@@ -2019,9 +2751,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimerDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_remove: {
@@ -2039,8 +2785,26 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            timer_id: string;
+                        };
+                    };
+                };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_update: {
@@ -2063,9 +2827,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimerDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40904"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_status: {
@@ -2082,14 +2863,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProducerStatusDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["ProducerStatusDto"];
+                    };
                 };
             };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogRulesController_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2101,9 +2896,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogRuleDto"][];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogRuleDto"][];
+                    };
                 };
             };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogRulesController_create: {
@@ -2119,14 +2926,28 @@ export interface operations {
             };
         };
         responses: {
-            200: {
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogRuleDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogRuleDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogRulesController_get: {
@@ -2145,9 +2966,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogRuleDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogRuleDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogRulesController_remove: {
@@ -2165,8 +3000,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        /**
+                         * @description always null
+                         * @enum {unknown|null}
+                         */
+                        data: null;
+                    };
+                };
             };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogRulesController_update: {
@@ -2189,9 +3044,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogRuleDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogRuleDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogsController_ingest: {
@@ -2212,9 +3083,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["IngestResultDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["IngestResultDto"];
+                    };
                 };
             };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     LogsController_stats: {
@@ -2231,9 +3116,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LogStatsDto"];
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogStatsDto"];
+                    };
                 };
             };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     HealthController_health: {
@@ -2249,8 +3145,21 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            /** @enum {string} */
+                            status: "up";
+                            component: string;
+                        };
+                    };
+                };
             };
+            500: components["responses"]["error-50000"];
         };
     };
     HealthController_live: {
@@ -2266,8 +3175,21 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            /** @enum {string} */
+                            status: "up";
+                            component: string;
+                        };
+                    };
+                };
             };
+            500: components["responses"]["error-50000"];
         };
     };
     HealthController_ready: {
@@ -2283,8 +3205,29 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            /** @enum {string} */
+                            status: "ok";
+                            /** @description per backend (database, queue, locks): `{status: "up"}` */
+                            details: {
+                                [key: string]: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
             };
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
 }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsDateString, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { TENANT_PATTERN } from '../../common';
 import { ROLES, Role } from '../access';
 import { ApiKeyEntity } from '../api-key.entity';
 
@@ -18,6 +19,16 @@ export class CreateApiKeyDto {
   @IsIn(ROLES)
   role!: Role;
 
+  @ApiPropertyOptional({
+    pattern: TENANT_PATTERN.source,
+    example: 'payments',
+    description:
+      "limit the key to one tenant: it sees only that tenant's tasks, timers and log rules (another tenant's id answers 404), and creates only there. A viewer or an operator; admin keys span every tenant",
+  })
+  @IsOptional()
+  @Matches(TENANT_PATTERN, { message: 'tenant must be a lower-case name' })
+  tenant?: string;
+
   @ApiPropertyOptional({ format: 'date-time', description: 'refused from then on' })
   @IsOptional()
   @IsDateString({ strict: true })
@@ -30,6 +41,12 @@ export class ApiKeyDto {
   @ApiProperty() key_id!: string;
   @ApiProperty() name!: string;
   @ApiProperty({ enum: ROLES }) role!: string;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'the one tenant it may reach; null: all',
+  })
+  tenant!: string | null;
   @ApiProperty({ description: 'the start of the secret, to recognise it' }) prefix!: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
@@ -46,6 +63,7 @@ export function toApiKeyDto(k: ApiKeyEntity): ApiKeyDto {
     key_id: k.key_id,
     name: k.name,
     role: k.role,
+    tenant: k.tenant,
     prefix: k.prefix,
     created_at: new Date(k.created_at).toISOString(),
     expires_at: iso(k.expires_at),

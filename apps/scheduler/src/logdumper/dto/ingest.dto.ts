@@ -1,5 +1,6 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, Matches } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsOptional, Matches } from 'class-validator';
+import { TENANT_PATTERN } from '../../common';
 import { SOURCE_NAME_PATTERN } from '../log-record';
 import { SourceCounts } from '../logdumper.counters';
 
@@ -41,6 +42,15 @@ export class IngestLogsDto {
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_INGEST_RECORDS)
   records!: unknown[];
+
+  @ApiPropertyOptional({
+    pattern: TENANT_PATTERN.source,
+    description:
+      'only rules that make tasks in this tenant look at the batch (a key of one tenant: always its own; without it, every rule)',
+  })
+  @IsOptional()
+  @Matches(TENANT_PATTERN, { message: 'tenant must be a lower-case name' })
+  tenant?: string;
 }
 
 export class RecordErrorDto {

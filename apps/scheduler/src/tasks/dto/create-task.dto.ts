@@ -14,6 +14,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { CreateInfoDto, ProcessArgDto, RepetitionKind } from '@baton/task-contract';
+import { TENANT_PATTERN } from '../../common';
 
 /** Body of `POST /v1/tasks`: one task (docs/architecture.md). */
 export class CreateTaskDto {
@@ -78,9 +79,9 @@ export class CreateTaskDto {
   })
   idempotency_key?: string;
 
-  @ApiPropertyOptional({ default: 'default', pattern: '^[a-z0-9][a-z0-9_-]{0,99}$' })
+  @ApiPropertyOptional({ default: 'default', pattern: TENANT_PATTERN.source })
   @IsOptional()
-  @Matches(/^[a-z0-9][a-z0-9_-]{0,99}$/, { message: 'tenant must be a lower-case name' })
+  @Matches(TENANT_PATTERN, { message: 'tenant must be a lower-case name' })
   tenant?: string;
 
   @ApiPropertyOptional({

@@ -8,6 +8,7 @@ import {
   plainJson,
   plainObject,
 } from '@baton/task-contract';
+import { TENANT_PATTERN } from '../../common';
 import { CreateTaskBatchDto, CreateTaskDto } from './create-task.dto';
 
 /**
@@ -30,7 +31,6 @@ const KEYS = new Set([
 const REPETITIONS = [RepetitionKind.SIMPLE, RepetitionKind.PERMANENT];
 const LOCK_KEY = /^[A-Za-z0-9._:/-]{1,200}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
-const TENANT = /^[a-z0-9][a-z0-9_-]{0,99}$/;
 const MAX_LOCK_KEYS = 32;
 
 export const fastCreateTask: FastValidator<CreateTaskDto> = (body) => {
@@ -50,7 +50,7 @@ export const fastCreateTask: FastValidator<CreateTaskDto> = (body) => {
     !(isString(idempotency_key) && matches(idempotency_key, IDEMPOTENCY_KEY))
   )
     return undefined;
-  if (tenant !== undefined && !matches(tenant as string, TENANT)) return undefined;
+  if (tenant !== undefined && !matches(tenant as string, TENANT_PATTERN)) return undefined;
   if (
     callback_url !== undefined &&
     !(isURL(callback_url as string, URL_OPTIONS) && maxLength(callback_url, 500))

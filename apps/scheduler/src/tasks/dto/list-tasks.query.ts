@@ -7,7 +7,7 @@ import {
   TaskStatus,
   parseTaskStatus,
 } from '@baton/task-contract';
-import { DecimalInt } from '../../common';
+import { DecimalInt, TENANT_PATTERN } from '../../common';
 
 /** Query string of `GET /v1/tasks`. */
 export class ListTasksQuery {
@@ -29,9 +29,12 @@ export class ListTasksQuery {
   @IsIn(TASK_STATUSES as TaskStatus[], { each: true })
   status?: TaskStatus[];
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({
+    pattern: TENANT_PATTERN.source,
+    description: "only this tenant's (a key of one tenant sees its own only)",
+  })
   @IsOptional()
-  @Matches(/^[a-z0-9][a-z0-9_-]{0,99}$/)
+  @Matches(TENANT_PATTERN)
   tenant?: string;
 
   @ApiPropertyOptional({ description: 'key:value', example: 'team:dba' })

@@ -1,0 +1,103 @@
+/**
+ * A request body for every public route that takes one, as the OpenAPI document shows it (Swagger
+ * UI's "Try it out" starts from the first). Each works as given on `npm start` (the template
+ * worker's `demo.*` types), with a key of the route's role; test/openapi-walk.e2e-spec.ts sends
+ * every one of them.
+ */
+type Examples = Record<string, { summary: string; value: unknown }>;
+
+const echo = (name: string): Record<string, unknown> => ({
+  create_info: { task_type: 'demo.echo', task_name: name },
+  params: { message: 'hello' },
+});
+
+export const REQUEST_EXAMPLES: Record<string, Examples> = {
+  ApiKeysController_create: {
+    operator: {
+      summary: 'a key for a deploy pipeline',
+      value: { name: 'deploy-bot', role: 'operator' },
+    },
+    tenant: {
+      summary: "a read-only key that sees one tenant's work",
+      value: { name: 'payments-dashboard', role: 'viewer', tenant: 'payments' },
+    },
+  },
+  TaskTypesController_update: {
+    retries: {
+      summary: 'retry three times, backing off',
+      value: { max_retry: 3, backoff_base_ms: 2000 },
+    },
+  },
+  TenantsController_set: {
+    limits: {
+      summary: 'at most 50 starts a second, 20 at once',
+      value: { rate_limit_per_sec: 50, concurrency_limit: 20 },
+    },
+  },
+  TasksController_create: {
+    echo: { summary: 'a task of the template worker, run now', value: echo('hello') },
+    later: {
+      summary: 'once, at a time, with a retry and an idempotency key',
+      value: {
+        ...echo('nightly report'),
+        process_arg: { start_time: '2030-01-01T03:00:00Z', max_retry: 1 },
+        labels: { team: 'dba' },
+        idempotency_key: 'report-2030-01-01',
+      },
+    },
+  },
+  TasksController_createBatch: {
+    two: {
+      summary: 'two tasks, made together or not at all',
+      value: { tasks: [echo('first'), echo('second')] },
+    },
+  },
+  TasksController_change: {
+    params: {
+      summary: 'new params for a task not yet decided',
+      value: { params: { message: 'changed' } },
+    },
+  },
+  TimersController_create: {
+    cron: {
+      summary: 'every night at 03:00 UTC',
+      value: {
+        name: 'nightly echo',
+        schedule: { kind: 'cron', cron: '0 0 3 * * *', time_zone: 'UTC' },
+        task: echo('nightly'),
+      },
+    },
+  },
+  TimersController_update: {
+    stop: { summary: 'stop it firing', value: { enabled: false } },
+  },
+  LogRulesController_create: {
+    regex: {
+      summary: 'a task per "disk full" line, named after the host',
+      value: {
+        name: 'disk full',
+        sources: ['http:*'],
+        match: { regex: 'disk full on (?<host>[\\w.-]+)' },
+        template: {
+          create_info: { task_type: 'demo.echo', task_name: 'clean {{host}}' },
+          params: { host: '{{host}}' },
+        },
+      },
+    },
+  },
+  LogRulesController_update: {
+    disable: { summary: 'switch it off', value: { enabled: false } },
+  },
+  LogsController_ingest: {
+    lines: {
+      summary: 'two lines of one source',
+      value: {
+        source: 'app',
+        records: [
+          { position: 1, line: 'disk full on db-1' },
+          { position: 2, line: 'all good' },
+        ],
+      },
+    },
+  },
+};

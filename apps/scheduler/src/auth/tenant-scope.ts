@@ -1,0 +1,97 @@
+import { Injectable, SetMetadata } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+
+/**
+ * Where a route takes a tenant name (`body.tenant`, `body.tasks.*.tenant`, `query.tenant`, ...).
+ * For a tenant-scoped key, a missing one is set to the key's tenant and another one is refused
+ * (403); for other keys it is left as sent.
+ */
+export const TENANT_FIELDS = 'baton:tenant-fields';
+export const TenantFields = (...paths: string[]): MethodDecorator =>
+  SetMetadata(TENANT_FIELDS, paths);
+
+/** A route over every tenant's data (fleet internals): refused to tenant-scoped keys. */
+export const ALL_TENANTS = 'baton:all-tenants';
+export const AllTenants = (): MethodDecorator & ClassDecorator => SetMetadata(ALL_TENANTS, true);
+
+/** Finds the tenant of the resource a route parameter names; undefined: no such resource. */
+export type TenantOf = (id: string) => Promise<string | undefined>;
+
+interface Owned {
+  tenantOf: TenantOf;
+  /** The answer to an id that does not exist: a foreign one gets the very same. */
+  notFound: (id: string) => ContractException;
+}
+
+/**
+ * Route parameters that name something every tenant sees alike: task types, workers, and API keys
+ * (whose routes are for admins, and admin keys span every tenant).
+ */
+const SHARED_PARAMS = new Set(['task_type', 'worker_id', 'key_id']);
+
+/**
+ * The route parameters the API knows, and what each says about tenants: the id of a resource of
+ * one tenant (tasks, timers, log rules, tenants; the module of each registers it), or the name
+ * of something shared (SHARED_PARAMS). A parameter that is neither refuses tenant-scoped keys, so
+ * a new kind of resource is closed to them until it says whose it is.
+ */
+@Injectable()
+export class TenantScopes {
+  private readonly owned = new Map<string, Owned>();
+
+  /** `param` names a resource of one tenant; `tenantOf` finds which. */
+  owns(param: string, tenantOf: TenantOf, notFound: (id: string) => ContractException): void {
+    this.owned.set(param, { tenantOf, notFound });
+  }
+
+  /**
+   * Refuses what a key of `tenant` may not reach on this route: a resource of another tenant
+   * (the same 404 as one that does not exist, so ids cannot be probed), or a tenant field that
+   * names another tenant (403). Missing tenant fields are set to the key's tenant.
+   */
+  async enforce(
+    tenant: string,
+    req: { params?: unknown; body?: unknown; query?: unknown },
+    fields: readonly string[],
+  ): Promise<void> {
+    const params = (req.params ?? {}) as Record<string, string>;
+    for (const [param, id] of Object.entries(params)) {
+      if (SHARED_PARAMS.has(param)) continue;
+      const owned = this.owned.get(param);
+      if (!owned)
+        throw new ContractException(
+          ContractErrorCode.FORBIDDEN,
+          `a key of tenant ${tenant} may not use this route: its {${param}} is not known to belong to a tenant`,
+        );
+      if ((await owned.tenantOf(id)) !== tenant) throw owned.notFound(id);
+    }
+    for (const path of fields) {
+      const [root, ...rest] = path.split('.');
+      const top = root === 'body' ? req.body : root === 'query' ? req.query : undefined;
+      for (const { holder, key } of holders(top, rest)) {
+        const value = holder[key];
+        if (value === undefined) holder[key] = tenant;
+        else if (value !== tenant)
+          throw new ContractException(
+            ContractErrorCode.FORBIDDEN,
+            `a key of tenant ${tenant} works in tenant ${tenant} only; ${JSON.stringify(value)} is another`,
+            { tenant: value },
+          );
+      }
+    }
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The objects a path reaches and the key to look at in each (`*` walks an array). */
+function holders(
+  value: unknown,
+  path: readonly string[],
+): { holder: Record<string, unknown>; key: string }[] {
+  const [head, ...rest] = path;
+  if (rest.length === 0) return isObject(value) ? [{ holder: value, key: head }] : [];
+  if (head === '*') return Array.isArray(value) ? value.flatMap((v) => holders(v, rest)) : [];
+  return isObject(value) ? holders(value[head], rest) : [];
+}
