@@ -123,6 +123,10 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       tasks: [echo('ok'), echo('x', { tenant: 'beta' })],
     });
     expect(batch.status).toBe(403);
+    // A shape the tenant check cannot see into is refused, not trusted to fail validation.
+    const nested = { tasks: [[echo('x', { tenant: 'beta' })]] };
+    expect((await keys.alpha.call('POST', '/v1/tasks/batch', nested)).status).toBe(403);
+    expect((await admin.call('POST', '/v1/tasks/batch', nested)).status).toBe(400);
     const betaTask = await keys.beta.call<{ task_id: string }>('POST', '/v1/tasks', echo('b'));
     expect(betaTask.status).toBe(201);
 
@@ -194,12 +198,33 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       records: [{ position: 2, line: 'disk full on db2' }],
     });
     expect([fromAlpha.status, fromAlpha.data.created]).toEqual([200, 1]);
+    // The rule is alpha's: records ingested for no tenant (an admin's, a file's, a stream's) are
+    // not alpha's logs, and never reach it.
+    const stored = await admin.call<{ tenant: string | null }>(
+      'GET',
+      `/v1/log-rules/${rule.data.rule_id}`,
+    );
+    expect(stored.data.tenant).toBe('alpha');
+    const fromAdmin = await admin.call<{ matched: number }>('POST', '/v1/logs', {
+      ...line,
+      records: [{ position: 3, line: 'disk full on db3' }],
+    });
+    expect([fromAdmin.status, fromAdmin.data.matched]).toEqual([200, 0]);
+    const forAlpha = await admin.call<{ created: number }>('POST', '/v1/logs', {
+      ...line,
+      tenant: 'alpha',
+      records: [{ position: 4, line: 'disk full on db4' }],
+    });
+    expect(forAlpha.data.created).toBe(1);
     const made = await admin.call<{ items: { tenant: string; task_name: string }[] }>(
       'GET',
       '/v1/tasks?limit=500',
     );
     const cleans = made.data.items.filter((t) => t.task_name.startsWith('clean '));
-    expect(cleans.map((t) => [t.tenant, t.task_name])).toEqual([['alpha', 'clean db2']]);
+    expect(cleans.map((t) => [t.tenant, t.task_name]).sort()).toEqual([
+      ['alpha', 'clean db2'],
+      ['alpha', 'clean db4'],
+    ]);
     const rules = await keys.beta.call<unknown[]>('GET', '/v1/log-rules');
     expect(rules.data).toEqual([]);
   });

@@ -68,7 +68,7 @@ export class TenantScopes {
     for (const path of fields) {
       const [root, ...rest] = path.split('.');
       const top = root === 'body' ? req.body : root === 'query' ? req.query : undefined;
-      for (const { holder, key } of holders(top, rest)) {
+      for (const { holder, key } of holders(top, rest, tenant, path)) {
         const value = holder[key];
         if (value === undefined) holder[key] = tenant;
         else if (value !== tenant)
@@ -85,13 +85,26 @@ export class TenantScopes {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The objects a path reaches and the key to look at in each (`*` walks an array). */
+/**
+ * The objects a path reaches and the key to look at in each (`*` walks an array). Where the path
+ * is absent there is nothing to hold; where it meets something else than the object or array it
+ * expects, the request is refused here rather than trusted to fail validation later.
+ */
 function holders(
   value: unknown,
   path: readonly string[],
+  tenant: string,
+  field: string,
 ): { holder: Record<string, unknown>; key: string }[] {
+  if (value === undefined) return [];
   const [head, ...rest] = path;
-  if (rest.length === 0) return isObject(value) ? [{ holder: value, key: head }] : [];
-  if (head === '*') return Array.isArray(value) ? value.flatMap((v) => holders(v, rest)) : [];
-  return isObject(value) ? holders(value[head], rest) : [];
+  const expected = head === '*' ? Array.isArray(value) : isObject(value);
+  if (!expected)
+    throw new ContractException(
+      ContractErrorCode.FORBIDDEN,
+      `a key of tenant ${tenant} must send ${field} in a JSON ${head === '*' ? 'array' : 'object'}`,
+    );
+  if (rest.length === 0) return [{ holder: value as Record<string, unknown>, key: head }];
+  if (head === '*') return (value as unknown[]).flatMap((v) => holders(v, rest, tenant, field));
+  return holders((value as Record<string, unknown>)[head], rest, tenant, field);
 }

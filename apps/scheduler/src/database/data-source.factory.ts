@@ -11,6 +11,7 @@ import { Retention1764500000000 } from './migrations/1764500000000-Retention';
 import { ExactIdentifiers1764600000000 } from './migrations/1764600000000-ExactIdentifiers';
 import { ApiKeys1764700000000 } from './migrations/1764700000000-ApiKeys';
 import { Audit1764800000000 } from './migrations/1764800000000-Audit';
+import { LogRuleTenant1764900000000 } from './migrations/1764900000000-LogRuleTenant';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -29,6 +30,7 @@ export const MIGRATIONS = [
   ExactIdentifiers1764600000000,
   ApiKeys1764700000000,
   Audit1764800000000,
+  LogRuleTenant1764900000000,
 ];
 
 /**

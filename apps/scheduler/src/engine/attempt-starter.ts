@@ -159,10 +159,12 @@ export class AttemptStarter {
       const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId);
       if (holder !== undefined) {
         await this.leases.release(t.taskId);
+        // Lock keys name real resources, shared by every tenant; another tenant's task is not named.
+        const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
         return this.steps.postpone(
           t,
           now + backoff(type, 1),
-          `lock key held by task ${holder}: ${t.lockKeys.join(', ')}`,
+          `lock key held by ${ours ? `task ${holder}` : 'a task of another tenant'}: ${t.lockKeys.join(', ')}`,
         );
       }
     }

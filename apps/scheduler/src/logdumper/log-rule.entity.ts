@@ -20,6 +20,10 @@ export class LogRuleEntity {
   @Column({ type: 'text', transformer: jsonText })
   template!: Record<string, unknown>;
 
+  /** The one tenant whose logs it reads; null: every log (a rule made by an admin). */
+  @Column({ type: 'varchar', length: 100, nullable: true })
+  tenant!: string | null;
+
   @Column({ type: 'boolean' })
   enabled!: boolean;
 

@@ -9,13 +9,19 @@ export interface LogRuleModel {
   match: MatchSpec;
   /** A create-task body (POST /v1/tasks) whose string values may hold `{{placeholders}}`. */
   template: Record<string, unknown>;
+  /**
+   * The one tenant whose logs the rule reads (batches ingested for it), and in which it makes
+   * tasks; null: every log (a rule made without a tenant, by an admin).
+   */
+  tenant: string | null;
   enabled: boolean;
   createdAt: number;
   updatedAt: number;
 }
 
-/** The tenant a rule makes tasks in, and so the one it belongs to. */
-export function tenantOfRule(rule: Pick<LogRuleModel, 'template'>): string {
+/** The tenant a rule belongs to: its own, else the one its template makes tasks in. */
+export function tenantOfRule(rule: Pick<LogRuleModel, 'template' | 'tenant'>): string {
+  if (rule.tenant !== null) return rule.tenant;
   const { tenant } = rule.template;
   return typeof tenant === 'string' ? tenant : 'default';
 }

@@ -13,7 +13,7 @@ export class LogRulesController {
   constructor(private readonly rules: LogRulesService) {}
 
   @Post()
-  @TenantFields('body.template.tenant')
+  @TenantFields('body.tenant', 'body.template.tenant')
   @Audited('log-rule.create', 'rule_id')
   @HttpCode(201)
   @ApiOperation({

@@ -62,6 +62,7 @@ export class LogRulesService {
       sources: dto.sources ?? ['*'],
       match: parseMatchSpec(dto.match),
       template: dto.template,
+      tenant: dto.tenant ?? null,
       enabled: dto.enabled ?? true,
       createdAt: now,
       updatedAt: now,
@@ -112,12 +113,16 @@ export class LogRulesService {
     if (!removed) await this.get(ruleId);
   }
 
-  /** The enabled rules that apply to a source (and make tasks in `tenant`, if given), compiled. */
+  /**
+   * The enabled rules that apply to a source, compiled. Records ingested for a tenant meet only
+   * the rules of that tenant; others (file tails, streams, ingest without a tenant) only the rules
+   * of no tenant, so a tenant's rule never reads another's logs.
+   */
   async activeFor(sourceId: string, tenant?: string): Promise<ActiveRule[]> {
     return (await this.enabled()).filter(
       (a) =>
         appliesTo(a.rule.sources, sourceId) &&
-        (tenant === undefined || tenantOfRule(a.rule) === tenant),
+        (tenant === undefined ? a.rule.tenant === null : tenantOfRule(a.rule) === tenant),
     );
   }
 
@@ -159,6 +164,14 @@ export class LogRulesService {
         );
     }
     this.checkTemplate(rule.match, rule.template);
+    // A rule of one tenant makes tasks there only (its logs are that tenant's).
+    if (rule.tenant !== null && rule.template.tenant !== rule.tenant) {
+      if (rule.template.tenant !== undefined)
+        throw invalid(
+          `template.tenant must be the rule's tenant (${rule.tenant}), or left out to be set to it`,
+        );
+      return { ...rule, template: { ...rule.template, tenant: rule.tenant } };
+    }
     return rule;
   }
 

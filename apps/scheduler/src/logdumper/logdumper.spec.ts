@@ -36,6 +36,7 @@ describe('LogRulesService active rules', () => {
     sources: ['*'],
     match: { regex: 'x' },
     template: { create_info: { task_type: 'demo.echo', task_name: 'x' } },
+    tenant: null,
     enabled: true,
     createdAt: 0,
     updatedAt: 0,
@@ -74,6 +75,7 @@ describe('LogRulesService with a rule stored before RE2', () => {
     const base = {
       sources: ['*'],
       template: { create_info: { task_type: 'demo.echo', task_name: 'x' } },
+      tenant: null,
       enabled: true,
       createdAt: 0,
       updatedAt: 0,

@@ -142,26 +142,28 @@ export class TimersService {
     // A timer turned off fires no slot after that: fires written ahead of their slot are withdrawn.
     // (A changed timer keeps them: each fire's key is its slot, and a withdrawn slot fired again
     // would find its cancelled task and never run.)
-    if (!enabled && t.enabled) await this.withdrawEarlyFires(timerId);
+    if (!enabled && t.enabled) await this.withdrawEarlyFires(timerId, t.tenant);
     return stored;
   }
 
   async remove(timerId: string): Promise<void> {
-    if (!(await this.repo.remove(timerId)))
+    const t = await this.repo.find(timerId);
+    if (!t || !(await this.repo.remove(timerId)))
       throw new ContractException(ContractErrorCode.NOT_FOUND, `timer ${timerId} does not exist`, {
         timer_id: timerId,
       });
     this.producer.untrack(timerId);
-    await this.withdrawEarlyFires(timerId);
+    await this.withdrawEarlyFires(timerId, t.tenant);
   }
 
   /**
    * Cancels the fires of a timer that were written ahead of their slot (BATON_PRODUCER_LEAD_MS)
    * and have not started: a timer disabled or deleted fires no slot after that.
    */
-  private async withdrawEarlyFires(timerId: string): Promise<void> {
+  private async withdrawEarlyFires(timerId: string, tenant: string): Promise<void> {
     const now = this.clock.now();
     const { items } = await this.tasks.list({
+      tenant,
       label: `timer_id:${timerId}`,
       status: [TaskStatus.INIT, TaskStatus.POSTPONE],
       limit: 100,

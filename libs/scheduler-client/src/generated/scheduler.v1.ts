@@ -1186,6 +1186,8 @@ export interface components {
             };
             /** @default true */
             enabled?: boolean;
+            /** @description the rule reads only the logs ingested for this tenant (POST /v1/logs with its tenant, or by its keys) and makes tasks there; without it, every log (admins). A key of one tenant: always its own. It cannot change later */
+            tenant?: string;
         };
         LogRuleDto: {
             rule_id: string;
@@ -1197,6 +1199,8 @@ export interface components {
             template: {
                 [key: string]: unknown;
             };
+            /** @description the one tenant whose logs it reads; null: every log */
+            tenant: string | null;
             enabled: boolean;
             /** Format: date-time */
             created_at: string;
@@ -1231,7 +1235,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             }[];
-            /** @description only rules that make tasks in this tenant look at the batch (a key of one tenant: always its own; without it, every rule) */
+            /** @description the tenant the records are ingested for: only that tenant's rules (and rules of no tenant that make tasks in it) look at them. Without it, only the rules of no tenant do. A key of one tenant: always its own */
             tenant?: string;
         };
         RecordErrorDto: {

@@ -46,7 +46,7 @@ export class IngestLogsDto {
   @ApiPropertyOptional({
     pattern: TENANT_PATTERN.source,
     description:
-      'only rules that make tasks in this tenant look at the batch (a key of one tenant: always its own; without it, every rule)',
+      "the tenant the records are ingested for: only that tenant's rules (and rules of no tenant that make tasks in it) look at them. Without it, only the rules of no tenant do. A key of one tenant: always its own",
   })
   @IsOptional()
   @Matches(TENANT_PATTERN, { message: 'tenant must be a lower-case name' })

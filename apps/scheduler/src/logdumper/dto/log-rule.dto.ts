@@ -8,7 +8,9 @@ import {
   IsOptional,
   IsString,
   Length,
+  Matches,
 } from 'class-validator';
+import { TENANT_PATTERN } from '../../common';
 import { LogRuleModel } from '../log-rule.model';
 
 const SOURCES_DOC =
@@ -45,6 +47,15 @@ export class CreateLogRuleDto {
   @IsOptional()
   @IsBoolean()
   enabled?: boolean;
+
+  @ApiPropertyOptional({
+    pattern: TENANT_PATTERN.source,
+    description:
+      'the rule reads only the logs ingested for this tenant (POST /v1/logs with its tenant, or by its keys) and makes tasks there; without it, every log (admins). A key of one tenant: always its own. It cannot change later',
+  })
+  @IsOptional()
+  @Matches(TENANT_PATTERN, { message: 'tenant must be a lower-case name' })
+  tenant?: string;
 }
 
 /** Body of `PATCH /v1/log-rules/{rule_id}`: any field of the rule; `enabled` switches it. */
@@ -85,6 +96,12 @@ export class LogRuleDto {
   @ApiProperty({ type: [String] }) sources!: string[];
   @ApiProperty({ type: 'object', additionalProperties: true }) match!: Record<string, unknown>;
   @ApiProperty({ type: 'object', additionalProperties: true }) template!: Record<string, unknown>;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'the one tenant whose logs it reads; null: every log',
+  })
+  tenant!: string | null;
   @ApiProperty() enabled!: boolean;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
@@ -97,6 +114,7 @@ export function toLogRuleDto(m: LogRuleModel): LogRuleDto {
     sources: m.sources,
     match: m.match as Record<string, unknown>,
     template: m.template,
+    tenant: m.tenant,
     enabled: m.enabled,
     created_at: new Date(m.createdAt).toISOString(),
     updated_at: new Date(m.updatedAt).toISOString(),

@@ -106,6 +106,7 @@ export class CreateTaskBatchDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(500)
+  @IsObject({ each: true, message: 'each of tasks must be an object' })
   @ValidateNested({ each: true })
   @Type(() => CreateTaskDto)
   tasks!: CreateTaskDto[];
