@@ -191,6 +191,43 @@ describe.each([
     ]);
   });
 
+  it('pauses a run its worker paused already (an earlier pause told it, then was not recorded)', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'half paused', http_url: workerA.url },
+      params: { seconds: 60, tick_ms: 100 },
+    });
+    const running = await api.until(id, 'RUNNING');
+    // What a scheduler that died between the two steps of a pause leaves: the worker paused, the
+    // row RUNNING. Every pause after that was refused by the worker (409) before.
+    const path = `/v1/task/demo.sleep?task_id=${id}&action=pause`;
+    const fence = String(running.fence);
+    const told = await request(`${workerA.url}${path}`, {
+      method: 'PUT',
+      headers: {
+        'content-type': 'application/json',
+        'x-baton-fence': fence,
+        ...authHeaders(
+          { mode: 'hmac', secret: SECRET },
+          { method: 'PUT', pathWithQuery: path, fence, body: '{}' },
+        ),
+      },
+      body: '{}',
+    });
+    expect(told.statusCode).toBe(200);
+    await told.body.dump();
+    const paused = await eventually(async () => {
+      const r = await api.call('POST', `/v1/tasks/${id}/pause`);
+      if (r.status === 409 && r.code === 40904) return undefined; // a runner's poll, for a moment
+      return r;
+    });
+    expect([paused.status, paused.data]).toEqual([
+      200,
+      expect.objectContaining({ task_status: 'PAUSE' }),
+    ]);
+    expect((await api.call('POST', `/v1/tasks/${id}/cancel`)).status).toBe(200);
+    await api.until(id);
+  });
+
   it('cancels a running task: it fails and is not retried', async () => {
     const id = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'cancel', http_url: workerA.url },

@@ -18,6 +18,7 @@ import { WORKER_CLIENT } from '../engine';
 import { TaskChange, TaskModel, TaskPatch, TasksRepository } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { FastEnqueue } from './fast-enqueue';
+import { recordAfterRun, tellRun } from './run-control';
 import { TaskFactory } from './task-factory';
 import { TasksService } from './tasks.service';
 
@@ -83,17 +84,17 @@ export class TaskActionsService {
           `a running ${t.taskType} task cannot be paused`,
         );
       }
-      await this.client.pause(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
+      await tellRun(this.client, t, 'pause');
     }
-    return this.change(
-      t,
-      {
-        to: TaskStatus.PAUSE,
-        patch: { pausedFrom: t.status, dueAt: null },
-        reason: 'paused',
-      },
-      actor,
-    );
+    const paused = (c: TaskModel) =>
+      this.change(
+        c,
+        { to: TaskStatus.PAUSE, patch: { pausedFrom: c.status, dueAt: null }, reason: 'paused' },
+        actor,
+      );
+    return t.status === TaskStatus.RUNNING
+      ? recordAfterRun(t, paused, (id) => this.tasks.get(id))
+      : paused(t);
   }
 
   async continue(taskId: string, actor = ACTOR): Promise<TaskModel> {
@@ -102,20 +103,22 @@ export class TaskActionsService {
     const back = t.pausedFrom ?? TaskStatus.INIT;
     const now = this.clock.now();
     if (back === TaskStatus.RUNNING) {
-      await this.client.continue(t.workerUrl ?? '', t.taskType, t.taskId, { fence: t.fence });
-      return this.change(
-        t,
-        {
-          to: TaskStatus.RUNNING,
-          patch: {
-            pausedFrom: null,
-            dueAt: now + this.config.checker.pollIntervalMs,
-            heartbeatAt: now,
+      await tellRun(this.client, t, 'continue');
+      const running = (c: TaskModel) =>
+        this.change(
+          c,
+          {
+            to: TaskStatus.RUNNING,
+            patch: {
+              pausedFrom: null,
+              dueAt: now + this.config.checker.pollIntervalMs,
+              heartbeatAt: now,
+            },
+            reason: 'continued',
           },
-          reason: 'continued',
-        },
-        actor,
-      );
+          actor,
+        );
+      return recordAfterRun(t, running, (id) => this.tasks.get(id));
     }
     const next = await this.change(
       t,
@@ -299,6 +302,11 @@ export class TaskActionsService {
         );
       }
       await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, { fence: t.fence });
+      return recordAfterRun(
+        t,
+        (c) => this.change(c, { patch: { params }, reason: 'params changed' }, actor),
+        (id) => this.tasks.get(id),
+      );
     }
     return this.change(t, { patch: { params }, reason: 'params changed' }, actor);
   }

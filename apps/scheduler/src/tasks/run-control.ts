@@ -1,0 +1,59 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ContractErrorCode,
+  ContractException,
+  IllegalTransitionError,
+  TaskStatus,
+  WorkerClient,
+} from '@baton/task-contract';
+import { TaskModel } from '../task-store';
+
+/**
+ * Tells the worker to pause or continue a run. A worker that is there already counts as told: an
+ * earlier request told it and then lost the race to record it (or its scheduler died between
+ * the two), and without this the row and the worker would disagree for good, every retry refused.
+ */
+export async function tellRun(
+  client: WorkerClient,
+  t: TaskModel,
+  action: 'pause' | 'continue',
+): Promise<void> {
+  const url = t.workerUrl ?? '';
+  try {
+    await client[action](url, t.taskType, t.taskId, { fence: t.fence });
+  } catch (err) {
+    if (!(err instanceof IllegalTransitionError)) throw err;
+    const there = action === 'pause' ? TaskStatus.PAUSE : TaskStatus.RUNNING;
+    const now = await client.status(url, t.taskType, t.taskId, { fence: t.fence });
+    if (now.task_status !== there || now.attempt !== t.attempt) throw err;
+  }
+}
+
+/** How long a change the worker has made already is tried again against a moving row. */
+const RECORD_WITHIN_MS = 3000;
+
+/**
+ * Records what the worker has done already (a pause, a continue, new params): tried again over
+ * the fresh row while a runner's poll moves its version, as long as the run is the same one.
+ */
+export async function recordAfterRun(
+  t: TaskModel,
+  apply: (current: TaskModel) => Promise<TaskModel>,
+  reread: (taskId: string) => Promise<TaskModel>,
+): Promise<TaskModel> {
+  const until = Date.now() + RECORD_WITHIN_MS;
+  let current = t;
+  for (;;) {
+    try {
+      return await apply(current);
+    } catch (err) {
+      const moved =
+        err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
+      if (!moved || Date.now() >= until) throw err;
+      await sleep(25);
+      const fresh = await reread(t.taskId);
+      if (fresh.status !== t.status || fresh.attempt !== t.attempt) throw err;
+      current = fresh;
+    }
+  }
+}
