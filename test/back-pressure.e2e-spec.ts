@@ -78,6 +78,7 @@ describe('back-pressure', () => {
           status: res.statusCode,
           code: body.code,
           retryAfter: res.headers['retry-after'],
+          nosniff: res.headers['x-content-type-options'],
           ms: Date.now() - started,
         };
       }),
@@ -89,6 +90,8 @@ describe('back-pressure', () => {
     for (const r of refused) {
       expect(r.code).toBe(50302);
       expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      // The refusal carries the security headers as every answer does.
+      expect(r.nosniff).toBe('nosniff');
     }
     // Only the admitted requests made tasks.
     expect(await labelled(label)).toBe(created.length);

@@ -16,6 +16,14 @@ import { RunningProcess, eventually, sleep } from './support/processes';
 
 jest.setTimeout(300_000);
 
+/**
+ * Creates a second. Three schedulers, two workers and this client share two cores: at 100 a
+ * second a slow day's box had no headroom left before the deploy (create to finish p50 6-11 s,
+ * on the code of the previous stop as on this one), and the backlog one restart adds is then a
+ * measure of the box, not of the deploy. At 40 the deploy is what the delay shows.
+ */
+const RATE = 40;
+
 const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.floor(q * s.length))];
@@ -23,7 +31,7 @@ const quantile = (xs: number[], q: number): number => {
 
 /**
  * A deploy: three schedulers on MariaDB + Redis restarted one by one with SIGTERM (what
- * Kubernetes sends) while a client submits 100 tasks a second through `SchedulerClient`, which
+ * Kubernetes sends) while a client submits RATE tasks a second through `SchedulerClient`, which
  * knows the three URLs. No create fails, every task finishes, none runs twice at once, and no
  * task waits much longer than before the deploy.
  */
@@ -68,7 +76,7 @@ describe('rolling restart under load', () => {
       'two workers registered',
     );
 
-    // 100 creates a second, each on its own (not one after the other), until told to stop.
+    // RATE creates a second, each on its own (not one after the other), until told to stop.
     const errors: string[] = [];
     const created: { id: string; at: number }[] = [];
     let retries = 0;
@@ -99,7 +107,7 @@ describe('rolling restart under load', () => {
           .finally(() => inFlight.delete(p));
         inFlight.add(p);
         n++;
-        await sleep(Math.max(0, start + n * 10 - Date.now()));
+        await sleep(Math.max(0, start + (n * 1000) / RATE - Date.now()));
       }
     })();
 
@@ -165,7 +173,7 @@ describe('rolling restart under load', () => {
       expect(rows.filter((r) => r.outcome !== 'SUCCESS')).toEqual([]);
       const latency = (r: (typeof rows)[number]): number =>
         Number(r.finished_at) - Number(r.created_at);
-      // Before the deploy: everything after the warm-up, so a box too busy for 100/s shows its
+      // Before the deploy: everything after the warm-up, so a box too busy for RATE/s shows its
       // own backlog here as well as during the deploy.
       const before = rows
         .filter(

@@ -95,6 +95,13 @@ export async function createSchedulerApp(
   fastify.addHook('onSend', async (_req, reply) => {
     if (lifecycle.draining) reply.header('connection', 'close');
   });
+  // Security headers first: every answer carries them, the 503 and 429 refusals below included.
+  // Swagger UI's page sets its own styles and an init script from /docs: both are 'self'.
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      directives: { 'img-src': ["'self'", 'data:', 'validator.swagger.io'] },
+    },
+  });
   // Back-pressure: past its limits the API answers 503 at once, before reading the body, rather
   // than letting requests queue until their clients time out. Probes, metrics and the workers'
   // own calls (registration, heartbeats, reports) are always let through.
@@ -132,18 +139,12 @@ function tooMany(message: string): Error & { statusCode: number } {
 }
 
 /**
- * Security headers on every answer (helmet), and a request rate limit per API key on the public
- * API (per address for requests without a key): past it, 429 (42900) with Retry-After, before
+ * A request rate limit per API key on the public API (per address for requests without a key;
+ * per tenant for the keys of one tenant): past it, 429 (42900) with Retry-After, before
  * anything is read. Probes, metrics and workers' calls are not limited (the back-pressure above
  * protects them). The limit is per instance: three instances allow three times it.
  */
 async function protect(app: NestFastifyApplication, config: SchedulerConfig): Promise<void> {
-  // Swagger UI's page sets its own styles and an init script from /docs: both are 'self'.
-  await app.register(fastifyHelmet, {
-    contentSecurityPolicy: {
-      directives: { 'img-src': ["'self'", 'data:', 'validator.swagger.io'] },
-    },
-  });
   const perSec = config.api.rateLimitPerSec;
   if (perSec === 0) return;
   const keys = app.get(ApiKeysService);
