@@ -7,7 +7,9 @@
  * immediate `demo.echo` tasks (default 20 000) run with them waiting. The first row is the same
  * immediate run with nothing waiting (N = 0). Each row prints: the creation rate of the delayed
  * tasks, immediate tasks/s (first create to last finished_at), scheduler CPU ms per immediate
- * task (/proc), the scheduler's RSS after the run, Redis memory and the task table's size.
+ * task (/proc), the scheduler's RSS after the run and again after BENCH_QUIET_MS (default 15 s)
+ * idle (what the heap keeps once V8 has had time to give back what the run used: the figure
+ * after the run alone swung 270-399 MB between identical runs), Redis memory and the table size.
  *
  * With BENCH_PURGE (e.g. 1000000): that many finished tasks 40 days old, and immediate tasks/s
  * with retention off, then while the purge removes them. BENCH_SCALE_N=none skips the rows.
@@ -60,6 +62,7 @@ const [WARMUP] = ints('BENCH_WARMUP', '2000');
 const [BURST] = ints('BENCH_BURST', '100000');
 const [PURGE] = ints('BENCH_PURGE', '0');
 const [TIME_LIMIT_MS] = ints('BENCH_TIME_LIMIT_MS', '3600000');
+const [QUIET_MS] = ints('BENCH_QUIET_MS', '15000');
 const BATCH = 500;
 const IN_FLIGHT = 4;
 
@@ -200,6 +203,7 @@ interface Row {
   tasksPerS: number;
   cpuPerTask: number;
   rss: number;
+  rssQuiet: number;
   redis: number;
   table: number;
 }
@@ -268,6 +272,7 @@ async function scaleRows(admin: Pool, redis: Redis): Promise<Row[]> {
       createPerS,
       ...run,
       rss: rssMb(baton.scheduler.pid),
+      rssQuiet: await sleep(QUIET_MS).then(() => rssMb(baton.scheduler.pid)),
       redis: (await redisUsedMb(redis)) - redis0,
       table: await tableMb(baton.db, baton.database),
     });
@@ -288,6 +293,7 @@ function line(r: Row, base: Row): string {
     `${fmt(r.tasksPerS)} (${fmt(r.tasksPerS / base.tasksPerS, 2)}×)`.padStart(16),
     `${fmt(r.cpuPerTask, 2)} (${fmt(r.cpuPerTask / base.cpuPerTask, 2)}×)`.padStart(16),
     fmt(r.rss).padStart(8),
+    fmt(r.rssQuiet).padStart(9),
     fmt(r.redis, 1).padStart(9),
     fmt(r.table, 1).padStart(9),
   ].join('  ');
@@ -493,6 +499,7 @@ async function main(): Promise<void> {
         'immediate/s'.padStart(16),
         'CPU ms/task'.padStart(16),
         'RSS MB'.padStart(8),
+        'idle RSS'.padStart(9),
         'Redis MB'.padStart(9),
         'table MB'.padStart(9),
       ].join('  '),
