@@ -54,9 +54,13 @@ function ints(name: string, fallback: string): number[] {
   return out;
 }
 
-/** `none`: no scale rows (for a burst or purge run alone). */
+/** `none`: no scale rows (for a burst or purge run alone). N = 0 is always the first row. */
 const STEPS =
-  env.BENCH_SCALE_N === 'none' ? [] : ints('BENCH_SCALE_N', '10000,100000').sort((a, b) => a - b);
+  env.BENCH_SCALE_N === 'none'
+    ? []
+    : [...new Set(ints('BENCH_SCALE_N', '10000,100000'))]
+        .filter((n) => n > 0)
+        .sort((a, b) => a - b);
 const [IMMEDIATE] = ints('BENCH_IMMEDIATE', '20000');
 const [WARMUP] = ints('BENCH_WARMUP', '2000');
 const [BURST] = ints('BENCH_BURST', '100000');
