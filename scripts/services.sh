@@ -113,4 +113,9 @@ if ! etcd_ok; then
   wait_for etcd etcd_ok 150 "bash scripts/services.sh (log: /var/log/etcd/baton.log)"
 fi
 
-log "MariaDB, Redis, ZooKeeper and etcd are up"
+# --- Python 3 (the webhook tests verify signatures with a 20-line Python verifier too) ---
+if ! command -v python3 >/dev/null 2>&1; then
+  apt_install python3
+fi
+
+log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3)"

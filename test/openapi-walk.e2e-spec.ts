@@ -173,9 +173,22 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       match: { regex: 'walk' },
       template: { create_info: { task_type: 'demo.echo', task_name: 'walk' } },
     });
+    const hook = async (name: string): Promise<string> => {
+      const r = await api.call<{ webhook_id: string }>('POST', '/v1/webhooks', {
+        url: `https://hooks.example.com/${name}`,
+        events: ['task.finished'],
+      });
+      expect(r).toMatchObject({ status: 201 });
+      return r.data.webhook_id;
+    };
+    const webhookId = await hook('walk');
+    const ping = await api.call<{ message_id: string }>('POST', `/v1/webhooks/${webhookId}/test`);
     return {
       later,
       done,
+      webhookId,
+      doomedWebhookId: await hook('walk-deleted'),
+      messageId: ping.data.message_id,
       retry: await failing('to retry'),
       rollback: await failing('to roll back'),
       pause: await sleeping('to pause'),
@@ -277,6 +290,28 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'PATCH /v1/log-rules/{rule_id}': () => ({ path: `/v1/log-rules/${s.ruleId}` }),
       'DELETE /v1/log-rules/{rule_id}': () => ({ path: `/v1/log-rules/${s.ruleId}` }),
       'POST /v1/logs': () => ({ path: '/v1/logs' }),
+      'POST /v1/webhooks': () => ({ path: '/v1/webhooks' }),
+      'GET /v1/webhooks': () => ({ path: '/v1/webhooks' }),
+      'POST /v1/webhooks/callback-secret': () => ({
+        path: '/v1/webhooks/callback-secret?tenant=payments',
+      }),
+      'GET /v1/webhooks/{webhook_id}': () => ({ path: `/v1/webhooks/${s.webhookId}` }),
+      'PATCH /v1/webhooks/{webhook_id}': () => ({ path: `/v1/webhooks/${s.webhookId}` }),
+      'DELETE /v1/webhooks/{webhook_id}': () => ({ path: `/v1/webhooks/${s.doomedWebhookId}` }),
+      'POST /v1/webhooks/{webhook_id}/rotate-secret': () => ({
+        path: `/v1/webhooks/${s.webhookId}/rotate-secret`,
+      }),
+      'POST /v1/webhooks/{webhook_id}/test': () => ({ path: `/v1/webhooks/${s.webhookId}/test` }),
+      'GET /v1/webhooks/{webhook_id}/deliveries': () => ({
+        path: `/v1/webhooks/${s.webhookId}/deliveries`,
+      }),
+      'POST /v1/webhooks/{webhook_id}/deliveries/{message_id}/redeliver': () => ({
+        path: `/v1/webhooks/${s.webhookId}/deliveries/${s.messageId}/redeliver`,
+      }),
+      'POST /v1/webhooks/{webhook_id}/redeliver': () => ({
+        path: `/v1/webhooks/${s.webhookId}/redeliver`,
+      }),
+      'GET /v1/tasks/{task_id}/deliveries': () => ({ path: `/v1/tasks/${s.done}/deliveries` }),
       'GET /v1/logs/stats': () => ({ path: '/v1/logs/stats' }),
     };
 

@@ -27,6 +27,8 @@ const NOT_FOUND_BY_PARAM: Record<string, ContractErrorCode> = {
   task_id: C.TASK_NOT_FOUND,
   timer_id: C.NOT_FOUND,
   rule_id: C.NOT_FOUND,
+  webhook_id: C.NOT_FOUND,
+  message_id: C.NOT_FOUND,
   key_id: C.NOT_FOUND,
   worker_id: C.NOT_FOUND,
   task_type: C.NOT_FOUND,

@@ -100,4 +100,39 @@ export const REQUEST_EXAMPLES: Record<string, Examples> = {
       },
     },
   },
+  WebhooksController_create: {
+    outcomes: {
+      summary: 'hear when a task ends, well or badly',
+      value: {
+        url: 'https://hooks.example.com/baton',
+        events: ['task.succeeded', 'task.failed', 'task.timed_out'],
+        description: 'deploy pipeline',
+      },
+    },
+    filtered: {
+      summary: "every move of one team's failovers",
+      value: {
+        url: 'https://chat.example.com/hooks/dba',
+        events: ['task.status_changed'],
+        task_types: ['demo.sleep'],
+        labels: { team: 'dba' },
+      },
+    },
+  },
+  WebhooksController_update: {
+    events: {
+      summary: 'failures only',
+      value: { events: ['task.failed', 'task.timed_out'] },
+    },
+    enable: {
+      summary: 'enable it again (clears a failing streak)',
+      value: { enabled: true },
+    },
+  },
+  WebhooksController_redeliverFailed: {
+    since: {
+      summary: 'everything given up since the receiver broke',
+      value: { since: '2026-01-01T00:00:00Z' },
+    },
+  },
 };

@@ -20,6 +20,7 @@ import { TaskStoreModule } from './task-store';
 import { TaskTypesModule } from './task-types';
 import { TasksModule } from './tasks';
 import { TenantsModule } from './tenants';
+import { WebhooksModule } from './webhooks';
 import { WorkersModule } from './workers';
 
 /**
@@ -60,6 +61,7 @@ export class SchedulerAppModule {
         LogDumperModule,
         // Who learns of what happened to them: through the task store's durable change feed.
         TaskMetricsModule,
+        WebhooksModule,
         HealthModule,
       ],
     };

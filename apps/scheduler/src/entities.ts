@@ -5,6 +5,7 @@ import { TASK_STORE_ENTITIES } from './task-store';
 import { TASK_TYPES_ENTITIES } from './task-types';
 import { TASKS_ENTITIES } from './tasks';
 import { TENANTS_ENTITIES } from './tenants';
+import { WEBHOOKS_ENTITIES } from './webhooks';
 import { WORKERS_ENTITIES } from './workers';
 
 /** Every table's entity, gathered from the modules that own them, for the one data source. */
@@ -17,4 +18,5 @@ export const ENTITIES = [
   ...LOGDUMPER_ENTITIES,
   ...TENANTS_ENTITIES,
   ...AUTH_ENTITIES,
+  ...WEBHOOKS_ENTITIES,
 ];

@@ -4,3 +4,4 @@ export * from './database.config';
 export * from './outgoing.config';
 export * from './queue.config';
 export * from './scheduler.config';
+export * from './webhooks.config';

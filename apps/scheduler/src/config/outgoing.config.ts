@@ -1,11 +1,12 @@
 import { AllowedNetworks } from '@baton/task-contract';
+import { WebhooksConfig, webhooksConfig } from './webhooks.config';
 
 /** Where the scheduler may call out to, besides the public internet (docs/operations.md). */
 export interface OutgoingConfig {
   /** Networks registered workers may be in (they register with the shared secret). */
   workers: AllowedNetworks;
-  /** Internal networks a task's `callback_url` may point into (none by default). */
-  callbacks: AllowedNetworks;
+  /** Webhooks and tasks' `callback_url`s: where they may point, how they are sent and retried. */
+  webhooks: WebhooksConfig;
 }
 
 /** Loopback and the private ranges: where workers live. Link-local (cloud metadata) is not. */
@@ -22,6 +23,6 @@ export function outgoingConfig(env: NodeJS.ProcessEnv): OutgoingConfig {
   };
   return {
     workers: networks('BATON_WORKER_NETWORKS', DEFAULT_WORKER_NETWORKS),
-    callbacks: networks('BATON_CALLBACK_NETWORKS', ''),
+    webhooks: webhooksConfig(env),
   };
 }

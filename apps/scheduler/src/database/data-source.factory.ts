@@ -12,6 +12,7 @@ import { ExactIdentifiers1764600000000 } from './migrations/1764600000000-ExactI
 import { ApiKeys1764700000000 } from './migrations/1764700000000-ApiKeys';
 import { Audit1764800000000 } from './migrations/1764800000000-Audit';
 import { LogRuleTenant1764900000000 } from './migrations/1764900000000-LogRuleTenant';
+import { Webhooks1765000000000 } from './migrations/1765000000000-Webhooks';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   ApiKeys1764700000000,
   Audit1764800000000,
   LogRuleTenant1764900000000,
+  Webhooks1765000000000,
 ];
 
 /**

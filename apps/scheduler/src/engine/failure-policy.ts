@@ -61,6 +61,7 @@ export class FailurePolicy {
     type: TaskTypeModel,
     policy: TimeoutPolicy,
     why: string,
+    code: 'deadline_timeout' | 'heartbeat_timeout',
   ): Promise<Step> {
     if (policy === 'alert') {
       // Only tell people: an event row, and the task goes on as it was.
@@ -87,7 +88,7 @@ export class FailurePolicy {
         )
         .catch(() => undefined);
     }
-    return this.failed(t, type, why, policy === 'retry', true);
+    return this.failed(t, type, why, policy === 'retry', true, code);
   }
 
   /**
@@ -100,6 +101,7 @@ export class FailurePolicy {
     why: string,
     retryable = true,
     drop = false,
+    code?: string,
   ): Promise<Step> {
     // Before planning another attempt or life.
     const t = retryable || keptAlive(t0) ? await this.lives.withCancelFlag(t0) : t0;
@@ -120,14 +122,19 @@ export class FailurePolicy {
       to: TaskStatus.FAIL,
       patch: retry
         ? {
-            error: { message: why },
+            error: code ? { message: why, code } : { message: why },
             outcome: null,
             pendingAction: null,
             dueAt: now + wait,
             owner: null,
             leaseUntil: null,
           }
-        : { error: { message: why }, outcome: TaskStatus.FAIL, pendingAction: null, dueAt: now },
+        : {
+            error: code ? { message: why, code } : { message: why },
+            outcome: TaskStatus.FAIL,
+            pendingAction: null,
+            dueAt: now,
+          },
       attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop },
       reason: restart
         ? `life ${t.attempt} of a permanent task ended (${why}); restart ${t.attempt} in ${wait} ms`

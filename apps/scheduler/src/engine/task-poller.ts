@@ -66,6 +66,7 @@ export class TaskPoller {
         type,
         type.timeoutPolicy.deadline,
         `ran past its deadline of ${deadlineS} s`,
+        'deadline_timeout',
       );
     }
     try {
@@ -123,6 +124,7 @@ export class TaskPoller {
           type,
           type.timeoutPolicy.heartbeat,
           `no heartbeat for ${now - lastBeat} ms`,
+          'heartbeat_timeout',
         );
       }
       await this.steps.step(t, { patch, reason: 'polled' });
@@ -140,6 +142,7 @@ export class TaskPoller {
             type,
             type.timeoutPolicy.heartbeat,
             `worker unreachable and no heartbeat for ${now - lastBeat} ms: ${message(err)}`,
+            'heartbeat_timeout',
           );
         }
         await this.steps.step(t, {

@@ -20,6 +20,6 @@ export class MetricsController {
   })
   @ApiOkResponse({ schema: { type: 'string' }, description: 'the Prometheus text format' })
   scrape(): string {
-    return prometheusText(this.metrics.all());
+    return prometheusText(this.metrics.all(), this.metrics.gaugeNames());
   }
 }

@@ -18,12 +18,27 @@ export class Metrics {
     string,
     { name: string; labels: Series['labels']; value: number }
   >();
+  private readonly gauges = new Set<string>();
 
   inc(name: string, labels: Record<string, string> = {}, by = 1): void {
     const key = Metrics.key(name, labels);
     const c = this.counters.get(key);
     if (c) c.value += by;
     else this.counters.set(key, { name, labels: Object.freeze({ ...labels }), value: by });
+  }
+
+  /** A gauge: the series is set to `value` (a level, e.g. a queue's depth), not added to. */
+  set(name: string, labels: Record<string, string>, value: number): void {
+    this.gauges.add(name);
+    const key = Metrics.key(name, labels);
+    const c = this.counters.get(key);
+    if (c) c.value = value;
+    else this.counters.set(key, { name, labels: Object.freeze({ ...labels }), value });
+  }
+
+  /** Names set with `set` (gauges); every other name is a counter. */
+  gaugeNames(): ReadonlySet<string> {
+    return this.gauges;
   }
 
   get(name: string, labels: Record<string, string> = {}): number {

@@ -8,6 +8,7 @@ export type { TaskChange } from './task-change';
 export type { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from './task-change-feed';
 export { TaskChangeFeed } from './task-change-feed';
 export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
+export { isUniqueViolation } from './sql-runner';
 export * from './attempt-drops.repository';
 export * from './task-log.repository';
 export * from './task-purge.repository';

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { SqlRunner } from './sql-runner';
+import { TaskModel } from './task.model';
 
 /** One status change of a task, as its consumers learn of it. */
 export interface TaskStatusChange {
@@ -17,10 +18,19 @@ export interface TaskStatusChange {
   outcome: TaskStatus | null;
   attempt: number;
   at: number;
+  /** What the consumer's `payload` made of the change when it was written, or null. */
+  payload: string | null;
 }
 
 /** A change as it is written, before the outbox numbers it. */
-export type NewTaskStatusChange = Omit<TaskStatusChange, 'id'>;
+export interface NewTaskStatusChange extends Omit<TaskStatusChange, 'id' | 'payload'> {
+  /** The task after the change (its status is the last of the write: read `to` for this move). */
+  task: TaskModel;
+  /** Why the task moved, as the lifecycle log says it. */
+  reason: string;
+  /** Grows with each move of the task (its version, and the move's place in one write). */
+  order: number;
+}
 
 /**
  * A module that must learn of task status changes durably: topologies (a node ended, evaluate its
@@ -42,6 +52,11 @@ export interface TaskChangeConsumer {
    * (with backoff); a change is only dropped from the outbox once this resolves.
    */
   handle(changes: readonly TaskStatusChange[]): Promise<void>;
+  /**
+   * What to keep with a wanted change (text, e.g. JSON of the task as it was then), handed back as
+   * `payload`. Called inside the writing transaction: no I/O.
+   */
+  payload?(change: NewTaskStatusChange): string;
 }
 
 /**
@@ -102,6 +117,7 @@ export class TaskChangeFeed {
             outcome: c.outcome,
             attempt: c.attempt,
             created_at: c.at,
+            payload: consumer.payload ? consumer.payload(c) : null,
           });
     if (rows.length === 0) return;
     await this.sql.insertRows(m, 'baton_task_change', rows);

@@ -34,8 +34,13 @@ function statusChange(
   from: TaskStatus | null,
   to: TaskStatus,
   at: number,
+  reason: string,
+  step = 0,
 ): NewTaskStatusChange {
   return {
+    task: t,
+    reason,
+    order: t.version * 16 + Math.min(step, 15),
     taskId: t.taskId,
     taskType: t.taskType,
     tenant: t.tenant,
@@ -117,12 +122,12 @@ export class TaskLogRepository {
           path.length > 1
             ? path.slice(1).map((to, k) => [path[k], to])
             : [[task.status, task.status]];
-        for (const [from, to] of moves) {
+        for (const [k, [from, to]] of moves.entries()) {
           events.push(
             this.event(task.taskId, from, to, change.reason, change.actor, next.attempt, now),
           );
           // A note (no move) is in the log only; a move is a status change for the feed too.
-          if (path.length > 1) changes.push(statusChange(next, from, to, now));
+          if (path.length > 1) changes.push(statusChange(next, from, to, now, change.reason, k));
         }
       }
       // The attempt's row is written with the move that starts or ends it: one commit, not two.
@@ -161,7 +166,7 @@ export class TaskLogRepository {
     );
     await this.feed.write(
       m,
-      tasks.map((t) => statusChange(t, null, t.status, t.createdAt)),
+      tasks.map((t) => statusChange(t, null, t.status, t.createdAt, reason)),
     );
   }
 

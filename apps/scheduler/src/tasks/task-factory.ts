@@ -4,7 +4,7 @@ import {
   ContractException,
   RepetitionKind,
   TaskStatus,
-  outgoingUrlProblem,
+  resolvedUrlProblem,
 } from '@baton/task-contract';
 import { IdGenerator } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
@@ -18,10 +18,14 @@ const MAX_PARAMS_BYTES = 64 * 1024;
 /**
  * A create body made into a task, checked against what the scheduler knows: the type is
  * registered, an `http_url` is one of its workers, params and labels are within bounds, a
- * `callback_url` points nowhere internal (unless its network is allowed).
+ * `callback_url` points nowhere internal, as written or as its name resolves now (unless
+ * BATON_WEBHOOK_ALLOW allows it; each send checks the address it connects to again).
  */
 @Injectable()
 export class TaskFactory {
+  /** Callback URLs checked lately (a batch often repeats one): the verdict, and until when. */
+  private readonly checkedUrls = new Map<string, { problem: string | undefined; until: number }>();
+
   constructor(
     private readonly types: TaskTypesService,
     private readonly workers: WorkersService,
@@ -55,12 +59,11 @@ export class TaskFactory {
         { http_url: info.http_url },
       );
     }
-    const callbackProblem =
-      dto.callback_url && outgoingUrlProblem(dto.callback_url, this.config.outgoing.callbacks);
+    const callbackProblem = dto.callback_url && (await this.callbackProblem(dto.callback_url));
     if (callbackProblem)
       throw new ContractException(
         ContractErrorCode.VALIDATION_FAILED,
-        `callback_url ${callbackProblem} (BATON_CALLBACK_NETWORKS)`,
+        `callback_url ${callbackProblem}`,
         { callback_url: dto.callback_url },
       );
     const params = dto.params ?? {};
@@ -127,6 +130,17 @@ export class TaskFactory {
       startedAt: null,
       finishedAt: null,
     };
+  }
+
+  private async callbackProblem(url: string): Promise<string | undefined> {
+    const now = Date.now();
+    const known = this.checkedUrls.get(url);
+    if (known && known.until > now) return known.problem;
+    const { allowNetworks: networks, allowHosts: hosts } = this.config.outgoing.webhooks;
+    const problem = await resolvedUrlProblem(url, { networks, hosts });
+    if (this.checkedUrls.size >= 1000) this.checkedUrls.clear();
+    this.checkedUrls.set(url, { problem, until: now + 10_000 });
+    return problem;
   }
 
   checkParamsSize(params: Record<string, unknown>): void {

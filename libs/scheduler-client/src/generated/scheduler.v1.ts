@@ -575,6 +575,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list webhook subscriptions (without their secrets) */
+        get: operations["WebhooksController_list"];
+        put?: never;
+        /** subscribe a URL to task events; the answer holds the signing secret, shown this once */
+        post: operations["WebhooksController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/callback-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** a new secret for the callback_url calls of a tenant's tasks (shown this once); the previous one keeps signing for 24 h */
+        post: operations["WebhooksController_callbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** get a webhook subscription (without its secret) */
+        get: operations["WebhooksController_get"];
+        put?: never;
+        post?: never;
+        /** delete a subscription (its pending messages are given up) */
+        delete: operations["WebhooksController_remove"];
+        options?: never;
+        head?: never;
+        /** change a subscription, or disable / enable it with {"enabled": false | true} */
+        patch: operations["WebhooksController_update"];
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** a new signing secret (shown this once); the previous one keeps signing beside it for 24 h */
+        post: operations["WebhooksController_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** send a `webhook.test` message now; its attempts show in the delivery log */
+        post: operations["WebhooksController_ping"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the subscription's messages, newest first, each with its attempts */
+        get: operations["WebhooksController_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries/{message_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** send one message again, with the same webhook-id */
+        post: operations["WebhooksController_redeliverOne"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** send again every message given up since a time */
+        post: operations["WebhooksController_redeliverFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{task_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the webhook and callback messages of a task's events, newest first, with attempts */
+        get: operations["TaskDeliveriesController_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1280,6 +1436,163 @@ export interface components {
             };
             totals: components["schemas"]["SourceCountsDto"];
         };
+        CreateWebhookDto: {
+            /**
+             * @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it
+             * @example https://hooks.example.com/baton
+             */
+            url: string;
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `worker.unhealthy` */
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            /**
+             * @description only tasks of these types (none: every type)
+             * @default []
+             */
+            task_types?: string[];
+            /**
+             * @description only tasks carrying every one of these labels (same value)
+             * @default {}
+             */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description only this tenant's tasks; without it, every tenant's (keys of no tenant). A key of one tenant: always its own. It cannot change later */
+            tenant?: string;
+            /** @default  */
+            description?: string;
+            /** @default true */
+            enabled?: boolean;
+        };
+        WebhookWithSecretDto: {
+            webhook_id: string;
+            url: string;
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            task_types: string[];
+            labels: {
+                [key: string]: string;
+            };
+            /** @description null: every tenant */
+            tenant: string | null;
+            description: string;
+            enabled: boolean;
+            /** @description why Baton disabled it */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description since when every delivery failed; null while deliveries succeed
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description until when the previous secret still signs (after a rotation)
+             */
+            previous_secret_until: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description the signing secret (`whsec_...`, Standard Webhooks): shown this once; keep it to verify `webhook-signature` */
+            secret: string;
+        };
+        WebhookDto: {
+            webhook_id: string;
+            url: string;
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            task_types: string[];
+            labels: {
+                [key: string]: string;
+            };
+            /** @description null: every tenant */
+            tenant: string | null;
+            description: string;
+            enabled: boolean;
+            /** @description why Baton disabled it */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description since when every delivery failed; null while deliveries succeed
+             */
+            failing_since: string | null;
+            /**
+             * Format: date-time
+             * @description until when the previous secret still signs (after a rotation)
+             */
+            previous_secret_until: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        CallbackSecretDto: {
+            tenant: string;
+            /** @description the secret that signs the callback_url calls of the tenant's tasks (shown this once); the previous one signs too until previous_secret_until */
+            secret: string;
+            /** Format: date-time */
+            previous_secret_until: string | null;
+        };
+        UpdateWebhookDto: {
+            /** @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it */
+            url?: string;
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `worker.unhealthy` */
+            events?: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            /** @description only tasks of these types (none: every type) */
+            task_types?: string[];
+            /** @description only tasks carrying every one of these labels (same value) */
+            labels?: {
+                [key: string]: string;
+            };
+            description?: string;
+            /** @description false stops deliveries (they wait); true starts them again and clears the failing streak */
+            enabled?: boolean;
+        };
+        WebhookAttemptDto: {
+            attempt: number;
+            /** Format: date-time */
+            at: string;
+            /** @description the HTTP status; null: no answer */
+            status_code: number | null;
+            latency_ms: number;
+            /** @description the first 1 KiB of the answer */
+            response: string | null;
+            error: string | null;
+        };
+        WebhookDeliveryDto: {
+            /** @description the `webhook-id` header, the same on every attempt */
+            message_id: string;
+            webhook_id: string;
+            event_type: string;
+            task_id: string | null;
+            /** @description a callback_url (callbacks only) */
+            url: string | null;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description when it is tried next (pending)
+             */
+            next_attempt_at: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description the body sent */
+            payload: {
+                [key: string]: unknown;
+            };
+            attempt_log: components["schemas"]["WebhookAttemptDto"][];
+        };
+        RedeliveredDto: {
+            /** @description messages queued to be sent again */
+            redelivered: number;
+        };
+        RedeliverDto: {
+            /**
+             * Format: date-time
+             * @description every message given up since this time is sent again
+             */
+            since: string;
+        };
         ErrorEnvelopeDto: {
             /**
              * @description non-zero code from the error table; code / 100 is the HTTP status
@@ -1494,6 +1807,15 @@ export interface components {
         };
         /** @description 40904: scheduler: the task changed while the call was being applied; read it again and retry */
         "error-40904": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
+        "error-40000-40003": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3131,6 +3453,451 @@ export interface operations {
             };
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_list: {
+        parameters: {
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookWithSecretDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_callbackSecret: {
+        parameters: {
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["CallbackSecretDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        /**
+                         * @description always null
+                         * @enum {unknown|null}
+                         */
+                        data: null;
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40904"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookWithSecretDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40904"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDeliveryDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_deliveries: {
+        parameters: {
+            query?: {
+                status?: "pending" | "delivered" | "failed";
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDeliveryDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_redeliverOne: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["RedeliveredDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WebhooksController_redeliverFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RedeliverDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["RedeliveredDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TaskDeliveriesController_deliveries: {
+        parameters: {
+            query?: {
+                status?: "pending" | "delivered" | "failed";
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WebhookDeliveryDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];

@@ -1,3 +1,5 @@
+import { LookupAddress, LookupOptions, lookup as dnsLookupCallback } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /** Address ranges no outgoing call may reach unless allowed: where a request can hurt the host. */
@@ -131,3 +133,104 @@ export function outgoingUrlProblem(
     return `names an internal host (${host}); use an address in an allowed network if it is meant`;
   return undefined;
 }
+
+/** Where an outgoing call may go: internal networks and host names an operator allowed. */
+export interface OutgoingAllowList {
+  networks: AllowedNetworks;
+  /** Host names (lower case) allowed whatever they resolve to. */
+  hosts: ReadonlySet<string>;
+}
+
+type LookupAll = (host: string) => Promise<{ address: string; family: number }[]>;
+
+const lookupAll: LookupAll = (host) => dnsLookup(host, { all: true, verbatim: true });
+
+/** The URL's host as compared with the allow-list: lower case, no brackets, no trailing dot. */
+const hostOf = (url: URL): string =>
+  url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+
+/**
+ * `outgoingUrlProblem`, then the addresses the host resolves to now: one internal address outside
+ * the allow-list refuses the URL (a name pointing at 127.0.0.1 is loopback). An allowed host name
+ * passes as it is. A name that does not resolve now passes: the check at connect time stands.
+ */
+export async function resolvedUrlProblem(
+  raw: string,
+  allow: OutgoingAllowList,
+  lookup: LookupAll = lookupAll,
+): Promise<string | undefined> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'is not a URL';
+  }
+  const host = hostOf(url);
+  if (allow.hosts.has(host)) {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be http or https';
+    if (url.username || url.password) return 'must not carry credentials (user:password@)';
+    return undefined;
+  }
+  const problem = outgoingUrlProblem(raw, allow.networks);
+  if (problem || isIP(host) || LOOPBACK_NAME.test(host)) return problem;
+  let addresses: { address: string }[];
+  try {
+    addresses = await lookup(host);
+  } catch {
+    // Not resolvable now (no such name, or DNS down): nothing to refuse yet. Each connection
+    // checks the address it resolves to then (guardedLookup).
+    return undefined;
+  }
+  for (const { address } of addresses) {
+    const range = internalRange(address);
+    if (range && !allow.networks.has(address))
+      return `resolves to a ${range} address (${host} is ${address}); allow it in BATON_WEBHOOK_ALLOW if it is meant`;
+  }
+  return undefined;
+}
+
+/** A refused connection: the address a name resolved to is internal and not allowed. */
+export class OutgoingAddressError extends Error {
+  readonly code = 'EOUTGOINGREFUSED';
+}
+
+/**
+ * A `lookup` for `net.connect` (undici's `connect.lookup`) that refuses internal addresses outside
+ * the allow-list, checked on the very address the socket then connects to: a name that resolved
+ * to a public address when the URL was saved and to 127.0.0.1 now is refused now (no DNS
+ * rebinding). Allowed host names resolve as usual.
+ */
+export function guardedLookup(
+  allow: OutgoingAllowList,
+  resolve: typeof dnsLookupCallback = dnsLookupCallback,
+): (hostname: string, options: LookupOptions, callback: LookupCallback) => void {
+  return (hostname, options, callback) => {
+    const host = hostname.replace(/\.$/, '').toLowerCase();
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as LookupAddress[];
+      if (!allow.hosts.has(host)) {
+        for (const a of list) {
+          const range = internalRange(a.address);
+          if (range && !allow.networks.has(a.address))
+            return callback(
+              new OutgoingAddressError(
+                `${hostname} resolves to a ${range} address (${a.address}): refused; allow it in BATON_WEBHOOK_ALLOW if it is meant`,
+              ),
+              '',
+              0,
+            );
+        }
+      }
+      if (list.length === 0) return callback(new Error(`${hostname} has no address`), '', 0);
+      if (options.all) return (callback as unknown as LookupAllCallback)(null, list);
+      callback(null, list[0].address, list[0].family);
+    });
+  };
+}
+
+type LookupCallback = (err: Error | null, address: string, family: number) => void;
+type LookupAllCallback = (err: Error | null, addresses: LookupAddress[]) => void;

@@ -1,0 +1,54 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { Clock, PeriodicLoop } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { Metrics } from '../metrics';
+import { WebhooksRepository } from './webhooks.repository';
+
+/** Purges at most this many messages (with their attempts) per statement. */
+const BATCH = 500;
+
+/**
+ * Keeps the delivery log to BATON_WEBHOOK_LOG_RETENTION (7 days): delivered and given-up
+ * messages, with their attempts, are deleted in small batches. Also keeps the queue-depth gauge.
+ */
+@Injectable()
+export class WebhookRetention implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly loop: PeriodicLoop;
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly metrics: Metrics,
+    private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {
+    this.loop = new PeriodicLoop(new Logger('WebhookRetention'), 60_000, () => this.passOnce());
+  }
+
+  onApplicationBootstrap(): void {
+    this.loop.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** One pass (tests call it): the purge, then the depth. */
+  async passOnce(): Promise<number> {
+    const before = this.clock.now() - this.config.outgoing.webhooks.logRetentionMs;
+    let purged = 0;
+    for (;;) {
+      const n = await this.repo.purge(before, BATCH);
+      purged += n;
+      if (n < BATCH) break;
+    }
+    const depth = await this.repo.depth();
+    this.metrics.set('baton_webhook_queue_depth', {}, depth.pending);
+    return purged;
+  }
+}

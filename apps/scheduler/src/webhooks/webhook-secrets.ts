@@ -1,0 +1,99 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { Webhook } from 'standardwebhooks';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { isUniqueViolation } from '../task-store';
+import { WebhookModel } from './webhook.model';
+import { WebhooksRepository } from './webhooks.repository';
+
+/** A new signing secret in the Standard Webhooks form: `whsec_` and 32 random bytes in base64. */
+export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+/**
+ * Signing secrets: each subscription's own, and each tenant's for the `callback_url`s of its tasks
+ * (kept as a webhook of kind `callback`, made when first needed). A rotated-out secret keeps
+ * signing beside the new one for BATON_WEBHOOK_SECRET_OVERLAP (24 h), so receivers can switch.
+ */
+@Injectable()
+export class WebhookSecrets {
+  /** Callback signers by tenant (their ids never change; their secrets are read when sending). */
+  private readonly signers = new Map<string, WebhookModel>();
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly clock: Clock,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  /** The `webhook-signature` header: `v1,<sig>` for the secret, and for the previous one while valid. */
+  signature(w: WebhookModel, messageId: string, at: Date, body: string): string {
+    const secrets = [w.secret];
+    if (w.previousSecret && (w.previousSecretUntil ?? 0) > at.getTime())
+      secrets.push(w.previousSecret);
+    return secrets.map((s) => new Webhook(s).sign(messageId, at, body)).join(' ');
+  }
+
+  /** The webhook that signs the callbacks of a tenant's tasks, made on first use. */
+  async callbackSigner(tenant: string): Promise<WebhookModel> {
+    const known = this.signers.get(tenant);
+    if (known) return known;
+    const id = callbackSignerId(tenant);
+    let w = await this.repo.find(id);
+    if (!w) {
+      const now = this.clock.now();
+      w = {
+        webhookId: id,
+        kind: 'callback',
+        tenant,
+        url: null,
+        events: ['task.finished'],
+        taskTypes: [],
+        labels: {},
+        description: `signs the callback_url calls of tenant ${tenant}`,
+        enabled: true,
+        secret: newSecret(),
+        previousSecret: null,
+        previousSecretUntil: null,
+        disabledReason: null,
+        failingSince: null,
+        createdAt: now,
+        updatedAt: now,
+        version: 1,
+      };
+      try {
+        await this.repo.insert(w);
+      } catch (err) {
+        // Another instance made it first.
+        if (!isUniqueViolation(err)) throw err;
+        w = (await this.repo.find(id)) as WebhookModel;
+      }
+    }
+    this.signers.set(tenant, w);
+    return w;
+  }
+
+  /**
+   * A new secret for the webhook (shown once, by the caller): the old one keeps signing for the
+   * overlap. Undefined when another write changed the webhook meanwhile.
+   */
+  async rotate(w: WebhookModel): Promise<WebhookModel | undefined> {
+    const now = this.clock.now();
+    const next: WebhookModel = {
+      ...w,
+      secret: newSecret(),
+      previousSecret: this.config.outgoing.webhooks.secretOverlapMs > 0 ? w.secret : null,
+      previousSecretUntil:
+        this.config.outgoing.webhooks.secretOverlapMs > 0
+          ? now + this.config.outgoing.webhooks.secretOverlapMs
+          : null,
+      updatedAt: now,
+      version: w.version + 1,
+    };
+    return (await this.repo.replace(w, next)) ? next : undefined;
+  }
+}
+
+/** The id of a tenant's callback signer: derived from the tenant, so every instance agrees. */
+export const callbackSignerId = (tenant: string): string =>
+  `whcb_${createHash('sha256').update(tenant).digest('base64url').slice(0, 32)}`;

@@ -1,0 +1,335 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import { Agent, request } from 'undici';
+import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
+import { guardedLookup, OutgoingAllowList, outgoingUrlProblem } from '@baton/task-contract';
+import { Clock } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig, WebhooksConfig } from '../config';
+import { Metrics } from '../metrics';
+import { WebhookEvents } from './webhook-events';
+import { WebhookSecrets } from './webhook-secrets';
+import { WebhookAttemptModel, WebhookMessageModel, WebhookModel } from './webhook.model';
+import { AttemptRecord, WebhooksRepository } from './webhooks.repository';
+
+/** The most of an answer kept in the delivery log. */
+const RESPONSE_BYTES = 1024;
+/** The lease that makes one instance the fleet's sender (renewed while it lives). */
+const LEASE_TTL_MS = 10_000;
+
+/** The wait before attempt `n + 1` after `n` failed: the schedule's, with ±20% jitter. */
+export function retryDelay(
+  schedule: readonly number[],
+  failed: number,
+  random = Math.random,
+): number {
+  const base = schedule[Math.min(failed, schedule.length) - 1] ?? schedule[0];
+  return Math.max(1, Math.round(base * (0.8 + 0.4 * random())));
+}
+
+/** What one attempt leads to: delivered, given up, or another try; and the subscription's fate. */
+export function outcomeOf(
+  cfg: Pick<WebhooksConfig, 'retryScheduleMs' | 'retryForMs' | 'disableAfterMs'>,
+  msg: WebhookMessageModel,
+  hook: WebhookModel,
+  attempt: WebhookAttemptModel,
+  random = Math.random,
+): Omit<AttemptRecord, 'message' | 'attempt'> {
+  const now = attempt.at;
+  const code = attempt.statusCode;
+  const subscription = hook.kind === 'subscription';
+  if (code !== null && code >= 200 && code < 300)
+    return {
+      status: 'delivered',
+      nextAt: now,
+      failingSince: null,
+      streakChanged: hook.failingSince !== null,
+      disable: null,
+    };
+  const failingSince = hook.failingSince ?? now;
+  const streakChanged = hook.failingSince === null;
+  if (code === 410)
+    return {
+      status: 'failed',
+      nextAt: now,
+      failingSince,
+      streakChanged,
+      disable: subscription ? 'the receiver answered 410 Gone' : null,
+    };
+  if (subscription && now - failingSince >= cfg.disableAfterMs)
+    return {
+      status: 'failed',
+      nextAt: now,
+      failingSince,
+      streakChanged,
+      disable: `every delivery failed for ${Math.round((now - failingSince) / 3_600_000)} h`,
+    };
+  const next = now + retryDelay(cfg.retryScheduleMs, attempt.attempt, random);
+  if (next - msg.createdAt > cfg.retryForMs)
+    return { status: 'failed', nextAt: now, failingSince, streakChanged, disable: null };
+  return { status: 'pending', nextAt: next, failingSince, streakChanged, disable: null };
+}
+
+/**
+ * Delivers webhook messages: one instance of the fleet at a time (a lease), each message the
+ * earliest pending of its (subscription, task), at most BATON_WEBHOOK_PER_ENDPOINT at once to one
+ * endpoint and BATON_WEBHOOK_CONCURRENCY in all. Every attempt is logged with its answer; the
+ * message is then delivered (2xx), tried again later on the retry schedule, or given up. It runs
+ * apart from the task engine: a slow or dead receiver holds only its own messages back.
+ */
+@Injectable()
+export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Webhooks');
+  private readonly cfg: WebhooksConfig;
+  private readonly allow: OutgoingAllowList;
+  private readonly agent: Agent;
+  private lease: Lease | undefined;
+  /** Messages in flight, by id: the endpoint each counts against. */
+  private readonly inflight = new Map<string, string>();
+  private readonly perEndpoint = new Map<string, number>();
+  private readonly sends = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly events: WebhookEvents,
+    private readonly secrets: WebhookSecrets,
+    private readonly metrics: Metrics,
+    private readonly clock: Clock,
+    @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
+    @Inject(SCHEDULER_CONFIG) config: SchedulerConfig,
+  ) {
+    this.cfg = config.outgoing.webhooks;
+    this.allow = { networks: this.cfg.allowNetworks, hosts: this.cfg.allowHosts };
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(this.allow), timeout: this.cfg.timeoutMs },
+      headersTimeout: this.cfg.timeoutMs,
+      bodyTimeout: this.cfg.timeoutMs,
+      keepAliveTimeout: 4000,
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.stopped = false;
+    this.events.onWritten(() => this.nudge());
+    await this.events.refresh().catch(() => undefined);
+    this.nudge();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await Promise.allSettled([...this.sends]);
+    await this.lease?.release().catch(() => undefined);
+    await this.agent.close().catch(() => undefined);
+  }
+
+  /** Look for due messages now (after the current pass if one runs). */
+  nudge(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.pass(), 0);
+  }
+
+  private pass(): void {
+    this.timer = undefined;
+    if (this.stopped) return;
+    this.running = this.passOnce()
+      .catch((err: unknown) =>
+        this.logger.error(
+          `webhook pass failed: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+      )
+      .finally(() => {
+        this.running = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.nudge();
+        } else {
+          this.timer = setTimeout(() => this.pass(), this.cfg.pollMs);
+          this.timer.unref();
+        }
+      });
+  }
+
+  /** One look at the due messages: starts what the limits allow (tests call it). */
+  async passOnce(): Promise<void> {
+    await this.events.refresh();
+    if (!(await this.holdLease())) return;
+    const room = this.cfg.concurrency - this.inflight.size;
+    if (room <= 0) return;
+    const busy = [...this.perEndpoint]
+      .filter(([key, n]) => n >= this.cfg.perEndpoint && !key.includes('://'))
+      .map(([key]) => key);
+    const due = await this.repo.due(this.clock.now(), 4 * room + this.inflight.size, busy);
+    const hooks = await this.repo.findMany([...new Set(due.map((m) => m.webhookId))]);
+    for (const msg of due) {
+      if (this.inflight.size >= this.cfg.concurrency) break;
+      if (this.inflight.has(msg.messageId)) continue;
+      const hook = hooks.get(msg.webhookId);
+      if (!hook) continue;
+      const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
+      const busy = this.perEndpoint.get(endpoint) ?? 0;
+      if (busy >= this.cfg.perEndpoint) continue;
+      this.inflight.set(msg.messageId, endpoint);
+      this.perEndpoint.set(endpoint, busy + 1);
+      const send = this.deliver(msg, hook).finally(() => {
+        this.inflight.delete(msg.messageId);
+        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
+        if (left > 0) this.perEndpoint.set(endpoint, left);
+        else this.perEndpoint.delete(endpoint);
+        this.sends.delete(send);
+        // The next event of the same task (or the next in line for the endpoint) may go now.
+        this.nudge();
+      });
+      this.sends.add(send);
+    }
+  }
+
+  private async holdLease(): Promise<boolean> {
+    if (this.lease && !this.lease.lost) return true;
+    this.lease =
+      (await this.locks.tryAcquire('webhooks:sender', { ttlMs: LEASE_TTL_MS, autoRenew: true })) ??
+      undefined;
+    return this.lease !== undefined;
+  }
+
+  private async deliver(msg: WebhookMessageModel, hook: WebhookModel): Promise<void> {
+    const attempt = await this.attempt(msg, hook);
+    const outcome = outcomeOf(this.cfg, msg, hook, attempt);
+    try {
+      await this.repo.record({ message: msg, attempt, ...outcome });
+    } catch (err) {
+      // The message stays pending: it is sent again (same webhook-id), at least once.
+      this.logger.error(
+        `webhook ${msg.messageId}: the attempt could not be recorded: ${err instanceof Error ? err.message : String(err)}`,
+      );
+      return;
+    }
+    const type = hook.kind;
+    this.metrics.inc('baton_webhook_attempts_total', {
+      kind: type,
+      result: outcome.status === 'delivered' ? 'delivered' : 'failed',
+    });
+    if (outcome.status === 'delivered') {
+      this.metrics.inc('baton_webhook_delivered_total', { kind: type });
+      this.metrics.inc(
+        'baton_webhook_delivery_latency_ms_total',
+        { kind: type },
+        attempt.at - msg.createdAt,
+      );
+    } else if (outcome.status === 'pending') {
+      this.metrics.inc('baton_webhook_retries_total', { kind: type });
+    } else {
+      this.metrics.inc('baton_webhook_given_up_total', { kind: type });
+    }
+    if (outcome.disable !== null) {
+      this.metrics.inc('baton_webhook_disabled_total');
+      this.logger.warn(
+        `webhook.disabled: ${hook.webhookId} (${hook.url ?? ''}) disabled: ${outcome.disable}`,
+      );
+      await this.events.refresh().catch(() => undefined);
+    }
+  }
+
+  /** One POST of the message, as the delivery log records it. */
+  private async attempt(
+    msg: WebhookMessageModel,
+    hook: WebhookModel,
+  ): Promise<WebhookAttemptModel> {
+    const url = msg.url ?? hook.url ?? '';
+    const started = this.clock.now();
+    const n = msg.attempts + 1;
+    const done = (statusCode: number | null, response: string | null, error: string | null) => ({
+      attempt: n,
+      at: started,
+      statusCode,
+      latencyMs: Math.max(0, this.clock.now() - started),
+      response,
+      error: error === null ? null : error.slice(0, 500),
+    });
+    // Literal addresses and schemes here; names are checked on the address connected to.
+    const host = hostOf(url);
+    const problem = this.allow.hosts.has(host)
+      ? undefined
+      : outgoingUrlProblem(url, this.allow.networks);
+    if (problem) return done(null, null, `refused: the URL ${problem}`);
+    const at = new Date(started);
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new Error(`no answer within ${this.cfg.timeoutMs} ms`)),
+      this.cfg.timeoutMs,
+    );
+    try {
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Baton-Webhooks/1',
+          'webhook-id': msg.messageId,
+          'webhook-timestamp': String(Math.floor(started / 1000)),
+          'webhook-signature': this.secrets.signature(hook, msg.messageId, at, msg.body),
+        },
+        body: msg.body,
+        signal: deadline.signal,
+      });
+      return done(res.statusCode, await head(res.body), null);
+    } catch (err) {
+      return done(null, null, describe(err));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The first RESPONSE_BYTES of a body, as text; the rest is not read. */
+async function head(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_BYTES) break;
+  }
+  body.destroy();
+  return Buffer.concat(parts).subarray(0, RESPONSE_BYTES).toString('utf8');
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const inner = e.cause?.message ? `: ${e.cause.message}` : '';
+  return `${e.code ?? e.cause?.code ?? 'error'}: ${e.message ?? String(err)}${inner}`;
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.$/, '')
+      .toLowerCase();
+  } catch {
+    return '';
+  }
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}

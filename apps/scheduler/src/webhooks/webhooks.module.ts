@@ -1,0 +1,59 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { AuthModule, TenantScopes } from '../auth';
+import { TaskChangeFeed, TaskStoreModule } from '../task-store';
+import { TasksModule } from '../tasks';
+import { WebhookEvents } from './webhook-events';
+import { WebhookRetention } from './webhook-retention';
+import { WebhookSecrets } from './webhook-secrets';
+import { WebhookSender } from './webhook-sender';
+import { TaskDeliveriesController, WebhooksController } from './webhooks.controller';
+import { WebhooksRepository } from './webhooks.repository';
+import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.service';
+
+/**
+ * Webhooks: subscriptions to task events and tasks' `callback_url`s, delivered at least once and
+ * in order per (subscription, task), signed on the Standard Webhooks scheme, with a delivery log.
+ * Events come from the task store's durable change feed (an outbox in the change's transaction).
+ */
+@Module({
+  imports: [AuthModule, TaskStoreModule, TasksModule],
+  controllers: [WebhooksController, TaskDeliveriesController],
+  providers: [
+    WebhooksRepository,
+    WebhookSecrets,
+    WebhookEvents,
+    WebhookSender,
+    WebhookRetention,
+    WebhooksService,
+  ],
+})
+export class WebhooksModule implements OnModuleInit {
+  constructor(
+    private readonly scopes: TenantScopes,
+    private readonly feed: TaskChangeFeed,
+    private readonly events: WebhookEvents,
+    private readonly repo: WebhooksRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.feed.subscribe(this.events);
+    // A subscription of every tenant (no tenant) is no tenant's: closed to tenant keys (404).
+    this.scopes.owns(
+      'webhook_id',
+      async (id) => {
+        const w = await this.repo.find(id);
+        return w && w.kind === 'subscription' ? (w.tenant ?? '*') : undefined;
+      },
+      webhookNotFound,
+    );
+    this.scopes.owns(
+      'message_id',
+      async (id) => {
+        const m = await this.repo.message(id);
+        const w = m && (await this.repo.find(m.webhookId));
+        return w ? (w.tenant ?? '*') : undefined;
+      },
+      deliveryNotFound,
+    );
+  }
+}

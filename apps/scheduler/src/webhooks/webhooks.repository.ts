@@ -1,0 +1,378 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { TransactionRunner } from '../database';
+import { WebhookEntity } from './webhook.entity';
+import {
+  MessageStatus,
+  NewWebhookMessage,
+  WebhookAttemptModel,
+  WebhookEventType,
+  WebhookKind,
+  WebhookMessageModel,
+  WebhookModel,
+} from './webhook.model';
+
+const toModel = (e: WebhookEntity): WebhookModel => ({
+  webhookId: e.webhook_id,
+  kind: e.kind as WebhookKind,
+  tenant: e.tenant,
+  url: e.url,
+  events: e.events as WebhookEventType[],
+  taskTypes: e.task_types,
+  labels: e.labels,
+  description: e.description,
+  enabled: Boolean(e.enabled),
+  secret: e.secret,
+  previousSecret: e.previous_secret,
+  previousSecretUntil: e.previous_secret_until === null ? null : Number(e.previous_secret_until),
+  disabledReason: e.disabled_reason,
+  failingSince: e.failing_since === null ? null : Number(e.failing_since),
+  createdAt: Number(e.created_at),
+  updatedAt: Number(e.updated_at),
+  version: e.version,
+});
+
+const toEntity = (m: WebhookModel): WebhookEntity => ({
+  webhook_id: m.webhookId,
+  kind: m.kind,
+  tenant: m.tenant,
+  url: m.url,
+  events: m.events,
+  task_types: m.taskTypes,
+  labels: m.labels,
+  description: m.description,
+  enabled: m.enabled,
+  secret: m.secret,
+  previous_secret: m.previousSecret,
+  previous_secret_until: m.previousSecretUntil,
+  disabled_reason: m.disabledReason,
+  failing_since: m.failingSince,
+  created_at: m.createdAt,
+  updated_at: m.updatedAt,
+  version: m.version,
+});
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+const messageModel = (r: Record<string, unknown>): WebhookMessageModel => ({
+  messageId: String(r.message_id),
+  webhookId: String(r.webhook_id),
+  eventType: String(r.event_type),
+  tenant: String(r.tenant),
+  taskId: r.task_id === null ? null : String(r.task_id),
+  url: r.url === null ? null : String(r.url),
+  body: String(r.body),
+  seq: Number(r.seq),
+  status: r.status as MessageStatus,
+  attempts: Number(r.attempts),
+  nextAt: Number(r.next_at),
+  lastStatus: num(r.last_status),
+  lastError: r.last_error === null ? null : String(r.last_error),
+  createdAt: Number(r.created_at),
+  finishedAt: num(r.finished_at),
+});
+
+/** The outcome of one attempt, and what it does to its message and subscription. */
+export interface AttemptRecord {
+  message: WebhookMessageModel;
+  attempt: WebhookAttemptModel;
+  /** The message's new state. */
+  status: MessageStatus;
+  nextAt: number;
+  /** The subscription's failing streak after this attempt (null: it succeeded). */
+  failingSince: number | null;
+  /** The streak is not what the subscription's row says. */
+  streakChanged: boolean;
+  /** Disable the subscription, with this reason. */
+  disable: string | null;
+}
+
+const MESSAGE_COLUMNS = `message_id, webhook_id, event_type, tenant, task_id, url, body, seq, status,
+  attempts, next_at, last_status, last_error, created_at, finished_at`;
+
+/** Storage of subscriptions, messages and the delivery log. */
+@Injectable()
+export class WebhooksRepository {
+  private readonly mysql: boolean;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly tx: TransactionRunner,
+  ) {
+    this.mysql = db.options.type === 'mysql';
+  }
+
+  private query(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+    return this.tx.single((m) => m.query(sql, params) as Promise<Record<string, unknown>[]>);
+  }
+
+  /** One changing statement; the rows it changed. */
+  private change(sql: string, params: unknown[]): Promise<number> {
+    return this.tx.single(async () => {
+      const runner = this.db.createQueryRunner();
+      try {
+        return (await runner.query(sql, params, true)).affected ?? 0;
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+
+  /** Subscriptions (not callback signers), of one tenant when given, oldest first. */
+  async list(tenant?: string): Promise<WebhookModel[]> {
+    const rows = await this.tx.single((m) =>
+      m.find(WebhookEntity, {
+        where: { kind: 'subscription', ...(tenant !== undefined ? { tenant } : {}) },
+        order: { created_at: 'ASC', webhook_id: 'ASC' },
+      }),
+    );
+    return rows.map(toModel);
+  }
+
+  async enabledSubscriptions(): Promise<WebhookModel[]> {
+    const rows = await this.tx.single((m) =>
+      m.find(WebhookEntity, { where: { kind: 'subscription', enabled: true } }),
+    );
+    return rows.map(toModel);
+  }
+
+  async find(webhookId: string): Promise<WebhookModel | undefined> {
+    const e = await this.tx.single((m) => m.findOneBy(WebhookEntity, { webhook_id: webhookId }));
+    return e ? toModel(e) : undefined;
+  }
+
+  async findMany(ids: readonly string[]): Promise<Map<string, WebhookModel>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.tx.single((m) =>
+      m
+        .createQueryBuilder(WebhookEntity, 'w')
+        .where('w.webhook_id IN (:...ids)', { ids: [...ids] })
+        .getMany(),
+    );
+    return new Map(rows.map((e) => [e.webhook_id, toModel(e)]));
+  }
+
+  async insert(m: WebhookModel): Promise<void> {
+    await this.tx.single((em) => em.insert(WebhookEntity, toEntity(m)));
+  }
+
+  /**
+   * Writes `next` if the stored row is still at `prev.version`; false when another write won. The
+   * failing streak is the sender's: left as it is, unless the subscription is enabled again.
+   */
+  async replace(prev: WebhookModel, next: WebhookModel): Promise<boolean> {
+    const { failing_since: streak, ...row } = toEntity(next);
+    const restart = next.enabled && !prev.enabled;
+    const r = await this.tx.single((em) =>
+      em.update(
+        WebhookEntity,
+        { webhook_id: prev.webhookId, version: prev.version },
+        { ...row, ...(restart ? { failing_since: streak } : {}), version: prev.version + 1 },
+      ),
+    );
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** Deletes the subscription and every message still pending for it. */
+  async remove(webhookId: string): Promise<boolean> {
+    return this.tx.run(async (m) => {
+      const r = await m.delete(WebhookEntity, { webhook_id: webhookId });
+      await m.query(
+        "UPDATE baton_webhook_message SET status = 'failed', last_error = ?, finished_at = ? WHERE webhook_id = ? AND status = 'pending'",
+        ['the subscription was deleted', Date.now(), webhookId],
+      );
+      return (r.affected ?? 0) > 0;
+    });
+  }
+
+  /** Messages, in one transaction; one already written for its (webhook, event) is left as is. */
+  async insertMessages(m: EntityManager, rows: readonly NewWebhookMessage[]): Promise<void> {
+    const ignore = this.mysql ? 'INSERT IGNORE' : 'INSERT OR IGNORE';
+    for (let i = 0; i < rows.length; i += 200) {
+      const part = rows.slice(i, i + 200);
+      await m.query(
+        `${ignore} INTO baton_webhook_message (message_id, webhook_id, event_key, event_type, tenant,
+           task_id, url, body, seq, status, attempts, next_at, created_at)
+         VALUES ${part.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)").join(', ')}`,
+        part.flatMap((r) => [
+          r.messageId,
+          r.webhookId,
+          r.eventKey,
+          r.eventType,
+          r.tenant,
+          r.taskId,
+          r.url,
+          r.body,
+          r.seq,
+          r.createdAt,
+          r.createdAt,
+        ]),
+      );
+    }
+  }
+
+  /**
+   * Pending messages due by `now`, oldest due first, each the earliest still pending of its
+   * (subscription, task): a later event of a task waits for the one before it. Messages of a
+   * disabled subscription wait until it is enabled again; those of `busy` subscriptions (at their
+   * limit of attempts in flight) are not looked at, so a slow endpoint's backlog hides no other.
+   */
+  async due(
+    now: number,
+    limit: number,
+    busy: readonly string[] = [],
+  ): Promise<WebhookMessageModel[]> {
+    const skip =
+      busy.length > 0 ? `AND m.webhook_id NOT IN (${busy.map(() => '?').join(', ')})` : '';
+    const rows = await this.query(
+      `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')}
+         FROM baton_webhook_message m JOIN baton_webhook w ON w.webhook_id = m.webhook_id
+        WHERE m.status = 'pending' AND m.next_at <= ? AND w.enabled = 1 ${skip}
+          AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p
+                           WHERE p.webhook_id = m.webhook_id AND p.task_id = m.task_id
+                             AND p.status = 'pending' AND p.seq < m.seq)
+        ORDER BY m.next_at, m.seq LIMIT ${Math.max(1, Math.floor(limit))}`,
+      [now, ...busy],
+    );
+    return rows.map(messageModel);
+  }
+
+  /** The attempt in the log, the message's new state, and the subscription's streak: one commit. */
+  async record(r: AttemptRecord): Promise<void> {
+    const { message: msg, attempt: a } = r;
+    await this.tx.run(async (m) => {
+      await m.query(
+        `INSERT INTO baton_webhook_attempt (message_id, webhook_id, task_id, attempt, at, status_code,
+           latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          msg.messageId,
+          msg.webhookId,
+          msg.taskId,
+          a.attempt,
+          a.at,
+          a.statusCode,
+          a.latencyMs,
+          a.response,
+          a.error,
+        ],
+      );
+      await m.query(
+        `UPDATE baton_webhook_message SET status = ?, attempts = ?, next_at = ?, last_status = ?,
+           last_error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`,
+        [
+          r.status,
+          a.attempt,
+          r.nextAt,
+          a.statusCode,
+          a.error,
+          r.status === 'pending' ? null : a.at,
+          msg.messageId,
+        ],
+      );
+      if (r.disable !== null)
+        await m.query(
+          `UPDATE baton_webhook SET enabled = 0, disabled_reason = ?, failing_since = ?,
+             updated_at = ?, version = version + 1 WHERE webhook_id = ? AND kind = 'subscription'`,
+          [r.disable, r.failingSince, a.at, msg.webhookId],
+        );
+      else if (r.streakChanged)
+        await m.query('UPDATE baton_webhook SET failing_since = ? WHERE webhook_id = ?', [
+          r.failingSince,
+          msg.webhookId,
+        ]);
+    });
+  }
+
+  async message(messageId: string): Promise<WebhookMessageModel | undefined> {
+    const rows = await this.query(
+      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE message_id = ?`,
+      [messageId],
+    );
+    return rows[0] ? messageModel(rows[0]) : undefined;
+  }
+
+  /** Newest first. */
+  async messagesOf(
+    where: { webhookId: string } | { taskId: string },
+    status: MessageStatus | undefined,
+    limit: number,
+  ): Promise<WebhookMessageModel[]> {
+    const [column, value] =
+      'webhookId' in where ? ['webhook_id', where.webhookId] : ['task_id', where.taskId];
+    const rows = await this.query(
+      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE ${column} = ?
+         ${status ? 'AND status = ?' : ''} ORDER BY created_at DESC, seq DESC LIMIT ${Math.floor(limit)}`,
+      status ? [value, status] : [value],
+    );
+    return rows.map(messageModel);
+  }
+
+  /** The attempts of these messages, by message, oldest first. */
+  async attemptsOf(messageIds: readonly string[]): Promise<Map<string, WebhookAttemptModel[]>> {
+    const out = new Map<string, WebhookAttemptModel[]>();
+    if (messageIds.length === 0) return out;
+    const rows = await this.query(
+      `SELECT message_id, attempt, at, status_code, latency_ms, response, error
+         FROM baton_webhook_attempt WHERE message_id IN (${messageIds.map(() => '?').join(', ')})
+        ORDER BY id`,
+      [...messageIds],
+    );
+    for (const r of rows) {
+      const list = out.get(String(r.message_id)) ?? [];
+      list.push({
+        attempt: Number(r.attempt),
+        at: Number(r.at),
+        statusCode: num(r.status_code),
+        latencyMs: Number(r.latency_ms),
+        response: r.response === null ? null : String(r.response),
+        error: r.error === null ? null : String(r.error),
+      });
+      out.set(String(r.message_id), list);
+    }
+    return out;
+  }
+
+  /** Sends messages again soon (same ids); their attempts so far stay in the log. */
+  async redeliver(
+    where: { messageId: string } | { webhookId: string; since: number },
+    now: number,
+  ): Promise<number> {
+    const [cond, params] =
+      'messageId' in where
+        ? ['message_id = ?', [where.messageId]]
+        : [
+            "webhook_id = ? AND status = 'failed' AND created_at >= ?",
+            [where.webhookId, where.since],
+          ];
+    return this.change(
+      `UPDATE baton_webhook_message SET status = 'pending', next_at = ?, finished_at = NULL
+        WHERE ${cond}`,
+      [now, ...params],
+    );
+  }
+
+  /** Pending messages, and the oldest one's age. */
+  async depth(): Promise<{ pending: number; oldest: number | null }> {
+    const rows = await this.query(
+      "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM baton_webhook_message WHERE status = 'pending'",
+    );
+    return { pending: Number(rows[0]?.n ?? 0), oldest: num(rows[0]?.oldest) };
+  }
+
+  /** Drops finished messages and attempts older than `before`, a batch at a time. */
+  async purge(before: number, batch: number): Promise<number> {
+    const ids = await this.query(
+      `SELECT message_id FROM baton_webhook_message WHERE finished_at IS NOT NULL AND finished_at < ?
+        LIMIT ${Math.floor(batch)}`,
+      [before],
+    );
+    const list = ids.map((r) => String(r.message_id));
+    if (list.length > 0)
+      await this.tx.run(async (m) => {
+        const marks = list.map(() => '?').join(', ');
+        await m.query(`DELETE FROM baton_webhook_attempt WHERE message_id IN (${marks})`, list);
+        await m.query(`DELETE FROM baton_webhook_message WHERE message_id IN (${marks})`, list);
+      });
+    return list.length;
+  }
+}
