@@ -45,7 +45,7 @@ export class BenchError extends Error {}
  * run). The BullMQ peer gets the same, so neither is tuned alone. BENCH_NODE_ARGS replaces them ("" for none).
  */
 export const SERVICE_NODE_ARGS = (
-  process.env.BENCH_NODE_ARGS ?? '--max-semi-space-size=32 --heap-growing-percent=100'
+  process.env.BENCH_NODE_ARGS ?? '--max-semi-space-size=32 --heap-growing-percent=50'
 )
   .split(' ')
   .filter((a) => a !== '');

@@ -20,10 +20,14 @@
  * BENCH_CONCURRENCY (runner concurrency = BullMQ worker concurrency, 256), BENCH_POOL (MySQL pool
  * of each system, 20), BENCH_SYSTEMS (baton,bullmq), BENCH_CPU_PROF (a directory: the scheduler
  * and the worker run with --cpu-prof and write their profiles there, the worker's when the bench
- * ends). Any BATON_* variable set in the environment
- * overrides the scheduler setting of the same name.
+ * ends), BENCH_WEBHOOK (`500` or `hang`: a webhook subscription to BENCH_WEBHOOK_EVENTS, default
+ * `task.finished`, at a receiver in this process that answers 500 to every delivery, or never
+ * answers; the run then shows what a dead receiver costs task processing). Any BATON_* variable
+ * set in the environment overrides the scheduler setting of the same name.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import Redis from 'ioredis';
 import { createPool, Pool, RowDataPacket } from 'mysql2/promise';
@@ -430,6 +434,8 @@ async function main(): Promise<void> {
 
   const schedulerEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(SCHEDULER_DEFAULTS)) schedulerEnv[k] = env[k] ?? v;
+  const receiver = env.BENCH_WEBHOOK ? await deadReceiver(env.BENCH_WEBHOOK) : undefined;
+  if (receiver) schedulerEnv.BATON_WEBHOOK_ALLOW = 'localhost';
   const workerId = `bench-worker-${RUN_ID}`;
   console.log(
     `scheduler benchmark ${RUN_ID}: ${TASKS} demo.echo tasks (warm-up ${WARMUP}), batches of ${BATCH}, ` +
@@ -487,6 +493,18 @@ async function main(): Promise<void> {
   );
   onCleanup('stop worker', () => worker.stop());
   await waitForHealthyWorker(scheduler.url, workerId);
+  if (receiver) {
+    const events = (env.BENCH_WEBHOOK_EVENTS ?? 'task.finished').split(',');
+    await client(scheduler.url).call({
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: receiver.url, events },
+      resend: 'any',
+    });
+    console.log(
+      `webhook: a subscription to ${events.join(', ')} at a receiver that ${env.BENCH_WEBHOOK === 'hang' ? 'never answers' : `answers ${env.BENCH_WEBHOOK}`}`,
+    );
+  }
 
   const servers = { mariadb: pidOf('mariadbd') ?? pidOf('mysqld'), redis: pidOf('redis-server') };
   const results: Figures[] = [];
@@ -591,3 +609,23 @@ main()
       process.exit();
     }),
   );
+
+/** A webhook receiver that answers every delivery with `mode` (an HTTP status) or never. */
+async function deadReceiver(mode: string): Promise<{ url: string; hits: () => number }> {
+  if (mode !== 'hang' && !/^[1-5]\d\d$/.test(mode))
+    throw new BenchError(`BENCH_WEBHOOK must be an HTTP status or hang, not ${mode}`);
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    if (mode === 'hang') return;
+    res.writeHead(Number(mode)).end('{"error":"dead receiver"}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  onCleanup('stop the webhook receiver', async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://localhost:${port}/hook`, hits: () => hits };
+}

@@ -22,4 +22,4 @@ RUN mkdir -p /app/data /app/.data && chown node:node /app/data /app/.data
 USER node
 EXPOSE 3000
 # A 32 MB young generation: per-task garbage dies young (docs/operations.md).
-CMD ["node", "--max-semi-space-size=32", "--heap-growing-percent=100", "dist/apps/scheduler/src/main.js"]
+CMD ["node", "--max-semi-space-size=32", "--heap-growing-percent=50", "dist/apps/scheduler/src/main.js"]

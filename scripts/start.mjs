@@ -67,7 +67,7 @@ for (const [name, file, env] of apps) {
   // it garbage collection, and a bounded old-generation growth keeps its RSS near what is live
   // (docs/operations.md).
   const flags =
-    name === 'scheduler' ? ['--max-semi-space-size=32', '--heap-growing-percent=100'] : [];
+    name === 'scheduler' ? ['--max-semi-space-size=32', '--heap-growing-percent=50'] : [];
   const child = spawn(process.execPath, [...flags, file], {
     cwd: root,
     env: { ...shared, ...env },

@@ -64,6 +64,17 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   },
   'PATCH /v1/log-rules/{rule_id}': { enabled: false },
   'POST /v1/logs': { source: 'shared', tenant: 'alpha', records: [{ position: 1, line: 'x' }] },
+  'POST /v1/webhooks': {
+    url: 'https://hooks.example.com/foreign',
+    events: ['task.finished'],
+    tenant: 'alpha',
+  },
+  'POST /v1/webhooks/callback-secret': {},
+  'PATCH /v1/webhooks/{webhook_id}': { enabled: true },
+  'POST /v1/webhooks/{webhook_id}/rotate-secret': {},
+  'POST /v1/webhooks/{webhook_id}/test': {},
+  'POST /v1/webhooks/{webhook_id}/deliveries/{message_id}/redeliver': {},
+  'POST /v1/webhooks/{webhook_id}/redeliver': { since: '2026-01-01T00:00:00Z' },
 };
 
 /** Routes over every tenant's data (fleet internals): a tenant's key is refused them. */
@@ -288,7 +299,19 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
     const limits = await admin.call('PUT', '/v1/tenants/alpha/limits', {
       rate_limit_per_sec: 7,
     });
+    // Disabled: its test message waits, so nothing of it changes while the walk runs.
+    const hook = await keys.alpha.call<{ webhook_id: string }>('POST', '/v1/webhooks', {
+      url: 'https://hooks.example.com/alpha',
+      events: ['task.finished'],
+      description: 'alpha hook',
+      enabled: false,
+    });
+    const ping = await keys.alpha.call<{ message_id: string }>(
+      'POST',
+      `/v1/webhooks/${hook.data.webhook_id}/test`,
+    );
     expect([task.status, timer.status, rule.status, limits.status]).toEqual([201, 201, 201, 200]);
+    expect([hook.status, ping.status]).toEqual([201, 202]);
     const workers = await admin.call<{ worker_id: string }[]>('GET', '/v1/workers');
     const params: Record<string, string> = {
       task_id: task.data.task_id,
@@ -298,6 +321,8 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       task_type: 'demo.echo',
       worker_id: workers.data[0].worker_id,
       key_id: ids['key:alpha-operator'],
+      webhook_id: hook.data.webhook_id,
+      message_id: ping.data.message_id,
     };
     // What no answer to beta may hold: alpha's ids and names.
     const secrets = [
@@ -307,6 +332,9 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       'alpha-secret-param',
       'alpha nightly',
       'alpha walked rule',
+      hook.data.webhook_id,
+      ping.data.message_id,
+      'alpha hook',
       '"alpha"',
     ];
     const snapshot = async () =>
@@ -320,6 +348,8 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
           admin.call('GET', '/v1/tasks?tenant=alpha&limit=500'),
           admin.call('GET', '/v1/timers?tenant=alpha'),
           admin.call('GET', '/v1/log-rules?tenant=alpha'),
+          admin.call('GET', '/v1/webhooks?tenant=alpha'),
+          admin.call('GET', `/v1/webhooks/${hook.data.webhook_id}/deliveries`),
           admin
             .call<{ key_id: string; name: string; revoked_at: string | null }[]>(
               'GET',
@@ -370,7 +400,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
             body: true,
           });
         const res = await key.call(r.method, path, takesBody ? FOREIGN_BODIES[name] : undefined);
-        const owned = /\{(task_id|timer_id|rule_id|tenant)\}/.test(r.path);
+        const owned = /\{(task_id|timer_id|rule_id|tenant|webhook_id|message_id)\}/.test(r.path);
         const names = takesBody && JSON.stringify(FOREIGN_BODIES[name]).includes('"alpha"');
         const readOnly = who === 'beta viewer' && r.method !== 'GET';
         const expected =

@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
 import { internalRange } from '@baton/task-contract';
 import {
   Api,
@@ -12,48 +11,10 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { ROOT, RunningProcess, eventually, startProcess } from './support/processes';
+import { ROOT, RunningProcess, eventually } from './support/processes';
+import { Got, Receiver } from './support/webhooks';
 
 jest.setTimeout(180_000);
-
-const RECEIVER = 'test/fixtures/webhook-receiver/receiver.js';
-
-interface Got {
-  name: string;
-  id: string;
-  timestamp: string;
-  signature: string;
-  verified: boolean;
-  why: string | null;
-  type: string;
-  task_id: string | null;
-  task_status: string | null;
-  at: number;
-  body: string;
-}
-
-/** The test receiver: a process of its own that verifies with the `standardwebhooks` library. */
-class Receiver {
-  constructor(readonly proc: RunningProcess) {}
-
-  /** The URL of one of its hooks, by name (`localhost`: the scheduler allows that host). */
-  hook(name: string): string {
-    return `${this.proc.url.replace('127.0.0.1', 'localhost')}/hook/${name}`;
-  }
-
-  async control(what: 'secret' | 'mode', body: Record<string, unknown>): Promise<void> {
-    const res = await request(`${this.proc.url}/_control/${what}`, {
-      method: 'POST',
-      body: JSON.stringify(body),
-    });
-    await res.body.text();
-  }
-
-  async got(name: string): Promise<Got[]> {
-    const res = await request(`${this.proc.url}/_received?name=${encodeURIComponent(name)}`);
-    return (await res.body.json()) as Got[];
-  }
-}
 
 /** Verifies one delivery with the 20-line Python verifier (the standard library alone). */
 function pythonVerifies(secret: string, got: Got): boolean {
@@ -74,6 +35,26 @@ function pythonVerifies(secret: string, got: Got): boolean {
   return r.status === 0 && r.stdout.trim() === 'verified';
 }
 
+/** README's Python verifier (section "Hear back: webhooks"), run as written on one delivery. */
+function readmePythonVerifies(secret: string, got: Got): boolean {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Hear back: webhooks'));
+  const code = /```python\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!code) throw new Error('README.md has no Python verifier under "Hear back: webhooks"');
+  const harness = `${code}
+import json, sys
+d = json.load(sys.stdin)
+headers = {"webhook-id": d["id"], "webhook-timestamp": d["timestamp"], "webhook-signature": d["signature"]}
+print("verified" if verify(d["secret"], headers, d["body"]) else "refused")
+`;
+  const r = spawnSync('python3', ['-c', harness], {
+    input: JSON.stringify({ secret, ...got }),
+    encoding: 'utf8',
+  });
+  if (r.error) throw new Error(`python3 could not run (${r.error.message})`);
+  return r.stdout.trim() === 'verified';
+}
+
 describe('webhooks', () => {
   let backend: Backend;
   let dir: string;
@@ -85,7 +66,7 @@ describe('webhooks', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-webhooks-'));
     backend = embeddedBackend();
-    receiver = new Receiver(await startProcess(RECEIVER, { PORT: '0' }));
+    receiver = await Receiver.start();
     procs.push(receiver.proc);
     scheduler = await startScheduler(backend, {
       BATON_INSTANCE_ID: 'webhooks-1',
@@ -187,6 +168,11 @@ describe('webhooks', () => {
     expect(got.filter((g) => !g.verified).map((g) => g.why)).toEqual([]);
     // And by 20 lines of Python, for interoperability.
     for (const g of got.slice(0, 5)) expect(pythonVerifies(hook.secret, g)).toBe(true);
+    // README's snippet too; and neither accepts a body that was changed.
+    expect(readmePythonVerifies(hook.secret, got[0])).toBe(true);
+    const forged = { ...got[0], body: got[0].body.replace('"task_status"', '"task_statuz"') };
+    expect(pythonVerifies(hook.secret, forged)).toBe(false);
+    expect(readmePythonVerifies(hook.secret, forged)).toBe(false);
     // The body: {type, timestamp, data}, data the task as GET /v1/tasks/{id} has it.
     const final = got.find((g) => g.task_id === ok && g.type === 'task.succeeded')!;
     const body = JSON.parse(final.body) as Record<string, Record<string, unknown>>;
@@ -324,6 +310,34 @@ describe('webhooks', () => {
     expect(Number(first.latency_ms)).toBeGreaterThanOrEqual(900);
     await api.call('DELETE', `/v1/webhooks/${gone.webhook_id}`);
     await api.call('DELETE', `/v1/webhooks/${hang.webhook_id}`);
+  });
+
+  it('tells when a worker turns unhealthy, once', async () => {
+    const hook = await subscribe('workers', ['worker.unhealthy']);
+    const doomed = await startTemplateWorker(
+      'webhooks-doomed',
+      scheduler.url,
+      join(dir, 'd.jsonl'),
+    );
+    procs.push(doomed);
+    await api.waitForWorkers(2);
+    await doomed.kill9(); // no more heartbeats: stale after BATON_WORKER_STALE_MS (3 s)
+    const [got] = await eventually(
+      async () => {
+        const list = (await receiver.got('workers')).filter((g) => g.type === 'worker.unhealthy');
+        return list.length > 0 ? list : undefined;
+      },
+      30_000,
+      'worker.unhealthy',
+    );
+    expect(got.verified).toBe(true);
+    const body = JSON.parse(got.body) as { data: Record<string, unknown> };
+    expect(body.data).toMatchObject({ worker_id: 'webhooks-doomed', health: 'stale' });
+    await new Promise((r) => setTimeout(r, 2000)); // still unhealthy: not told again
+    expect(
+      (await receiver.got('workers')).filter((g) => g.type === 'worker.unhealthy'),
+    ).toHaveLength(1);
+    await api.call('DELETE', `/v1/webhooks/${hook.webhook_id}`);
   });
 
   it('sends a test ping', async () => {

@@ -183,4 +183,45 @@ describe.each([
     const { feed } = store(new Recorder('twice'));
     expect(() => feed.subscribe(new Recorder('twice'))).toThrow(/already subscribed/);
   });
+
+  // On SQLite transactions never overlap (one connection): the interleaving is MySQL's alone.
+  const mysqlOnly = _name === 'mysql' ? it : undefined;
+  mysqlOnly?.(
+    'hands over a change whose transaction commits after a later one: ids commit out of order, none is skipped',
+    async () => {
+      const late = new Recorder('late');
+      const { feed, repo, relay } = store(late);
+      const slow = newTask({ taskName: 'slow commit' });
+      const runner = ds.createQueryRunner();
+      await runner.connect();
+      await runner.startTransaction();
+      // The slow transaction takes the lower id, and holds it uncommitted...
+      await feed.write(runner.manager, [
+        {
+          task: slow,
+          reason: 'created',
+          order: 0,
+          taskId: slow.taskId,
+          taskType: slow.taskType,
+          tenant: slow.tenant,
+          from: null,
+          to: TaskStatus.INIT,
+          outcome: null,
+          attempt: 0,
+          at: Date.now(),
+        },
+      ]);
+      // ...while a later change commits with a higher id, and is handed over.
+      const quick = await repo.insert(newTask({ taskName: 'quick commit' }), 'created', 'api');
+      await relay.deliverOnce();
+      expect(late.seen.map((c) => c.taskId)).toEqual([quick.taskId]);
+      // The lower id commits last: a cursor past the higher one would never see it. The relay does.
+      await runner.commitTransaction();
+      await runner.release();
+      await relay.deliverOnce();
+      expect(late.seen.map((c) => c.taskId)).toEqual([quick.taskId, slow.taskId]);
+      expect(late.seen[1].id).toBeLessThan(late.seen[0].id);
+      expect(await outbox('late')).toBe(0);
+    },
+  );
 });

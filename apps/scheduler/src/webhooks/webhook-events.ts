@@ -1,10 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
+import { EntityManager } from 'typeorm';
 import { Clock } from '../common';
 import { TransactionRunner } from '../database';
 import { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from '../task-store';
 import { toTaskDto } from '../tasks';
+import { WorkerUnhealthy } from '../workers';
 import { WebhookSecrets } from './webhook-secrets';
 import { NewWebhookMessage, WebhookEventType, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
@@ -92,6 +94,8 @@ export class WebhookEvents implements TaskChangeConsumer {
    * its next read on; `handle` matches against the stored ones again.
    */
   private subscriptions: readonly WebhookModel[] = [];
+  private reads = 0;
+  private applied = 0;
   private readonly written: (() => void)[] = [];
 
   constructor(
@@ -106,9 +110,16 @@ export class WebhookEvents implements TaskChangeConsumer {
     this.written.push(listener);
   }
 
-  /** Reads the enabled subscriptions again. */
+  /**
+   * Reads the enabled subscriptions again. A read that started before another one and ends after
+   * it is dropped: it may miss a subscription saved in between (then heard a second late).
+   */
   async refresh(): Promise<void> {
-    this.subscriptions = await this.repo.enabledSubscriptions();
+    const read = ++this.reads;
+    const list = await this.repo.enabledSubscriptions();
+    if (read < this.applied) return;
+    this.applied = read;
+    this.subscriptions = list;
   }
 
   wants(c: NewTaskStatusChange): boolean {
@@ -126,6 +137,37 @@ export class WebhookEvents implements TaskChangeConsumer {
     d.task_status = c.to;
     const stored: StoredEvent = { e: randomUUID(), s: c.order, r: c.reason, d };
     return JSON.stringify(stored);
+  }
+
+  /**
+   * `worker.unhealthy`, in the transaction that recorded it (WorkerHealthWatch), for the
+   * subscriptions of every tenant (workers are shared) that ask for it, whose task types the
+   * worker serves (when they name some), and that filter on no label (a worker carries none).
+   */
+  async workerEvents(m: EntityManager, events: readonly WorkerUnhealthy[]): Promise<void> {
+    const rows: NewWebhookMessage[] = [];
+    for (const e of events)
+      for (const w of this.subscriptions) {
+        if (!w.events.includes('worker.unhealthy') || w.tenant !== null) continue;
+        if (Object.keys(w.labels).length > 0) continue;
+        if (w.taskTypes.length > 0 && !w.taskTypes.some((t) => e.worker.task_types.includes(t)))
+          continue;
+        rows.push({
+          messageId: newMessageId(),
+          webhookId: w.webhookId,
+          eventKey: `worker:${e.worker.worker_id}:${e.since}`,
+          eventType: 'worker.unhealthy',
+          tenant: '',
+          taskId: null,
+          url: null,
+          body: messageBody('worker.unhealthy', e.since, e.worker),
+          seq: 0,
+          createdAt: e.since,
+        });
+      }
+    if (rows.length === 0) return;
+    // The sender finds them on its next look (BATON_WEBHOOK_POLL), once they committed.
+    await this.repo.insertMessages(m, rows);
   }
 
   async handle(changes: readonly TaskStatusChange[]): Promise<void> {

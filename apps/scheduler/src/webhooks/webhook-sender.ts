@@ -20,6 +20,8 @@ import { AttemptRecord, WebhooksRepository } from './webhooks.repository';
 const RESPONSE_BYTES = 1024;
 /** The lease that makes one instance the fleet's sender (renewed while it lives). */
 const LEASE_TTL_MS = 10_000;
+/** How often the subscriptions are read again (changes made through other instances). */
+const REFRESH_MS = 1000;
 
 /** The wait before attempt `n + 1` after `n` failed: the schedule's, with ±20% jitter. */
 export function retryDelay(
@@ -88,6 +90,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   private readonly allow: OutgoingAllowList;
   private readonly agent: Agent;
   private lease: Lease | undefined;
+  /** Messages whose send ended since the current pass's query began (passes never overlap). */
+  private readonly settled = new Set<string>();
   /** Messages in flight, by id: the endpoint each counts against. */
   private readonly inflight = new Map<string, string>();
   private readonly perEndpoint = new Map<string, number>();
@@ -96,6 +100,9 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
+  private refreshedAt = 0;
+  /** Aborted at shutdown: attempts in flight end at once (their messages are sent again later). */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly repo: WebhooksRepository,
@@ -126,6 +133,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.closing.abort(new Error('the scheduler is stopping'));
     await this.running;
     await Promise.allSettled([...this.sends]);
     await this.lease?.release().catch(() => undefined);
@@ -167,18 +175,23 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
 
   /** One look at the due messages: starts what the limits allow (tests call it). */
   async passOnce(): Promise<void> {
-    await this.events.refresh();
+    if (this.clock.now() - this.refreshedAt >= REFRESH_MS) {
+      await this.events.refresh();
+      this.refreshedAt = this.clock.now();
+    }
     if (!(await this.holdLease())) return;
     const room = this.cfg.concurrency - this.inflight.size;
     if (room <= 0) return;
     const busy = [...this.perEndpoint]
       .filter(([key, n]) => n >= this.cfg.perEndpoint && !key.includes('://'))
       .map(([key]) => key);
+    // A send that ends while the query runs was recorded after the query may have read it.
+    this.settled.clear();
     const due = await this.repo.due(this.clock.now(), 4 * room + this.inflight.size, busy);
     const hooks = await this.repo.findMany([...new Set(due.map((m) => m.webhookId))]);
     for (const msg of due) {
       if (this.inflight.size >= this.cfg.concurrency) break;
-      if (this.inflight.has(msg.messageId)) continue;
+      if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) continue;
       const hook = hooks.get(msg.webhookId);
       if (!hook) continue;
       const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
@@ -187,6 +200,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       this.inflight.set(msg.messageId, endpoint);
       this.perEndpoint.set(endpoint, busy + 1);
       const send = this.deliver(msg, hook).finally(() => {
+        this.settled.add(msg.messageId);
         this.inflight.delete(msg.messageId);
         const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
         if (left > 0) this.perEndpoint.set(endpoint, left);
@@ -273,6 +287,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       () => deadline.abort(new Error(`no answer within ${this.cfg.timeoutMs} ms`)),
       this.cfg.timeoutMs,
     );
+    const stop = (): void => deadline.abort(this.closing.signal.reason);
+    this.closing.signal.addEventListener('abort', stop, { once: true });
     try {
       const res = await request(url, {
         method: 'POST',
@@ -292,6 +308,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       return done(null, null, describe(err));
     } finally {
       clearTimeout(timer);
+      this.closing.signal.removeEventListener('abort', stop);
     }
   }
 }

@@ -2,6 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule, TenantScopes } from '../auth';
 import { TaskChangeFeed, TaskStoreModule } from '../task-store';
 import { TasksModule } from '../tasks';
+import { WorkerHealthWatch, WorkersModule } from '../workers';
 import { WebhookEvents } from './webhook-events';
 import { WebhookRetention } from './webhook-retention';
 import { WebhookSecrets } from './webhook-secrets';
@@ -16,7 +17,7 @@ import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.s
  * Events come from the task store's durable change feed (an outbox in the change's transaction).
  */
 @Module({
-  imports: [AuthModule, TaskStoreModule, TasksModule],
+  imports: [AuthModule, TaskStoreModule, TasksModule, WorkersModule],
   controllers: [WebhooksController, TaskDeliveriesController],
   providers: [
     WebhooksRepository,
@@ -33,10 +34,12 @@ export class WebhooksModule implements OnModuleInit {
     private readonly feed: TaskChangeFeed,
     private readonly events: WebhookEvents,
     private readonly repo: WebhooksRepository,
+    private readonly health: WorkerHealthWatch,
   ) {}
 
   onModuleInit(): void {
     this.feed.subscribe(this.events);
+    this.health.listen((m, events) => this.events.workerEvents(m, events));
     // A subscription of every tenant (no tenant) is no tenant's: closed to tenant keys (404).
     this.scopes.owns(
       'webhook_id',

@@ -3,6 +3,8 @@ import { WorkerEntity } from './worker.entity';
 export * from './worker.model';
 export * from './workers.module';
 export * from './workers.service';
+export * from './worker-health-watch';
+export type { WorkerDto } from './dto/worker.dto';
 /** The body workers register with (the API's validation leaves its nulls to the worker contract). */
 export { RegisterWorkerDto } from './dto/worker.dto';
 

@@ -32,4 +32,8 @@ export class WorkerEntity {
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   registered_at!: number;
+
+  /** Since when it is unhealthy (stale or blacklisted), as WorkerHealthWatch recorded it. */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  unhealthy_since!: number | null;
 }

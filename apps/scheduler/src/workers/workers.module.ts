@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { RequestVerifier, WorkerAuthGuard } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskTypesModule } from '../task-types';
+import { WorkerHealthWatch } from './worker-health-watch';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
@@ -16,6 +17,7 @@ import { WorkersService } from './workers.service';
   providers: [
     WorkersRepository,
     WorkersService,
+    WorkerHealthWatch,
     {
       provide: RequestVerifier,
       inject: [SCHEDULER_CONFIG],
@@ -23,6 +25,6 @@ import { WorkersService } from './workers.service';
     },
     WorkerAuthGuard,
   ],
-  exports: [WorkersService, RequestVerifier, WorkerAuthGuard],
+  exports: [WorkersService, WorkerHealthWatch, RequestVerifier, WorkerAuthGuard],
 })
 export class WorkersModule {}

@@ -1,4 +1,9 @@
-import { AllowedNetworks, internalRange, outgoingUrlProblem } from './outgoing-url';
+import {
+  AllowedNetworks,
+  internalRange,
+  outgoingUrlProblem,
+  resolvedUrlProblem,
+} from './outgoing-url';
 
 const none = AllowedNetworks.parse('');
 
@@ -60,5 +65,46 @@ describe('outgoingUrlProblem', () => {
     expect(internalRange('8.8.8.8')).toBeUndefined();
     expect(() => AllowedNetworks.parse('10.0.0.0/33')).toThrow(/not a network/);
     expect(() => AllowedNetworks.parse('example.com')).toThrow(/not a network/);
+  });
+});
+
+describe('resolvedUrlProblem', () => {
+  const allow = { networks: AllowedNetworks.parse(''), hosts: new Set<string>() };
+  const resolvesTo =
+    (...addresses: string[]) =>
+    async () =>
+      addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+
+  it('refuses a name that resolves to an internal address, any one of them', async () => {
+    for (const address of ['127.0.0.1', '10.1.2.3', '169.254.169.254', '::1', 'fd00::1']) {
+      const problem = await resolvedUrlProblem(
+        'https://hooks.example.com/x',
+        allow,
+        resolvesTo('93.184.216.34', address),
+      );
+      expect({ address, problem }).toEqual({ address, problem: expect.stringContaining(address) });
+    }
+  });
+
+  it('passes public addresses, allowed networks and hosts, and names that do not resolve now', async () => {
+    expect(
+      await resolvedUrlProblem('https://hooks.example.com/x', allow, resolvesTo('93.184.216.34')),
+    ).toBeUndefined();
+    const net = { networks: AllowedNetworks.parse('10.0.0.0/8'), hosts: new Set<string>() };
+    expect(
+      await resolvedUrlProblem('https://hooks.example.com/x', net, resolvesTo('10.1.2.3')),
+    ).toBeUndefined();
+    const host = { networks: AllowedNetworks.parse(''), hosts: new Set(['hooks.corp']) };
+    expect(
+      await resolvedUrlProblem('http://hooks.corp:8080/x', host, resolvesTo('127.0.0.1')),
+    ).toBeUndefined();
+    expect(await resolvedUrlProblem('gopher://hooks.corp/x', host)).toMatch(/http or https/);
+    const nx = async (): Promise<never> => {
+      throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    };
+    expect(await resolvedUrlProblem('https://nowhere.example/x', allow, nx)).toBeUndefined();
+    // Literal addresses and schemes are still refused without a lookup.
+    expect(await resolvedUrlProblem('http://127.0.0.1/x', allow, nx)).toMatch(/loopback/);
+    expect(await resolvedUrlProblem('file:///etc/passwd', allow, nx)).toMatch(/http or https/);
   });
 });

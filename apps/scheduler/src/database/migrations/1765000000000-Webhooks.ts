@@ -33,13 +33,15 @@ const long = (q: QueryRunner, name: string, nullable = false): TableColumnOption
 /**
  * Webhooks: subscriptions (and each tenant's callback signer), the messages to deliver (one per
  * subscription and event, kept pending until delivered or given up) and the delivery log (one row
- * per attempt). The task change outbox keeps what a consumer wrote with the change (`payload`).
+ * per attempt). The task change outbox keeps what a consumer wrote with the change (`payload`);
+ * a worker keeps since when it is unhealthy (`worker.unhealthy` is sent once per spell).
  */
 export class Webhooks1765000000000 implements MigrationInterface {
   name = 'Webhooks1765000000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.addColumn('baton_task_change', new TableColumn(long(q, 'payload', true)));
+    await q.addColumn('baton_worker', new TableColumn(big('unhealthy_since', true)));
     await q.createTable(
       new Table({
         name: 'baton_webhook',
@@ -145,6 +147,7 @@ export class Webhooks1765000000000 implements MigrationInterface {
     await q.dropTable('baton_webhook_attempt', true);
     await q.dropTable('baton_webhook_message', true);
     await q.dropTable('baton_webhook', true);
+    await q.dropColumn('baton_worker', 'unhealthy_since');
     await q.dropColumn('baton_task_change', 'payload');
   }
 }

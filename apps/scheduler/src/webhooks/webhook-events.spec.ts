@@ -1,0 +1,80 @@
+import { TaskStatus } from '@baton/task-contract';
+import { Clock } from '../common';
+import { TransactionRunner } from '../database';
+import { NewTaskStatusChange } from '../task-store';
+import { newTask } from '../task-store/testing/new-task';
+import { eventTypes, WebhookEvents } from './webhook-events';
+import { WebhookSecrets } from './webhook-secrets';
+import { WebhookModel } from './webhook.model';
+import { WebhooksRepository } from './webhooks.repository';
+
+const S = TaskStatus;
+
+describe('webhook events', () => {
+  it('names the events of each move', () => {
+    const t = (from: TaskStatus | null, to: TaskStatus, outcome: TaskStatus | null = null) =>
+      eventTypes({ from, to, outcome }, null);
+    expect(t(null, S.INIT)).toEqual(['task.created', 'task.status_changed']);
+    expect(t(S.INIT, S.CREATE)).toEqual(['task.status_changed']);
+    expect(t(S.SUCCESS, S.FINISH, S.SUCCESS)).toEqual([
+      'task.status_changed',
+      'task.succeeded',
+      'task.finished',
+    ]);
+    expect(t(S.FAIL, S.FINISH, S.FAIL)).toEqual([
+      'task.status_changed',
+      'task.failed',
+      'task.finished',
+    ]);
+    expect(t(S.ROLLBACK, S.FINISH, S.ROLLBACK)).toContain('task.failed');
+    expect(eventTypes({ from: S.RUNNING, to: S.FAIL, outcome: null }, 'deadline_timeout')).toEqual([
+      'task.status_changed',
+      'task.timed_out',
+    ]);
+    expect(eventTypes({ from: S.RUNNING, to: S.FAIL, outcome: null }, 'boom')).toEqual([
+      'task.status_changed',
+    ]);
+  });
+
+  it('keeps the newest read of the subscriptions when two reads end out of order', async () => {
+    const sub = {
+      webhookId: 'wh_1',
+      tenant: null,
+      taskTypes: [],
+      labels: {},
+      events: ['task.created'],
+    };
+    const answers: ((list: WebhookModel[]) => void)[] = [];
+    const repo = {
+      enabledSubscriptions: () => new Promise<WebhookModel[]>((r) => answers.push(r)),
+    } as unknown as WebhooksRepository;
+    const events = new WebhookEvents(
+      repo,
+      {} as WebhookSecrets,
+      {} as TransactionRunner,
+      new Clock(),
+    );
+    const task = newTask();
+    const change: NewTaskStatusChange = {
+      task,
+      reason: 'created',
+      order: 0,
+      taskId: task.taskId,
+      taskType: task.taskType,
+      tenant: task.tenant,
+      from: null,
+      to: S.INIT,
+      outcome: null,
+      attempt: 0,
+      at: Date.now(),
+    };
+    // An older read (before the subscription was saved) ends after a newer one that saw it.
+    const older = events.refresh();
+    const newer = events.refresh();
+    answers[1]([sub as unknown as WebhookModel]);
+    await newer;
+    answers[0]([]);
+    await older;
+    expect(events.wants(change)).toBe(true);
+  });
+});
