@@ -122,6 +122,11 @@ export class WebhookEvents implements TaskChangeConsumer {
     this.subscriptions = list;
   }
 
+  /** The enabled subscriptions as last read. */
+  enabled(): readonly WebhookModel[] {
+    return this.subscriptions;
+  }
+
   wants(c: NewTaskStatusChange): boolean {
     if (c.to === TaskStatus.FINISH && c.task.callbackUrl !== null) return true;
     if (this.subscriptions.length === 0) return false;

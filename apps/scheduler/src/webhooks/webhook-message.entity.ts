@@ -8,6 +8,7 @@ import { bigintNumber } from '../database';
 @Entity('baton_webhook_message')
 @Index('ux_webhook_message_event', ['webhook_id', 'event_key'], { unique: true })
 @Index('ix_webhook_message_due', ['status', 'next_at'])
+@Index('ix_webhook_message_next', ['webhook_id', 'status', 'next_at'])
 @Index('ix_webhook_message_order', ['webhook_id', 'task_id', 'seq'])
 @Index('ix_webhook_message_task', ['task_id', 'created_at'])
 @Index('ix_webhook_message_created', ['webhook_id', 'created_at'])

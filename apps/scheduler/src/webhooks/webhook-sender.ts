@@ -22,6 +22,8 @@ const RESPONSE_BYTES = 1024;
 const LEASE_TTL_MS = 10_000;
 /** How often the subscriptions are read again (changes made through other instances). */
 const REFRESH_MS = 1000;
+/** How long a pass waits after a nudge, for the sends and writes of that moment to join it. */
+const LINGER_MS = 20;
 
 /** The wait before attempt `n + 1` after `n` failed: the schedule's, with ±20% jitter. */
 export function retryDelay(
@@ -99,8 +101,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  private lingering = false;
   private stopped = true;
   private refreshedAt = 0;
+  /** Every tenant's callback signer (read with the subscriptions). */
+  private signers: WebhookModel[] = [];
   /** Aborted at shutdown: attempts in flight end at once (their messages are sent again later). */
   private readonly closing = new AbortController();
 
@@ -140,19 +145,25 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     await this.agent.close().catch(() => undefined);
   }
 
-  /** Look for due messages now (after the current pass if one runs). */
+  /**
+   * Look for due messages soon: within LINGER_MS, so that the sends and writes of that moment
+   * make one pass, not one each (after the current pass if one runs).
+   */
   nudge(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    if (this.lingering) return;
+    this.lingering = true;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.pass(), 0);
+    this.timer = setTimeout(() => this.pass(), LINGER_MS);
   }
 
   private pass(): void {
     this.timer = undefined;
+    this.lingering = false;
     if (this.stopped) return;
     this.running = this.passOnce()
       .catch((err: unknown) =>
@@ -173,44 +184,58 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       });
   }
 
-  /** One look at the due messages: starts what the limits allow (tests call it). */
+  /**
+   * One look at the due messages: starts what the limits allow (tests call it). Each webhook is
+   * asked for as many messages as it has room for: a subscription BATON_WEBHOOK_PER_ENDPOINT at
+   * once (one while it is failing), a tenant's callbacks as many as the total allows, each
+   * callback origin its own limit.
+   */
   async passOnce(): Promise<void> {
     if (this.clock.now() - this.refreshedAt >= REFRESH_MS) {
       await this.events.refresh();
+      this.signers = await this.repo.callbackSigners();
       this.refreshedAt = this.clock.now();
     }
     if (!(await this.holdLease())) return;
-    const room = this.cfg.concurrency - this.inflight.size;
-    if (room <= 0) return;
-    const busy = [...this.perEndpoint]
-      .filter(([key, n]) => n >= this.cfg.perEndpoint && !key.includes('://'))
-      .map(([key]) => key);
-    // A send that ends while the query runs was recorded after the query may have read it.
+    // A send that ends while a query runs was recorded after the query may have read it.
     this.settled.clear();
-    const due = await this.repo.due(this.clock.now(), 4 * room + this.inflight.size, busy);
-    const hooks = await this.repo.findMany([...new Set(due.map((m) => m.webhookId))]);
-    for (const msg of due) {
-      if (this.inflight.size >= this.cfg.concurrency) break;
-      if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) continue;
-      const hook = hooks.get(msg.webhookId);
-      if (!hook) continue;
-      const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
-      const busy = this.perEndpoint.get(endpoint) ?? 0;
-      if (busy >= this.cfg.perEndpoint) continue;
-      this.inflight.set(msg.messageId, endpoint);
-      this.perEndpoint.set(endpoint, busy + 1);
-      const send = this.deliver(msg, hook).finally(() => {
-        this.settled.add(msg.messageId);
-        this.inflight.delete(msg.messageId);
-        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(endpoint, left);
-        else this.perEndpoint.delete(endpoint);
-        this.sends.delete(send);
-        // The next event of the same task (or the next in line for the endpoint) may go now.
-        this.nudge();
-      });
-      this.sends.add(send);
+    for (const hook of [...this.events.enabled(), ...this.signers]) {
+      const free = this.cfg.concurrency - this.inflight.size;
+      if (free <= 0) return;
+      const own = hook.kind === 'subscription' ? (this.perEndpoint.get(hook.webhookId) ?? 0) : 0;
+      const cap =
+        hook.kind === 'subscription'
+          ? hook.failingSince === null
+            ? this.cfg.perEndpoint
+            : 1
+          : free;
+      const room = Math.min(free, cap - own);
+      if (room <= 0) continue;
+      // Those in flight come back too (still pending): ask for them on top.
+      const due = await this.repo.due(hook.webhookId, this.clock.now(), room + own);
+      for (const msg of due) this.start(msg, hook, cap);
     }
+  }
+
+  private start(msg: WebhookMessageModel, hook: WebhookModel, cap: number): void {
+    if (this.inflight.size >= this.cfg.concurrency) return;
+    if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) return;
+    const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
+    const busy = this.perEndpoint.get(endpoint) ?? 0;
+    if (busy >= (msg.url === null ? cap : this.cfg.perEndpoint)) return;
+    this.inflight.set(msg.messageId, endpoint);
+    this.perEndpoint.set(endpoint, busy + 1);
+    const send = this.deliver(msg, hook).finally(() => {
+      this.settled.add(msg.messageId);
+      this.inflight.delete(msg.messageId);
+      const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
+      if (left > 0) this.perEndpoint.set(endpoint, left);
+      else this.perEndpoint.delete(endpoint);
+      this.sends.delete(send);
+      // The next event of the same task (or the next in line for the endpoint) may go now.
+      this.nudge();
+    });
+    this.sends.add(send);
   }
 
   private async holdLease(): Promise<boolean> {

@@ -212,29 +212,29 @@ export class WebhooksRepository {
   }
 
   /**
-   * Pending messages due by `now`, oldest due first, each the earliest still pending of its
-   * (subscription, task): a later event of a task waits for the one before it. Messages of a
-   * disabled subscription wait until it is enabled again; those of `busy` subscriptions (at their
-   * limit of attempts in flight) are not looked at, so a slow endpoint's backlog hides no other.
+   * Up to `limit` pending messages of one webhook due by `now`, oldest due first, each the
+   * earliest still pending of its task: a later event of a task waits for the one before it.
+   * One webhook at a time, on its own index range, so a backlog of another costs nothing here.
    */
-  async due(
-    now: number,
-    limit: number,
-    busy: readonly string[] = [],
-  ): Promise<WebhookMessageModel[]> {
-    const skip =
-      busy.length > 0 ? `AND m.webhook_id NOT IN (${busy.map(() => '?').join(', ')})` : '';
+  async due(webhookId: string, now: number, limit: number): Promise<WebhookMessageModel[]> {
     const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')}
-         FROM baton_webhook_message m JOIN baton_webhook w ON w.webhook_id = m.webhook_id
-        WHERE m.status = 'pending' AND m.next_at <= ? AND w.enabled = 1 ${skip}
+      `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')} FROM baton_webhook_message m
+        WHERE m.webhook_id = ? AND m.status = 'pending' AND m.next_at <= ?
           AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p
                            WHERE p.webhook_id = m.webhook_id AND p.task_id = m.task_id
                              AND p.status = 'pending' AND p.seq < m.seq)
         ORDER BY m.next_at, m.seq LIMIT ${Math.max(1, Math.floor(limit))}`,
-      [now, ...busy],
+      [webhookId, now],
     );
     return rows.map(messageModel);
+  }
+
+  /** Every tenant's callback signer. */
+  async callbackSigners(): Promise<WebhookModel[]> {
+    const rows = await this.tx.single((m) =>
+      m.find(WebhookEntity, { where: { kind: 'callback' } }),
+    );
+    return rows.map(toModel);
   }
 
   /** The attempt in the log, the message's new state, and the subscription's streak: one commit. */

@@ -97,6 +97,10 @@ export class Webhooks1765000000000 implements MigrationInterface {
           }),
           new TableIndex({ name: 'ix_webhook_message_due', columnNames: ['status', 'next_at'] }),
           new TableIndex({
+            name: 'ix_webhook_message_next',
+            columnNames: ['webhook_id', 'status', 'next_at'],
+          }),
+          new TableIndex({
             name: 'ix_webhook_message_order',
             columnNames: ['webhook_id', 'task_id', 'seq'],
           }),
