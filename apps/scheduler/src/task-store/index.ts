@@ -5,7 +5,12 @@ import { TaskLabelEntity } from './task-label.entity';
 import { TaskEntity } from './task.entity';
 
 export type { TaskChange } from './task-change';
-export type { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from './task-change-feed';
+export type {
+  NewTaskStatusChange,
+  TaskChangeConsumer,
+  TaskChangeWriter,
+  TaskStatusChange,
+} from './task-change-feed';
 export { TaskChangeFeed } from './task-change-feed';
 export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
 export { isUniqueViolation } from './sql-runner';

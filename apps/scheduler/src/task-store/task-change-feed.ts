@@ -18,12 +18,10 @@ export interface TaskStatusChange {
   outcome: TaskStatus | null;
   attempt: number;
   at: number;
-  /** What the consumer's `payload` made of the change when it was written, or null. */
-  payload: string | null;
 }
 
 /** A change as it is written, before the outbox numbers it. */
-export interface NewTaskStatusChange extends Omit<TaskStatusChange, 'id' | 'payload'> {
+export interface NewTaskStatusChange extends Omit<TaskStatusChange, 'id'> {
   /** The task after the change (its status is the last of the write: read `to` for this move). */
   task: TaskModel;
   /** Why the task moved, as the lifecycle log says it. */
@@ -52,11 +50,17 @@ export interface TaskChangeConsumer {
    * (with backoff); a change is only dropped from the outbox once this resolves.
    */
   handle(changes: readonly TaskStatusChange[]): Promise<void>;
-  /**
-   * What to keep with a wanted change (text, e.g. JSON of the task as it was then), handed back as
-   * `payload`. Called inside the writing transaction: no I/O.
-   */
-  payload?(change: NewTaskStatusChange): string;
+}
+
+/**
+ * A module that writes its own rows in the transaction of each change (webhooks: the messages to
+ * deliver), with the task as it is at that move. Nothing is handed over later: what it writes
+ * commits or rolls back with the change. `write` may only touch the database through `m`.
+ */
+export interface TaskChangeWriter {
+  readonly name: string;
+  /** Writes what the changes need; true when it wrote something (TaskChangeFeed tells, after the commit). */
+  write(m: EntityManager, changes: readonly NewTaskStatusChange[]): Promise<boolean>;
 }
 
 /**
@@ -66,6 +70,7 @@ export interface TaskChangeConsumer {
 @Injectable()
 export class TaskChangeFeed {
   private readonly consumers = new Map<string, TaskChangeConsumer>();
+  private readonly writers: TaskChangeWriter[] = [];
   private readonly listeners: (() => void)[] = [];
   /** Rows were written since the last `committed()`. */
   private written = false;
@@ -84,11 +89,18 @@ export class TaskChangeFeed {
     this.consumers.set(consumer.name, consumer);
   }
 
+  /** Adds a writer of rows in each change's transaction (before the application starts). */
+  attach(writer: TaskChangeWriter): void {
+    if (this.writers.some((w) => w.name === writer.name))
+      throw new Error(`a task change writer named ${writer.name} is already attached`);
+    this.writers.push(writer);
+  }
+
   subscribers(): readonly TaskChangeConsumer[] {
     return [...this.consumers.values()];
   }
 
-  /** Called when outbox rows may have committed: the relay looks at the outbox soon. */
+  /** Called when outbox (or writers') rows may have committed: the relay looks soon. */
   onCommitted(listener: () => void): void {
     this.listeners.push(listener);
   }
@@ -102,7 +114,9 @@ export class TaskChangeFeed {
 
   /** The outbox rows of these changes, in the caller's transaction. */
   async write(m: EntityManager, changes: readonly NewTaskStatusChange[]): Promise<void> {
-    if (this.consumers.size === 0 || changes.length === 0) return;
+    if (changes.length === 0) return;
+    for (const w of this.writers) if (await w.write(m, changes)) this.written = true;
+    if (this.consumers.size === 0) return;
     const rows: Record<string, unknown>[] = [];
     for (const c of changes)
       for (const consumer of this.consumers.values())
@@ -117,7 +131,6 @@ export class TaskChangeFeed {
             outcome: c.outcome,
             attempt: c.attempt,
             created_at: c.at,
-            payload: consumer.payload ? consumer.payload(c) : null,
           });
     if (rows.length === 0) return;
     await this.sql.insertRows(m, 'baton_task_change', rows);

@@ -175,8 +175,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
 
   private async next(consumer: string): Promise<TaskStatusChange[]> {
     const records = await this.query(
-      `SELECT id, task_id, task_type, tenant, from_status, to_status, outcome, attempt, created_at,
-              payload
+      `SELECT id, task_id, task_type, tenant, from_status, to_status, outcome, attempt, created_at
          FROM baton_task_change WHERE consumer = ? ORDER BY id LIMIT ${BATCH}`,
       [consumer],
     );
@@ -190,7 +189,6 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
       outcome: (r.outcome ?? null) as TaskStatus | null,
       attempt: Number(r.attempt),
       at: Number(r.created_at),
-      payload: r.payload === null || r.payload === undefined ? null : String(r.payload),
     }));
   }
 }

@@ -35,8 +35,4 @@ export class TaskChangeEntity {
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;
-
-  /** The consumer's own record of the change (TaskChangeConsumer.payload). */
-  @Column({ type: 'text', nullable: true })
-  payload!: string | null;
 }

@@ -1,11 +1,10 @@
 import { TaskStatus } from '@baton/task-contract';
-import { Clock } from '../common';
-import { TransactionRunner } from '../database';
+import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange } from '../task-store';
 import { newTask } from '../task-store/testing/new-task';
 import { eventTypes, WebhookEvents } from './webhook-events';
 import { WebhookSecrets } from './webhook-secrets';
-import { WebhookModel } from './webhook.model';
+import { NewWebhookMessage, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
 
 const S = TaskStatus;
@@ -45,15 +44,14 @@ describe('webhook events', () => {
       events: ['task.created'],
     };
     const answers: ((list: WebhookModel[]) => void)[] = [];
+    const written: NewWebhookMessage[] = [];
     const repo = {
       enabledSubscriptions: () => new Promise<WebhookModel[]>((r) => answers.push(r)),
+      insertMessages: async (_m: unknown, rows: NewWebhookMessage[]) => {
+        written.push(...rows);
+      },
     } as unknown as WebhooksRepository;
-    const events = new WebhookEvents(
-      repo,
-      {} as WebhookSecrets,
-      {} as TransactionRunner,
-      new Clock(),
-    );
+    const events = new WebhookEvents(repo, {} as WebhookSecrets);
     const task = newTask();
     const change: NewTaskStatusChange = {
       task,
@@ -75,6 +73,7 @@ describe('webhook events', () => {
     await newer;
     answers[0]([]);
     await older;
-    expect(events.wants(change)).toBe(true);
+    expect(await events.write({} as EntityManager, [change])).toBe(true);
+    expect(written.map((w) => [w.webhookId, w.eventType])).toEqual([['wh_1', 'task.created']]);
   });
 });

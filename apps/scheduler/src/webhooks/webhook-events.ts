@@ -1,27 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
-import { Clock } from '../common';
-import { TransactionRunner } from '../database';
-import { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from '../task-store';
-import { toTaskDto } from '../tasks';
+import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
+import { TaskDto, toTaskDto } from '../tasks';
 import { WorkerUnhealthy } from '../workers';
-import { WebhookSecrets } from './webhook-secrets';
+import { callbackSignerId, WebhookSecrets } from './webhook-secrets';
 import { NewWebhookMessage, WebhookEventType, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
-
-/** What the outbox keeps of a change for webhooks: written with it, so the task is as it was. */
-interface StoredEvent {
-  /** The event's id: messages made of it again (after a crash) are the same messages. */
-  e: string;
-  /** Order of the task's moves. */
-  s: number;
-  /** The reason of the move. */
-  r: string;
-  /** The task as the API shows it, at this move. */
-  d: ReturnType<typeof toTaskDto>;
-}
 
 /** Error codes of a failure by timeout (FailurePolicy). */
 const TIMEOUT_CODES = new Set(['deadline_timeout', 'heartbeat_timeout', 'queue_timeout']);
@@ -78,37 +64,22 @@ export const newMessageId = (): string =>
   `msg_${createHash('sha256').update(randomUUID()).digest('base64url').slice(0, 26)}`;
 
 /**
- * The task change feed's webhook consumer. In the writing transaction it keeps, for each status
- * change some subscription (or the task's `callback_url`) may want, the task as it was then. Then,
- * at least once and in order per task, it turns each change into messages: one per subscription
- * and event type it hears, one for the callback of a task that finished. A change handed over
- * again makes the same messages (keyed by the event's id), never a second copy.
+ * Webhooks' writer on the task change feed: the messages of each status change are written in
+ * the change's own transaction (the outbox), for the subscriptions enabled as this process last
+ * read them (each second, and on every save here: one saved through another instance is heard
+ * about a second later). The sender delivers them.
  */
 @Injectable()
-export class WebhookEvents implements TaskChangeConsumer {
+export class WebhookEvents implements TaskChangeWriter {
   readonly name = 'webhooks';
-  private readonly logger = new Logger('Webhooks');
-  /**
-   * The enabled subscriptions as this process last read them (each second, and on every save
-   * here): what `wants` looks at. A subscription saved on another instance hears changes from
-   * its next read on; `handle` matches against the stored ones again.
-   */
   private subscriptions: readonly WebhookModel[] = [];
   private reads = 0;
   private applied = 0;
-  private readonly written: (() => void)[] = [];
 
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly secrets: WebhookSecrets,
-    private readonly tx: TransactionRunner,
-    private readonly clock: Clock,
   ) {}
-
-  /** Called when messages were written. */
-  onWritten(listener: () => void): void {
-    this.written.push(listener);
-  }
 
   /**
    * Reads the enabled subscriptions again. A read that started before another one and ends after
@@ -127,21 +98,55 @@ export class WebhookEvents implements TaskChangeConsumer {
     return this.subscriptions;
   }
 
-  wants(c: NewTaskStatusChange): boolean {
-    if (c.to === TaskStatus.FINISH && c.task.callbackUrl !== null) return true;
-    if (this.subscriptions.length === 0) return false;
-    const task = { tenant: c.tenant, task_type: c.taskType, labels: c.task.labels };
-    const types = eventTypes(c, c.task.error?.code ?? null);
-    return this.subscriptions.some(
-      (w) => hears(w, task) && types.some((t) => w.events.includes(t)),
-    );
-  }
-
-  payload(c: NewTaskStatusChange): string {
-    const d = toTaskDto(c.task);
-    d.task_status = c.to;
-    const stored: StoredEvent = { e: randomUUID(), s: c.order, r: c.reason, d };
-    return JSON.stringify(stored);
+  /**
+   * The messages of these changes, in their transaction: one per enabled subscription (as last
+   * read) and event type that hears it, and one for the `callback_url` of a task that finished,
+   * each with the task as the API shows it at that move. They commit, or roll back, with the
+   * change: none is lost, none is made twice.
+   */
+  async write(m: EntityManager, changes: readonly NewTaskStatusChange[]): Promise<boolean> {
+    const subs = this.subscriptions;
+    const rows: NewWebhookMessage[] = [];
+    const signers = new Set<string>();
+    for (const c of changes) {
+      const callback = c.to === TaskStatus.FINISH ? c.task.callbackUrl : null;
+      if (subs.length === 0 && callback === null) continue;
+      const types = eventTypes(c, c.task.error?.code ?? null);
+      const scope = { tenant: c.tenant, task_type: c.taskType, labels: c.task.labels };
+      let data: TaskDto | undefined;
+      // Events of one move go out in the order eventTypes lists them: each its own place.
+      const message = (webhookId: string, type: string, url: string | null): NewWebhookMessage => {
+        if (!data) {
+          data = toTaskDto(c.task);
+          data.task_status = c.to;
+        }
+        return {
+          messageId: newMessageId(),
+          webhookId,
+          eventType: type,
+          tenant: c.tenant,
+          taskId: c.taskId,
+          url,
+          body: messageBody(type, c.at, data, { from: c.from, to: c.to, reason: c.reason }),
+          seq: c.order * 8 + Math.max(0, types.indexOf(type as WebhookEventType)),
+          createdAt: c.at,
+        };
+      };
+      for (const w of subs) {
+        if (!hears(w, scope)) continue;
+        for (const type of types)
+          if (w.events.includes(type)) rows.push(message(w.webhookId, type, null));
+      }
+      if (callback !== null) {
+        rows.push(message(callbackSignerId(c.tenant), 'task.finished', callback));
+        signers.add(c.tenant);
+      }
+    }
+    if (rows.length === 0) return false;
+    // A tenant's callback signer exists before its first message is sent (made here if not).
+    for (const tenant of signers) await this.secrets.ensureSigner(m, tenant);
+    await this.repo.insertMessages(m, rows);
+    return true;
   }
 
   /**
@@ -160,7 +165,6 @@ export class WebhookEvents implements TaskChangeConsumer {
         rows.push({
           messageId: newMessageId(),
           webhookId: w.webhookId,
-          eventKey: `worker:${e.worker.worker_id}:${e.since}`,
           eventType: 'worker.unhealthy',
           tenant: '',
           taskId: null,
@@ -173,41 +177,5 @@ export class WebhookEvents implements TaskChangeConsumer {
     if (rows.length === 0) return;
     // The sender finds them on its next look (BATON_WEBHOOK_POLL), once they committed.
     await this.repo.insertMessages(m, rows);
-  }
-
-  async handle(changes: readonly TaskStatusChange[]): Promise<void> {
-    const subs = await this.repo.enabledSubscriptions();
-    const rows: NewWebhookMessage[] = [];
-    const now = this.clock.now();
-    for (const c of changes) {
-      if (c.payload === null) continue;
-      const ev = JSON.parse(c.payload) as StoredEvent;
-      const types = eventTypes(c, ev.d.error?.code ?? null);
-      // Events of one move go out in the order eventTypes lists them: each its own place.
-      const message = (w: WebhookModel, type: string, url: string | null): NewWebhookMessage => ({
-        messageId: newMessageId(),
-        webhookId: w.webhookId,
-        eventKey: `${ev.e}:${url === null ? type : 'callback'}`,
-        eventType: type,
-        tenant: c.tenant,
-        taskId: c.taskId,
-        url,
-        body: messageBody(type, c.at, ev.d, { from: c.from, to: c.to, reason: ev.r }),
-        seq: ev.s * 8 + Math.max(0, types.indexOf(type as WebhookEventType)),
-        createdAt: now,
-      });
-      for (const w of subs) {
-        if (!hears(w, ev.d)) continue;
-        for (const type of types) if (w.events.includes(type)) rows.push(message(w, type, null));
-      }
-      if (c.to === TaskStatus.FINISH && ev.d.callback_url)
-        rows.push(
-          message(await this.secrets.callbackSigner(c.tenant), 'task.finished', ev.d.callback_url),
-        );
-    }
-    if (rows.length === 0) return;
-    await this.tx.run((m) => this.repo.insertMessages(m, rows));
-    this.logger.debug(`${rows.length} webhook message(s) from ${changes.length} change(s)`);
-    for (const l of this.written) l();
   }
 }

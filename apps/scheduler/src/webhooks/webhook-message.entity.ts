@@ -6,8 +6,6 @@ import { bigintNumber } from '../database';
  * id is the `webhook-id` header, the same on every attempt. Pending until delivered or given up.
  */
 @Entity('baton_webhook_message')
-@Index('ux_webhook_message_event', ['webhook_id', 'event_key'], { unique: true })
-@Index('ix_webhook_message_due', ['status', 'next_at'])
 @Index('ix_webhook_message_next', ['webhook_id', 'status', 'next_at'])
 @Index('ix_webhook_message_order', ['webhook_id', 'task_id', 'seq'])
 @Index('ix_webhook_message_task', ['task_id', 'created_at'])
@@ -19,9 +17,6 @@ export class WebhookMessageEntity {
 
   @Column({ type: 'varchar', length: 40 })
   webhook_id!: string;
-
-  @Column({ type: 'varchar', length: 80 })
-  event_key!: string;
 
   @Column({ type: 'varchar', length: 40 })
   event_type!: string;

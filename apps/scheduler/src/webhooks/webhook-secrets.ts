@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { Webhook } from 'standardwebhooks';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
@@ -34,6 +35,20 @@ export class WebhookSecrets {
     return secrets.map((s) => new Webhook(s).sign(messageId, at, body)).join(' ');
   }
 
+  /**
+   * Makes the tenant's callback signer in the caller's transaction unless it exists (the first
+   * insert wins; its secret is the one). Skipped for a signer known to be stored.
+   */
+  async ensureSigner(m: EntityManager, tenant: string): Promise<void> {
+    if (this.signers.has(tenant)) return;
+    await this.repo.insertSigner(m, this.newSigner(tenant));
+  }
+
+  /** Signers read from the database (committed): no need to make them again. */
+  remember(signers: readonly WebhookModel[]): void {
+    for (const w of signers) if (w.tenant !== null) this.signers.set(w.tenant, w);
+  }
+
   /** The webhook that signs the callbacks of a tenant's tasks, made on first use. */
   async callbackSigner(tenant: string): Promise<WebhookModel> {
     const known = this.signers.get(tenant);
@@ -41,26 +56,7 @@ export class WebhookSecrets {
     const id = callbackSignerId(tenant);
     let w = await this.repo.find(id);
     if (!w) {
-      const now = this.clock.now();
-      w = {
-        webhookId: id,
-        kind: 'callback',
-        tenant,
-        url: null,
-        events: ['task.finished'],
-        taskTypes: [],
-        labels: {},
-        description: `signs the callback_url calls of tenant ${tenant}`,
-        enabled: true,
-        secret: newSecret(),
-        previousSecret: null,
-        previousSecretUntil: null,
-        disabledReason: null,
-        failingSince: null,
-        createdAt: now,
-        updatedAt: now,
-        version: 1,
-      };
+      w = this.newSigner(tenant);
       try {
         await this.repo.insert(w);
       } catch (err) {
@@ -71,6 +67,29 @@ export class WebhookSecrets {
     }
     this.signers.set(tenant, w);
     return w;
+  }
+
+  private newSigner(tenant: string): WebhookModel {
+    const now = this.clock.now();
+    return {
+      webhookId: callbackSignerId(tenant),
+      kind: 'callback',
+      tenant,
+      url: null,
+      events: ['task.finished'],
+      taskTypes: [],
+      labels: {},
+      description: `signs the callback_url calls of tenant ${tenant}`,
+      enabled: true,
+      secret: newSecret(),
+      previousSecret: null,
+      previousSecretUntil: null,
+      disabledReason: null,
+      failingSince: null,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
   }
 
   /**

@@ -11,6 +11,7 @@ import { guardedLookup, OutgoingAllowList, outgoingUrlProblem } from '@baton/tas
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig, WebhooksConfig } from '../config';
 import { Metrics } from '../metrics';
+import { TaskChangeFeed } from '../task-store';
 import { WebhookEvents } from './webhook-events';
 import { WebhookSecrets } from './webhook-secrets';
 import { WebhookAttemptModel, WebhookMessageModel, WebhookModel } from './webhook.model';
@@ -112,6 +113,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly events: WebhookEvents,
+    private readonly feed: TaskChangeFeed,
     private readonly secrets: WebhookSecrets,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
@@ -130,7 +132,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationBootstrap(): Promise<void> {
     this.stopped = false;
-    this.events.onWritten(() => this.nudge());
+    this.feed.onCommitted(() => this.nudge());
     await this.events.refresh().catch(() => undefined);
     this.nudge();
   }
@@ -194,6 +196,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     if (this.clock.now() - this.refreshedAt >= REFRESH_MS) {
       await this.events.refresh();
       this.signers = await this.repo.callbackSigners();
+      this.secrets.remember(this.signers);
       this.refreshedAt = this.clock.now();
     }
     if (!(await this.holdLease())) return;

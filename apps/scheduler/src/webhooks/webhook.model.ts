@@ -69,4 +69,4 @@ export interface WebhookMessageModel {
 export type NewWebhookMessage = Pick<
   WebhookMessageModel,
   'messageId' | 'webhookId' | 'eventType' | 'tenant' | 'taskId' | 'url' | 'body' | 'seq'
-> & { eventKey: string; createdAt: number };
+> & { createdAt: number };

@@ -38,7 +38,7 @@ export class WebhooksModule implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.feed.subscribe(this.events);
+    this.feed.attach(this.events);
     this.health.listen((m, events) => this.events.workerEvents(m, events));
     // A subscription of every tenant (no tenant) is no tenant's: closed to tenant keys (404).
     this.scopes.owns(

@@ -156,6 +156,17 @@ export class WebhooksRepository {
     await this.tx.single((em) => em.insert(WebhookEntity, toEntity(m)));
   }
 
+  /** A callback signer, in the caller's transaction, unless one exists already (it stays). */
+  async insertSigner(m: EntityManager, w: WebhookModel): Promise<void> {
+    await m
+      .createQueryBuilder()
+      .insert()
+      .into(WebhookEntity)
+      .values(toEntity(w))
+      .orIgnore()
+      .execute();
+  }
+
   /**
    * Writes `next` if the stored row is still at `prev.version`; false when another write won. The
    * failing streak is the sender's: left as it is, unless the subscription is enabled again.
@@ -185,19 +196,17 @@ export class WebhooksRepository {
     });
   }
 
-  /** Messages, in one transaction; one already written for its (webhook, event) is left as is. */
+  /** Messages, in the caller's transaction. */
   async insertMessages(m: EntityManager, rows: readonly NewWebhookMessage[]): Promise<void> {
-    const ignore = this.mysql ? 'INSERT IGNORE' : 'INSERT OR IGNORE';
     for (let i = 0; i < rows.length; i += 200) {
       const part = rows.slice(i, i + 200);
       await m.query(
-        `${ignore} INTO baton_webhook_message (message_id, webhook_id, event_key, event_type, tenant,
-           task_id, url, body, seq, status, attempts, next_at, created_at)
-         VALUES ${part.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)").join(', ')}`,
+        `INSERT INTO baton_webhook_message (message_id, webhook_id, event_type, tenant, task_id, url,
+           body, seq, status, attempts, next_at, created_at)
+         VALUES ${part.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)").join(', ')}`,
         part.flatMap((r) => [
           r.messageId,
           r.webhookId,
-          r.eventKey,
           r.eventType,
           r.tenant,
           r.taskId,

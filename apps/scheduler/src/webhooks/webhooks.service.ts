@@ -143,7 +143,6 @@ export class WebhooksService {
         {
           messageId,
           webhookId: w.webhookId,
-          eventKey: `test:${messageId}`,
           eventType: 'webhook.test',
           tenant: w.tenant ?? '',
           taskId: null,

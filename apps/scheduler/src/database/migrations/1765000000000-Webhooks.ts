@@ -33,14 +33,13 @@ const long = (q: QueryRunner, name: string, nullable = false): TableColumnOption
 /**
  * Webhooks: subscriptions (and each tenant's callback signer), the messages to deliver (one per
  * subscription and event, kept pending until delivered or given up) and the delivery log (one row
- * per attempt). The task change outbox keeps what a consumer wrote with the change (`payload`);
- * a worker keeps since when it is unhealthy (`worker.unhealthy` is sent once per spell).
+ * per attempt); a worker keeps since when it is unhealthy (`worker.unhealthy` is sent once per
+ * spell).
  */
 export class Webhooks1765000000000 implements MigrationInterface {
   name = 'Webhooks1765000000000';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.addColumn('baton_task_change', new TableColumn(long(q, 'payload', true)));
     await q.addColumn('baton_worker', new TableColumn(big('unhealthy_since', true)));
     await q.createTable(
       new Table({
@@ -74,7 +73,6 @@ export class Webhooks1765000000000 implements MigrationInterface {
         columns: [
           { ...str('message_id', 40), isPrimary: true },
           str('webhook_id', 40),
-          str('event_key', 80),
           str('event_type', 40),
           str('tenant', 100),
           str('task_id', 32, true),
@@ -90,12 +88,6 @@ export class Webhooks1765000000000 implements MigrationInterface {
           big('finished_at', true),
         ],
         indices: [
-          new TableIndex({
-            name: 'ux_webhook_message_event',
-            columnNames: ['webhook_id', 'event_key'],
-            isUnique: true,
-          }),
-          new TableIndex({ name: 'ix_webhook_message_due', columnNames: ['status', 'next_at'] }),
           new TableIndex({
             name: 'ix_webhook_message_next',
             columnNames: ['webhook_id', 'status', 'next_at'],
@@ -152,6 +144,5 @@ export class Webhooks1765000000000 implements MigrationInterface {
     await q.dropTable('baton_webhook_message', true);
     await q.dropTable('baton_webhook', true);
     await q.dropColumn('baton_worker', 'unhealthy_since');
-    await q.dropColumn('baton_task_change', 'payload');
   }
 }
