@@ -25,6 +25,8 @@ const LEASE_TTL_MS = 10_000;
 const REFRESH_MS = 1000;
 /** How long a pass waits after a nudge, for the sends and writes of that moment to join it. */
 const LINGER_MS = 20;
+/** After a failed attempt, the endpoint's next attempt waits this long (one at a time). */
+export const FAILING_PACE_MS = 100;
 
 /** The wait before attempt `n + 1` after `n` failed: the schedule's, with ±20% jitter. */
 export function retryDelay(
@@ -95,6 +97,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   private lease: Lease | undefined;
   /** Messages whose send ended since the current pass's query began (passes never overlap). */
   private readonly settled = new Set<string>();
+  /** Endpoints whose last attempt failed: not tried again before then. */
+  private readonly paused = new Map<string, number>();
   /** Messages in flight, by id: the endpoint each counts against. */
   private readonly inflight = new Map<string, string>();
   private readonly perEndpoint = new Map<string, number>();
@@ -205,13 +209,11 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     for (const hook of [...this.events.enabled(), ...this.signers]) {
       const free = this.cfg.concurrency - this.inflight.size;
       if (free <= 0) return;
-      const own = hook.kind === 'subscription' ? (this.perEndpoint.get(hook.webhookId) ?? 0) : 0;
-      const cap =
-        hook.kind === 'subscription'
-          ? hook.failingSince === null
-            ? this.cfg.perEndpoint
-            : 1
-          : free;
+      const subscription = hook.kind === 'subscription';
+      if (subscription && (this.paused.get(hook.webhookId) ?? 0) > this.clock.now()) continue;
+      const own = subscription ? (this.perEndpoint.get(hook.webhookId) ?? 0) : 0;
+      const failing = hook.failingSince !== null || this.paused.has(hook.webhookId);
+      const cap = subscription ? (failing ? 1 : this.cfg.perEndpoint) : free;
       const room = Math.min(free, cap - own);
       if (room <= 0) continue;
       // Those in flight come back too (still pending): ask for them on top.
@@ -225,19 +227,29 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) return;
     const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
     const busy = this.perEndpoint.get(endpoint) ?? 0;
+    const pausedUntil = this.paused.get(endpoint);
+    if (pausedUntil !== undefined && (pausedUntil > this.clock.now() || busy > 0)) return;
     if (busy >= (msg.url === null ? cap : this.cfg.perEndpoint)) return;
     this.inflight.set(msg.messageId, endpoint);
     this.perEndpoint.set(endpoint, busy + 1);
-    const send = this.deliver(msg, hook).finally(() => {
-      this.settled.add(msg.messageId);
-      this.inflight.delete(msg.messageId);
-      const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
-      if (left > 0) this.perEndpoint.set(endpoint, left);
-      else this.perEndpoint.delete(endpoint);
-      this.sends.delete(send);
-      // The next event of the same task (or the next in line for the endpoint) may go now.
-      this.nudge();
-    });
+    const send = this.deliver(msg, hook)
+      .catch(() => false)
+      .then((delivered) => {
+        // A failing endpoint gets one attempt at a time, FAILING_PACE_MS apart, until one succeeds.
+        if (delivered) this.paused.delete(endpoint);
+        else {
+          this.paused.set(endpoint, this.clock.now() + FAILING_PACE_MS);
+          setTimeout(() => this.nudge(), FAILING_PACE_MS).unref();
+        }
+        this.settled.add(msg.messageId);
+        this.inflight.delete(msg.messageId);
+        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
+        if (left > 0) this.perEndpoint.set(endpoint, left);
+        else this.perEndpoint.delete(endpoint);
+        this.sends.delete(send);
+        // The next event of the same task (or the next in line for the endpoint) may go now.
+        this.nudge();
+      });
     this.sends.add(send);
   }
 
@@ -249,7 +261,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     return this.lease !== undefined;
   }
 
-  private async deliver(msg: WebhookMessageModel, hook: WebhookModel): Promise<void> {
+  /** One attempt and its record; true when the receiver took the message. */
+  private async deliver(msg: WebhookMessageModel, hook: WebhookModel): Promise<boolean> {
     const attempt = await this.attempt(msg, hook);
     const outcome = outcomeOf(this.cfg, msg, hook, attempt);
     try {
@@ -259,7 +272,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       this.logger.error(
         `webhook ${msg.messageId}: the attempt could not be recorded: ${err instanceof Error ? err.message : String(err)}`,
       );
-      return;
+      return false;
     }
     const type = hook.kind;
     this.metrics.inc('baton_webhook_attempts_total', {
@@ -285,6 +298,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       );
       await this.events.refresh().catch(() => undefined);
     }
+    return outcome.status === 'delivered';
   }
 
   /** One POST of the message, as the delivery log records it. */
