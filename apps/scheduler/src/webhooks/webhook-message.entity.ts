@@ -6,7 +6,7 @@ import { bigintNumber } from '../database';
  * id is the `webhook-id` header, the same on every attempt. Pending until delivered or given up.
  */
 @Entity('baton_webhook_message')
-@Index('ix_webhook_message_next', ['webhook_id', 'status', 'next_at'])
+@Index('ix_webhook_message_next', ['webhook_id', 'status', 'next_at', 'seq'])
 @Index('ix_webhook_message_order', ['webhook_id', 'task_id', 'seq'])
 @Index('ix_webhook_message_task', ['task_id', 'created_at'])
 @Index('ix_webhook_message_created', ['webhook_id', 'created_at'])

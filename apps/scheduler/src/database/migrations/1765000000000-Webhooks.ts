@@ -90,7 +90,7 @@ export class Webhooks1765000000000 implements MigrationInterface {
         indices: [
           new TableIndex({
             name: 'ix_webhook_message_next',
-            columnNames: ['webhook_id', 'status', 'next_at'],
+            columnNames: ['webhook_id', 'status', 'next_at', 'seq'],
           }),
           new TableIndex({
             name: 'ix_webhook_message_order',
