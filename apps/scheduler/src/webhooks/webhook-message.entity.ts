@@ -8,9 +8,7 @@ import { bigintNumber } from '../database';
 @Entity('baton_webhook_message')
 @Index('ix_webhook_message_next', ['webhook_id', 'status', 'next_at', 'seq'])
 @Index('ix_webhook_message_order', ['webhook_id', 'task_id', 'seq'])
-@Index('ix_webhook_message_task', ['task_id', 'created_at'])
 @Index('ix_webhook_message_created', ['webhook_id', 'created_at'])
-@Index('ix_webhook_message_finished', ['finished_at'])
 export class WebhookMessageEntity {
   @PrimaryColumn({ type: 'varchar', length: 40 })
   message_id!: string;
@@ -61,7 +59,6 @@ export class WebhookMessageEntity {
 /** One attempt to deliver a message: the delivery log. */
 @Entity('baton_webhook_attempt')
 @Index('ix_webhook_attempt_message', ['message_id'])
-@Index('ix_webhook_attempt_at', ['at'])
 export class WebhookAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: string | number;

@@ -14,8 +14,8 @@ import { WebhooksRepository } from './webhooks.repository';
 const BATCH = 500;
 
 /**
- * Keeps the delivery log to BATON_WEBHOOK_LOG_RETENTION (7 days): delivered and given-up
- * messages, with their attempts, are deleted in small batches. Also keeps the queue-depth gauge.
+ * Keeps the delivery log to BATON_WEBHOOK_LOG_RETENTION (7 days from a message's creation):
+ * delivered and given-up messages, with their attempts, are deleted in small batches. Also keeps the queue-depth gauge.
  */
 @Injectable()
 export class WebhookRetention implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -41,14 +41,8 @@ export class WebhookRetention implements OnApplicationBootstrap, OnApplicationSh
   /** One pass (tests call it): the purge, then the depth. */
   async passOnce(): Promise<number> {
     const before = this.clock.now() - this.config.outgoing.webhooks.logRetentionMs;
-    let purged = 0;
-    for (;;) {
-      const n = await this.repo.purge(before, BATCH);
-      purged += n;
-      if (n < BATCH) break;
-    }
-    const depth = await this.repo.depth();
-    this.metrics.set('baton_webhook_queue_depth', {}, depth.pending);
+    const purged = await this.repo.purge(before, BATCH);
+    this.metrics.set('baton_webhook_queue_depth', {}, await this.repo.depth());
     return purged;
   }
 }

@@ -95,7 +95,9 @@ export class WebhooksController {
 
   @Delete(':webhook_id')
   @Audited('webhook.delete', 'webhook_id')
-  @ApiOperation({ summary: 'delete a subscription (its pending messages are given up)' })
+  @ApiOperation({
+    summary: 'delete a subscription with its delivery log (pending messages are not sent)',
+  })
   @ApiOkResponse({ schema: { nullable: true, enum: [null], description: 'always null' } })
   async remove(@Param('webhook_id') webhookId: string): Promise<Envelope<null>> {
     await this.webhooks.remove(webhookId);

@@ -184,16 +184,19 @@ export class WebhooksRepository {
     return (r.affected ?? 0) > 0;
   }
 
-  /** Deletes the subscription and every message still pending for it. */
+  /** Deletes the subscription, with its messages and their attempts (the delivery log). */
   async remove(webhookId: string): Promise<boolean> {
-    return this.tx.run(async (m) => {
-      const r = await m.delete(WebhookEntity, { webhook_id: webhookId });
-      await m.query(
-        "UPDATE baton_webhook_message SET status = 'failed', last_error = ?, finished_at = ? WHERE webhook_id = ? AND status = 'pending'",
-        ['the subscription was deleted', Date.now(), webhookId],
-      );
-      return (r.affected ?? 0) > 0;
-    });
+    const r = await this.tx.single((m) => m.delete(WebhookEntity, { webhook_id: webhookId }));
+    // A batch at a time: a long log is never one long lock.
+    while ((await this.purgeOf(webhookId, Number.MAX_SAFE_INTEGER, 500, true)) > 0);
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** Every webhook's id, subscriptions and callback signers, enabled or not. */
+  async ids(): Promise<string[]> {
+    return (await this.query('SELECT webhook_id FROM baton_webhook')).map((r) =>
+      String(r.webhook_id),
+    );
   }
 
   /** Messages, in the caller's transaction. */
@@ -300,20 +303,38 @@ export class WebhooksRepository {
     return rows[0] ? messageModel(rows[0]) : undefined;
   }
 
-  /** Newest first. */
+  /** A webhook's messages, newest first. */
   async messagesOf(
-    where: { webhookId: string } | { taskId: string },
+    webhookId: string,
     status: MessageStatus | undefined,
     limit: number,
   ): Promise<WebhookMessageModel[]> {
-    const [column, value] =
-      'webhookId' in where ? ['webhook_id', where.webhookId] : ['task_id', where.taskId];
     const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE ${column} = ?
-         ${status ? 'AND status = ?' : ''} ORDER BY created_at DESC, seq DESC LIMIT ${Math.floor(limit)}`,
-      status ? [value, status] : [value],
+      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE webhook_id = ?
+         ${status ? 'AND status = ?' : ''} ORDER BY created_at DESC LIMIT ${Math.floor(limit)}`,
+      status ? [webhookId, status] : [webhookId],
     );
     return rows.map(messageModel);
+  }
+
+  /** A task's messages, newest first: asked of each webhook (on its index by task). */
+  async messagesOfTask(
+    taskId: string,
+    status: MessageStatus | undefined,
+    limit: number,
+  ): Promise<WebhookMessageModel[]> {
+    const out: WebhookMessageModel[] = [];
+    for (const webhookId of await this.ids()) {
+      const rows = await this.query(
+        `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE webhook_id = ? AND task_id = ?
+           ${status ? 'AND status = ?' : ''} ORDER BY seq DESC LIMIT ${Math.floor(limit)}`,
+        status ? [webhookId, taskId, status] : [webhookId, taskId],
+      );
+      out.push(...rows.map(messageModel));
+    }
+    return out
+      .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
+      .slice(0, Math.floor(limit));
   }
 
   /** The attempts of these messages, by message, oldest first. */
@@ -360,20 +381,42 @@ export class WebhooksRepository {
     );
   }
 
-  /** Pending messages, and the oldest one's age. */
-  async depth(): Promise<{ pending: number; oldest: number | null }> {
-    const rows = await this.query(
-      "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM baton_webhook_message WHERE status = 'pending'",
-    );
-    return { pending: Number(rows[0]?.n ?? 0), oldest: num(rows[0]?.oldest) };
+  /** Pending messages of every webhook (each counted on its own index range). */
+  async depth(): Promise<number> {
+    let pending = 0;
+    for (const webhookId of await this.ids()) {
+      const [r] = await this.query(
+        "SELECT COUNT(*) AS n FROM baton_webhook_message WHERE webhook_id = ? AND status = 'pending'",
+        [webhookId],
+      );
+      pending += Number(r?.n ?? 0);
+    }
+    return pending;
   }
 
-  /** Drops finished messages and attempts older than `before`, a batch at a time. */
+  /** Drops the messages created before `before` that are no longer pending, with their attempts. */
   async purge(before: number, batch: number): Promise<number> {
+    let purged = 0;
+    for (const webhookId of await this.ids())
+      for (;;) {
+        const n = await this.purgeOf(webhookId, before, batch, false);
+        purged += n;
+        if (n < batch) break;
+      }
+    return purged;
+  }
+
+  /** One batch of a webhook's messages (pending ones too, with `all`) and their attempts. */
+  private async purgeOf(
+    webhookId: string,
+    before: number,
+    batch: number,
+    all: boolean,
+  ): Promise<number> {
     const ids = await this.query(
-      `SELECT message_id FROM baton_webhook_message WHERE finished_at IS NOT NULL AND finished_at < ?
-        LIMIT ${Math.floor(batch)}`,
-      [before],
+      `SELECT message_id FROM baton_webhook_message WHERE webhook_id = ? AND created_at < ?
+         ${all ? '' : "AND status <> 'pending'"} LIMIT ${Math.floor(batch)}`,
+      [webhookId, before],
     );
     const list = ids.map((r) => String(r.message_id));
     if (list.length > 0)

@@ -163,7 +163,10 @@ export class WebhooksService {
     limit: number,
   ): Promise<[WebhookMessageModel, WebhookAttemptModel[]][]> {
     if ('webhookId' in where) await this.get(where.webhookId);
-    const messages = await this.repo.messagesOf(where, status, limit);
+    const messages =
+      'webhookId' in where
+        ? await this.repo.messagesOf(where.webhookId, status, limit)
+        : await this.repo.messagesOfTask(where.taskId, status, limit);
     const attempts = await this.repo.attemptsOf(messages.map((m) => m.messageId));
     return messages.map((m) => [m, attempts.get(m.messageId) ?? []]);
   }

@@ -621,7 +621,7 @@ export interface paths {
         get: operations["WebhooksController_get"];
         put?: never;
         post?: never;
-        /** delete a subscription (its pending messages are given up) */
+        /** delete a subscription with its delivery log (pending messages are not sent) */
         delete: operations["WebhooksController_remove"];
         options?: never;
         head?: never;

@@ -97,14 +97,9 @@ export class Webhooks1765000000000 implements MigrationInterface {
             columnNames: ['webhook_id', 'task_id', 'seq'],
           }),
           new TableIndex({
-            name: 'ix_webhook_message_task',
-            columnNames: ['task_id', 'created_at'],
-          }),
-          new TableIndex({
             name: 'ix_webhook_message_created',
             columnNames: ['webhook_id', 'created_at'],
           }),
-          new TableIndex({ name: 'ix_webhook_message_finished', columnNames: ['finished_at'] }),
         ],
       }),
       true,
@@ -132,7 +127,6 @@ export class Webhooks1765000000000 implements MigrationInterface {
         ],
         indices: [
           new TableIndex({ name: 'ix_webhook_attempt_message', columnNames: ['message_id'] }),
-          new TableIndex({ name: 'ix_webhook_attempt_at', columnNames: ['at'] }),
         ],
       }),
       true,
