@@ -95,11 +95,21 @@ const MESSAGE_COLUMNS = `message_id, webhook_id, event_type, tenant, task_id, ur
 export class WebhooksRepository {
   private readonly mysql: boolean;
 
+  /**
+   * The index the "earlier message of the same task" check must use. MariaDB chose the
+   * (webhook_id, created_at) one on a young table and read every message of the webhook for each
+   * candidate (30 ms a look at 8,000 messages); this one reads a task's few.
+   */
+  private readonly byTaskIndex: string;
+
   constructor(
     private readonly db: DataSource,
     private readonly tx: TransactionRunner,
   ) {
     this.mysql = db.options.type === 'mysql';
+    this.byTaskIndex = this.mysql
+      ? 'FORCE INDEX (ix_webhook_message_order)'
+      : 'INDEXED BY ix_webhook_message_order';
   }
 
   private query(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
@@ -232,7 +242,7 @@ export class WebhooksRepository {
     const rows = await this.query(
       `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')} FROM baton_webhook_message m
         WHERE m.webhook_id = ? AND m.status = 'pending' AND m.next_at <= ?
-          AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p
+          AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p ${this.byTaskIndex}
                            WHERE p.webhook_id = m.webhook_id AND p.task_id = m.task_id
                              AND p.status = 'pending' AND p.seq < m.seq)
         ORDER BY m.next_at, m.seq LIMIT ${Math.max(1, Math.floor(limit))}`,
