@@ -5,6 +5,7 @@ import { newTask } from '../task-store/testing/new-task';
 import { eventTypes, WebhookEvents } from './webhook-events';
 import { WebhookSecrets } from './webhook-secrets';
 import { NewWebhookMessage, WebhookModel } from './webhook.model';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
 import { WebhooksRepository } from './webhooks.repository';
 
 const S = TaskStatus;
@@ -47,11 +48,13 @@ describe('webhook events', () => {
     const written: NewWebhookMessage[] = [];
     const repo = {
       enabledSubscriptions: () => new Promise<WebhookModel[]>((r) => answers.push(r)),
+    } as unknown as WebhooksRepository;
+    const messages = {
       insertMessages: async (_m: unknown, rows: NewWebhookMessage[]) => {
         written.push(...rows);
       },
-    } as unknown as WebhooksRepository;
-    const events = new WebhookEvents(repo, {} as WebhookSecrets);
+    } as unknown as WebhookMessagesRepository;
+    const events = new WebhookEvents(repo, messages, {} as WebhookSecrets);
     const task = newTask();
     const change: NewTaskStatusChange = {
       task,

@@ -1,5 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { monotonicFactory } from 'ulid';
 import { TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
@@ -7,6 +7,7 @@ import { TaskDto, toTaskDto } from '../tasks';
 import { WorkerUnhealthy } from '../workers';
 import { callbackSignerId, WebhookSecrets } from './webhook-secrets';
 import { NewWebhookMessage, WebhookEventType, WebhookModel } from './webhook.model';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
 import { WebhooksRepository } from './webhooks.repository';
 
 /** Error codes of a failure by timeout (FailurePolicy). */
@@ -59,9 +60,13 @@ export function messageBody(
   });
 }
 
-/** A message id: `msg_` and 26 characters, unique (the `webhook-id` header). */
-export const newMessageId = (): string =>
-  `msg_${createHash('sha256').update(randomUUID()).digest('base64url').slice(0, 26)}`;
+const nextUlid = monotonicFactory();
+
+/**
+ * A message id (the `webhook-id` header): `msg_` and a ULID. Unique across instances, and
+ * time-ordered, so new messages go to the end of the table's primary key, not all over it.
+ */
+export const newMessageId = (): string => `msg_${nextUlid()}`;
 
 /**
  * Webhooks' writer on the task change feed: the messages of each status change are written in
@@ -78,6 +83,7 @@ export class WebhookEvents implements TaskChangeWriter {
 
   constructor(
     private readonly repo: WebhooksRepository,
+    private readonly messages: WebhookMessagesRepository,
     private readonly secrets: WebhookSecrets,
   ) {}
 
@@ -145,7 +151,7 @@ export class WebhookEvents implements TaskChangeWriter {
     if (rows.length === 0) return false;
     // A tenant's callback signer exists before its first message is sent (made here if not).
     for (const tenant of signers) await this.secrets.ensureSigner(m, tenant);
-    await this.repo.insertMessages(m, rows);
+    await this.messages.insertMessages(m, rows);
     return true;
   }
 
@@ -176,6 +182,6 @@ export class WebhookEvents implements TaskChangeWriter {
       }
     if (rows.length === 0) return;
     // The sender finds them on its next look (BATON_WEBHOOK_POLL), once they committed.
-    await this.repo.insertMessages(m, rows);
+    await this.messages.insertMessages(m, rows);
   }
 }

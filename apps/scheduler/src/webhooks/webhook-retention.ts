@@ -8,7 +8,7 @@ import {
 import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { Metrics } from '../metrics';
-import { WebhooksRepository } from './webhooks.repository';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
 
 /** Purges at most this many messages (with their attempts) per statement. */
 const BATCH = 500;
@@ -22,7 +22,7 @@ export class WebhookRetention implements OnApplicationBootstrap, OnApplicationSh
   private readonly loop: PeriodicLoop;
 
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly messages: WebhookMessagesRepository,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -41,8 +41,8 @@ export class WebhookRetention implements OnApplicationBootstrap, OnApplicationSh
   /** One pass (tests call it): the purge, then the depth. */
   async passOnce(): Promise<number> {
     const before = this.clock.now() - this.config.outgoing.webhooks.logRetentionMs;
-    const purged = await this.repo.purge(before, BATCH);
-    this.metrics.set('baton_webhook_queue_depth', {}, await this.repo.depth());
+    const purged = await this.messages.purge(before, BATCH);
+    this.metrics.set('baton_webhook_queue_depth', {}, await this.messages.depth());
     return purged;
   }
 }

@@ -15,7 +15,8 @@ import { TaskChangeFeed } from '../task-store';
 import { WebhookEvents } from './webhook-events';
 import { WebhookSecrets } from './webhook-secrets';
 import { WebhookAttemptModel, WebhookMessageModel, WebhookModel } from './webhook.model';
-import { AttemptRecord, WebhooksRepository } from './webhooks.repository';
+import { AttemptRecord, WebhookMessagesRepository } from './webhook-messages.repository';
+import { WebhooksRepository } from './webhooks.repository';
 
 /** The most of an answer kept in the delivery log. */
 const RESPONSE_BYTES = 1024;
@@ -116,6 +117,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
 
   constructor(
     private readonly repo: WebhooksRepository,
+    private readonly messages: WebhookMessagesRepository,
     private readonly events: WebhookEvents,
     private readonly feed: TaskChangeFeed,
     private readonly secrets: WebhookSecrets,
@@ -217,7 +219,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       const room = Math.min(free, cap - own);
       if (room <= 0) continue;
       // Those in flight come back too (still pending): ask for them on top.
-      const due = await this.repo.due(hook.webhookId, this.clock.now(), room + own);
+      const due = await this.messages.due(hook.webhookId, this.clock.now(), room + own);
       for (const msg of due) this.start(msg, hook, cap);
     }
   }
@@ -266,7 +268,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     const attempt = await this.attempt(msg, hook);
     const outcome = outcomeOf(this.cfg, msg, hook, attempt);
     try {
-      await this.repo.record({ message: msg, attempt, ...outcome });
+      await this.messages.record({ message: msg, attempt, ...outcome });
     } catch (err) {
       // The message stays pending: it is sent again (same webhook-id), at least once.
       this.logger.error(

@@ -8,6 +8,7 @@ import { WebhookRetention } from './webhook-retention';
 import { WebhookSecrets } from './webhook-secrets';
 import { WebhookSender } from './webhook-sender';
 import { TaskDeliveriesController, WebhooksController } from './webhooks.controller';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
 import { WebhooksRepository } from './webhooks.repository';
 import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.service';
 
@@ -21,6 +22,7 @@ import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.s
   controllers: [WebhooksController, TaskDeliveriesController],
   providers: [
     WebhooksRepository,
+    WebhookMessagesRepository,
     WebhookSecrets,
     WebhookEvents,
     WebhookSender,
@@ -34,6 +36,7 @@ export class WebhooksModule implements OnModuleInit {
     private readonly feed: TaskChangeFeed,
     private readonly events: WebhookEvents,
     private readonly repo: WebhooksRepository,
+    private readonly messages: WebhookMessagesRepository,
     private readonly health: WorkerHealthWatch,
   ) {}
 
@@ -52,7 +55,7 @@ export class WebhooksModule implements OnModuleInit {
     this.scopes.owns(
       'message_id',
       async (id) => {
-        const m = await this.repo.message(id);
+        const m = await this.messages.message(id);
         const w = m && (await this.repo.find(m.webhookId));
         return w ? (w.tenant ?? '*') : undefined;
       },

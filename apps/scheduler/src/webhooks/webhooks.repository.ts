@@ -1,16 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { WebhookEntity } from './webhook.entity';
-import {
-  MessageStatus,
-  NewWebhookMessage,
-  WebhookAttemptModel,
-  WebhookEventType,
-  WebhookKind,
-  WebhookMessageModel,
-  WebhookModel,
-} from './webhook.model';
+import { WebhookEventType, WebhookKind, WebhookModel } from './webhook.model';
 
 const toModel = (e: WebhookEntity): WebhookModel => ({
   webhookId: e.webhook_id,
@@ -52,81 +44,10 @@ const toEntity = (m: WebhookModel): WebhookEntity => ({
   version: m.version,
 });
 
-const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-
-const messageModel = (r: Record<string, unknown>): WebhookMessageModel => ({
-  messageId: String(r.message_id),
-  webhookId: String(r.webhook_id),
-  eventType: String(r.event_type),
-  tenant: String(r.tenant),
-  taskId: r.task_id === null ? null : String(r.task_id),
-  url: r.url === null ? null : String(r.url),
-  body: String(r.body),
-  seq: Number(r.seq),
-  status: r.status as MessageStatus,
-  attempts: Number(r.attempts),
-  nextAt: Number(r.next_at),
-  lastStatus: num(r.last_status),
-  lastError: r.last_error === null ? null : String(r.last_error),
-  createdAt: Number(r.created_at),
-  finishedAt: num(r.finished_at),
-});
-
-/** The outcome of one attempt, and what it does to its message and subscription. */
-export interface AttemptRecord {
-  message: WebhookMessageModel;
-  attempt: WebhookAttemptModel;
-  /** The message's new state. */
-  status: MessageStatus;
-  nextAt: number;
-  /** The subscription's failing streak after this attempt (null: it succeeded). */
-  failingSince: number | null;
-  /** The streak is not what the subscription's row says. */
-  streakChanged: boolean;
-  /** Disable the subscription, with this reason. */
-  disable: string | null;
-}
-
-const MESSAGE_COLUMNS = `message_id, webhook_id, event_type, tenant, task_id, url, body, seq, status,
-  attempts, next_at, last_status, last_error, created_at, finished_at`;
-
-/** Storage of subscriptions, messages and the delivery log. */
+/** Storage of subscriptions and callback signers. */
 @Injectable()
 export class WebhooksRepository {
-  private readonly mysql: boolean;
-
-  /**
-   * The index the "earlier message of the same task" check must use. MariaDB chose the
-   * (webhook_id, created_at) one on a young table and read every message of the webhook for each
-   * candidate (30 ms a look at 8,000 messages); this one reads a task's few.
-   */
-  private readonly byTaskIndex: string;
-
-  constructor(
-    private readonly db: DataSource,
-    private readonly tx: TransactionRunner,
-  ) {
-    this.mysql = db.options.type === 'mysql';
-    this.byTaskIndex = this.mysql
-      ? 'FORCE INDEX (ix_webhook_message_order)'
-      : 'INDEXED BY ix_webhook_message_order';
-  }
-
-  private query(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
-    return this.tx.single((m) => m.query(sql, params) as Promise<Record<string, unknown>[]>);
-  }
-
-  /** One changing statement; the rows it changed. */
-  private change(sql: string, params: unknown[]): Promise<number> {
-    return this.tx.single(async () => {
-      const runner = this.db.createQueryRunner();
-      try {
-        return (await runner.query(sql, params, true)).affected ?? 0;
-      } finally {
-        await runner.release();
-      }
-    });
-  }
+  constructor(private readonly tx: TransactionRunner) {}
 
   /** Subscriptions (not callback signers), of one tenant when given, oldest first. */
   async list(tenant?: string): Promise<WebhookModel[]> {
@@ -194,61 +115,18 @@ export class WebhooksRepository {
     return (r.affected ?? 0) > 0;
   }
 
-  /** Deletes the subscription, with its messages and their attempts (the delivery log). */
+  /** Deletes the webhook's row (WebhookMessagesRepository.removeLog deletes its log). */
   async remove(webhookId: string): Promise<boolean> {
     const r = await this.tx.single((m) => m.delete(WebhookEntity, { webhook_id: webhookId }));
-    // A batch at a time: a long log is never one long lock.
-    while ((await this.purgeOf(webhookId, Number.MAX_SAFE_INTEGER, 500, true)) > 0);
     return (r.affected ?? 0) > 0;
   }
 
   /** Every webhook's id, subscriptions and callback signers, enabled or not. */
   async ids(): Promise<string[]> {
-    return (await this.query('SELECT webhook_id FROM baton_webhook')).map((r) =>
-      String(r.webhook_id),
+    const rows = await this.tx.single((m) =>
+      m.find(WebhookEntity, { select: { webhook_id: true } }),
     );
-  }
-
-  /** Messages, in the caller's transaction. */
-  async insertMessages(m: EntityManager, rows: readonly NewWebhookMessage[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += 200) {
-      const part = rows.slice(i, i + 200);
-      await m.query(
-        `INSERT INTO baton_webhook_message (message_id, webhook_id, event_type, tenant, task_id, url,
-           body, seq, status, attempts, next_at, created_at)
-         VALUES ${part.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)").join(', ')}`,
-        part.flatMap((r) => [
-          r.messageId,
-          r.webhookId,
-          r.eventType,
-          r.tenant,
-          r.taskId,
-          r.url,
-          r.body,
-          r.seq,
-          r.createdAt,
-          r.createdAt,
-        ]),
-      );
-    }
-  }
-
-  /**
-   * Up to `limit` pending messages of one webhook due by `now`, oldest due first, each the
-   * earliest still pending of its task: a later event of a task waits for the one before it.
-   * One webhook at a time, on its own index range, so a backlog of another costs nothing here.
-   */
-  async due(webhookId: string, now: number, limit: number): Promise<WebhookMessageModel[]> {
-    const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')} FROM baton_webhook_message m
-        WHERE m.webhook_id = ? AND m.status = 'pending' AND m.next_at <= ?
-          AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p ${this.byTaskIndex}
-                           WHERE p.webhook_id = m.webhook_id AND p.task_id = m.task_id
-                             AND p.status = 'pending' AND p.seq < m.seq)
-        ORDER BY m.next_at, m.seq LIMIT ${Math.max(1, Math.floor(limit))}`,
-      [webhookId, now],
-    );
-    return rows.map(messageModel);
+    return rows.map((r) => r.webhook_id);
   }
 
   /** Every tenant's callback signer. */
@@ -257,184 +135,5 @@ export class WebhooksRepository {
       m.find(WebhookEntity, { where: { kind: 'callback' } }),
     );
     return rows.map(toModel);
-  }
-
-  /** The attempt in the log, the message's new state, and the subscription's streak: one commit. */
-  async record(r: AttemptRecord): Promise<void> {
-    const { message: msg, attempt: a } = r;
-    await this.tx.run(async (m) => {
-      await m.query(
-        `INSERT INTO baton_webhook_attempt (message_id, webhook_id, task_id, attempt, at, status_code,
-           latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          msg.messageId,
-          msg.webhookId,
-          msg.taskId,
-          a.attempt,
-          a.at,
-          a.statusCode,
-          a.latencyMs,
-          a.response,
-          a.error,
-        ],
-      );
-      await m.query(
-        `UPDATE baton_webhook_message SET status = ?, attempts = ?, next_at = ?, last_status = ?,
-           last_error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`,
-        [
-          r.status,
-          a.attempt,
-          r.nextAt,
-          a.statusCode,
-          a.error,
-          r.status === 'pending' ? null : a.at,
-          msg.messageId,
-        ],
-      );
-      if (r.disable !== null)
-        await m.query(
-          `UPDATE baton_webhook SET enabled = 0, disabled_reason = ?, failing_since = ?,
-             updated_at = ?, version = version + 1 WHERE webhook_id = ? AND kind = 'subscription'`,
-          [r.disable, r.failingSince, a.at, msg.webhookId],
-        );
-      else if (r.streakChanged)
-        await m.query('UPDATE baton_webhook SET failing_since = ? WHERE webhook_id = ?', [
-          r.failingSince,
-          msg.webhookId,
-        ]);
-    });
-  }
-
-  async message(messageId: string): Promise<WebhookMessageModel | undefined> {
-    const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE message_id = ?`,
-      [messageId],
-    );
-    return rows[0] ? messageModel(rows[0]) : undefined;
-  }
-
-  /** A webhook's messages, newest first. */
-  async messagesOf(
-    webhookId: string,
-    status: MessageStatus | undefined,
-    limit: number,
-  ): Promise<WebhookMessageModel[]> {
-    const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE webhook_id = ?
-         ${status ? 'AND status = ?' : ''} ORDER BY created_at DESC LIMIT ${Math.floor(limit)}`,
-      status ? [webhookId, status] : [webhookId],
-    );
-    return rows.map(messageModel);
-  }
-
-  /** A task's messages, newest first: asked of each webhook (on its index by task). */
-  async messagesOfTask(
-    taskId: string,
-    status: MessageStatus | undefined,
-    limit: number,
-  ): Promise<WebhookMessageModel[]> {
-    const out: WebhookMessageModel[] = [];
-    for (const webhookId of await this.ids()) {
-      const rows = await this.query(
-        `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE webhook_id = ? AND task_id = ?
-           ${status ? 'AND status = ?' : ''} ORDER BY seq DESC LIMIT ${Math.floor(limit)}`,
-        status ? [webhookId, taskId, status] : [webhookId, taskId],
-      );
-      out.push(...rows.map(messageModel));
-    }
-    return out
-      .sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq)
-      .slice(0, Math.floor(limit));
-  }
-
-  /** The attempts of these messages, by message, oldest first. */
-  async attemptsOf(messageIds: readonly string[]): Promise<Map<string, WebhookAttemptModel[]>> {
-    const out = new Map<string, WebhookAttemptModel[]>();
-    if (messageIds.length === 0) return out;
-    const rows = await this.query(
-      `SELECT message_id, attempt, at, status_code, latency_ms, response, error
-         FROM baton_webhook_attempt WHERE message_id IN (${messageIds.map(() => '?').join(', ')})
-        ORDER BY id`,
-      [...messageIds],
-    );
-    for (const r of rows) {
-      const list = out.get(String(r.message_id)) ?? [];
-      list.push({
-        attempt: Number(r.attempt),
-        at: Number(r.at),
-        statusCode: num(r.status_code),
-        latencyMs: Number(r.latency_ms),
-        response: r.response === null ? null : String(r.response),
-        error: r.error === null ? null : String(r.error),
-      });
-      out.set(String(r.message_id), list);
-    }
-    return out;
-  }
-
-  /** Sends messages again soon (same ids); their attempts so far stay in the log. */
-  async redeliver(
-    where: { messageId: string } | { webhookId: string; since: number },
-    now: number,
-  ): Promise<number> {
-    const [cond, params] =
-      'messageId' in where
-        ? ['message_id = ?', [where.messageId]]
-        : [
-            "webhook_id = ? AND status = 'failed' AND created_at >= ?",
-            [where.webhookId, where.since],
-          ];
-    return this.change(
-      `UPDATE baton_webhook_message SET status = 'pending', next_at = ?, finished_at = NULL
-        WHERE ${cond}`,
-      [now, ...params],
-    );
-  }
-
-  /** Pending messages of every webhook (each counted on its own index range). */
-  async depth(): Promise<number> {
-    let pending = 0;
-    for (const webhookId of await this.ids()) {
-      const [r] = await this.query(
-        "SELECT COUNT(*) AS n FROM baton_webhook_message WHERE webhook_id = ? AND status = 'pending'",
-        [webhookId],
-      );
-      pending += Number(r?.n ?? 0);
-    }
-    return pending;
-  }
-
-  /** Drops the messages created before `before` that are no longer pending, with their attempts. */
-  async purge(before: number, batch: number): Promise<number> {
-    let purged = 0;
-    for (const webhookId of await this.ids())
-      for (;;) {
-        const n = await this.purgeOf(webhookId, before, batch, false);
-        purged += n;
-        if (n < batch) break;
-      }
-    return purged;
-  }
-
-  /** One batch of a webhook's messages (pending ones too, with `all`) and their attempts. */
-  private async purgeOf(
-    webhookId: string,
-    before: number,
-    batch: number,
-    all: boolean,
-  ): Promise<number> {
-    const ids = await this.query(
-      `SELECT message_id FROM baton_webhook_message WHERE webhook_id = ? AND created_at < ?
-         ${all ? '' : "AND status <> 'pending'"} LIMIT ${Math.floor(batch)}`,
-      [webhookId, before],
-    );
-    const list = ids.map((r) => String(r.message_id));
-    if (list.length > 0)
-      await this.tx.run(async (m) => {
-        const marks = list.map(() => '?').join(', ');
-        await m.query(`DELETE FROM baton_webhook_attempt WHERE message_id IN (${marks})`, list);
-        await m.query(`DELETE FROM baton_webhook_message WHERE message_id IN (${marks})`, list);
-      });
-    return list.length;
   }
 }

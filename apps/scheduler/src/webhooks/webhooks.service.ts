@@ -15,6 +15,7 @@ import {
   WebhookMessageModel,
   WebhookModel,
 } from './webhook.model';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
 import { WebhooksRepository } from './webhooks.repository';
 
 const invalid = (message: string, data: Record<string, unknown>): ContractException =>
@@ -35,6 +36,7 @@ export const deliveryNotFound = (id: string): ContractException =>
 export class WebhooksService {
   constructor(
     private readonly repo: WebhooksRepository,
+    private readonly messages: WebhookMessagesRepository,
     private readonly secrets: WebhookSecrets,
     private readonly events: WebhookEvents,
     private readonly sender: WebhookSender,
@@ -109,6 +111,7 @@ export class WebhooksService {
   async remove(webhookId: string): Promise<void> {
     await this.get(webhookId);
     await this.repo.remove(webhookId);
+    await this.messages.removeLog(webhookId);
     await this.events.refresh();
   }
 
@@ -139,7 +142,7 @@ export class WebhooksService {
       message: 'a test ping from Baton',
     });
     await this.tx.run((m) =>
-      this.repo.insertMessages(m, [
+      this.messages.insertMessages(m, [
         {
           messageId,
           webhookId: w.webhookId,
@@ -154,7 +157,7 @@ export class WebhooksService {
       ]),
     );
     this.sender.nudge();
-    return (await this.repo.message(messageId)) as WebhookMessageModel;
+    return (await this.messages.message(messageId)) as WebhookMessageModel;
   }
 
   async deliveries(
@@ -165,18 +168,18 @@ export class WebhooksService {
     if ('webhookId' in where) await this.get(where.webhookId);
     const messages =
       'webhookId' in where
-        ? await this.repo.messagesOf(where.webhookId, status, limit)
-        : await this.repo.messagesOfTask(where.taskId, status, limit);
-    const attempts = await this.repo.attemptsOf(messages.map((m) => m.messageId));
+        ? await this.messages.messagesOf(where.webhookId, status, limit)
+        : await this.messages.messagesOfTask(where.taskId, status, limit);
+    const attempts = await this.messages.attemptsOf(messages.map((m) => m.messageId));
     return messages.map((m) => [m, attempts.get(m.messageId) ?? []]);
   }
 
   /** Sends one message again (same `webhook-id`), whatever its state. */
   async redeliverOne(webhookId: string, messageId: string): Promise<number> {
     await this.get(webhookId);
-    const msg = await this.repo.message(messageId);
+    const msg = await this.messages.message(messageId);
     if (!msg || msg.webhookId !== webhookId) throw deliveryNotFound(messageId);
-    const n = await this.repo.redeliver({ messageId }, this.clock.now());
+    const n = await this.messages.redeliver({ messageId }, this.clock.now());
     this.sender.nudge();
     return n;
   }
@@ -184,7 +187,7 @@ export class WebhooksService {
   /** Sends again every message of the subscription given up since `since`. */
   async redeliverFailed(webhookId: string, since: number): Promise<number> {
     await this.get(webhookId);
-    const n = await this.repo.redeliver({ webhookId, since }, this.clock.now());
+    const n = await this.messages.redeliver({ webhookId, since }, this.clock.now());
     this.sender.nudge();
     return n;
   }

@@ -1,0 +1,122 @@
+import { DataSource } from 'typeorm';
+import { createDataSource, TransactionRunner } from '../database';
+import {
+  TestDatabase,
+  mysqlTestDatabase,
+  sqliteTestDatabase,
+} from '../database/testing/test-databases';
+import { ENTITIES } from '../entities';
+import { newMessageId } from './webhook-events';
+import { WebhookMessagesRepository } from './webhook-messages.repository';
+import { WebhookModel } from './webhook.model';
+import { WebhooksRepository } from './webhooks.repository';
+
+const DAY = 86_400_000;
+
+const hook = (id: string, now: number): WebhookModel => ({
+  webhookId: id,
+  kind: 'subscription',
+  tenant: null,
+  url: 'https://hooks.example.com/x',
+  events: ['task.finished'],
+  taskTypes: [],
+  labels: {},
+  description: '',
+  enabled: true,
+  secret: 'whsec_x',
+  previousSecret: null,
+  previousSecretUntil: null,
+  disabledReason: null,
+  failingSince: null,
+  createdAt: now,
+  updatedAt: now,
+  version: 1,
+});
+
+describe.each([
+  ['sqlite', async () => sqliteTestDatabase()],
+  ['mysql', mysqlTestDatabase],
+])('the webhook delivery log on %s', (_name, make: () => Promise<TestDatabase>) => {
+  let testDb: TestDatabase;
+  let ds: DataSource;
+  let webhooks: WebhooksRepository;
+  let messages: WebhookMessagesRepository;
+
+  beforeAll(async () => {
+    testDb = await make();
+    ds = createDataSource(testDb.config, ENTITIES);
+    await ds.initialize();
+    await ds.runMigrations();
+    const tx = new TransactionRunner(ds);
+    webhooks = new WebhooksRepository(tx);
+    messages = new WebhookMessagesRepository(ds, tx, webhooks);
+  });
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await testDb?.drop();
+  });
+
+  /** A message made `age` ms ago, then attempted once, ending `status`. */
+  async function message(
+    webhookId: string,
+    age: number,
+    status: 'pending' | 'delivered' | 'failed',
+  ) {
+    const now = Date.now();
+    const at = now - age;
+    const msg = {
+      messageId: newMessageId(),
+      webhookId,
+      eventType: 'task.finished',
+      tenant: 'default',
+      taskId: `T${Math.random().toString(36).slice(2, 12)}`,
+      url: null,
+      body: '{}',
+      seq: 16,
+      createdAt: at,
+    };
+    await ds.transaction((m) => messages.insertMessages(m, [msg]));
+    const stored = (await messages.message(msg.messageId))!;
+    await messages.record({
+      message: stored,
+      attempt: { attempt: 1, at, statusCode: 500, latencyMs: 3, response: 'no', error: null },
+      status,
+      nextAt: at + 5000,
+      failingSince: null,
+      streakChanged: false,
+      disable: null,
+    });
+    return msg.messageId;
+  }
+
+  it('purges what is older than the retention and no longer pending, with its attempts', async () => {
+    const now = Date.now();
+    await webhooks.insert(hook('wh_keep', now));
+    await webhooks.insert(hook('wh_gone', now));
+    const oldDelivered = await message('wh_keep', 8 * DAY, 'delivered');
+    const oldFailed = await message('wh_keep', 8 * DAY, 'failed');
+    const oldPending = await message('wh_keep', 8 * DAY, 'pending');
+    const young = await message('wh_keep', 1 * DAY, 'delivered');
+    const other = await message('wh_gone', 8 * DAY, 'delivered');
+
+    expect(await messages.purge(now - 7 * DAY, 1)).toBe(3);
+    for (const id of [oldDelivered, oldFailed, other])
+      expect({ id, left: await messages.message(id) }).toEqual({ id, left: undefined });
+    expect((await messages.message(oldPending))?.status).toBe('pending');
+    expect((await messages.message(young))?.status).toBe('delivered');
+    const attempts = await messages.attemptsOf([oldDelivered, oldFailed, oldPending, young]);
+    expect([...attempts.keys()].sort()).toEqual([oldPending, young].sort());
+    expect(await messages.depth()).toBe(1);
+
+    // A deleted subscription's log goes with it, pending messages too.
+    await message('wh_gone', 0, 'pending');
+    await webhooks.remove('wh_gone');
+    await messages.removeLog('wh_gone');
+    expect(await messages.messagesOf('wh_gone', undefined, 50)).toEqual([]);
+    expect((await messages.messagesOf('wh_keep', undefined, 50)).map((m) => m.messageId)).toEqual([
+      young,
+      oldPending,
+    ]);
+  });
+});
