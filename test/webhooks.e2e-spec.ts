@@ -74,6 +74,7 @@ describe('webhooks', () => {
       BATON_WEBHOOK_RETRY_SCHEDULE: '300ms,600ms,1200ms',
       BATON_WEBHOOK_RETRY_FOR: '4s',
       BATON_WEBHOOK_TIMEOUT: '1s',
+      BATON_WEBHOOK_DISABLE_AFTER: '6s',
       BATON_WEBHOOK_POLL: '100ms',
     });
     procs.push(scheduler);
@@ -310,6 +311,50 @@ describe('webhooks', () => {
     expect(Number(first.latency_ms)).toBeGreaterThanOrEqual(900);
     await api.call('DELETE', `/v1/webhooks/${gone.webhook_id}`);
     await api.call('DELETE', `/v1/webhooks/${hang.webhook_id}`);
+  });
+
+  it('disables a subscription whose deliveries all failed for BATON_WEBHOOK_DISABLE_AFTER', async () => {
+    const hook = await subscribe('dead', ['task.finished']);
+    await receiver.control('mode', { name: 'dead', mode: 503 });
+    // A ping a second keeps attempts coming (each message alone gives up after 4 s).
+    const disabled = await eventually(
+      async () => {
+        await api.call('POST', `/v1/webhooks/${hook.webhook_id}/test`);
+        const r = await api.call<Record<string, unknown>>('GET', `/v1/webhooks/${hook.webhook_id}`);
+        if (r.data.enabled === false) return r.data;
+        await new Promise((res) => setTimeout(res, 1000));
+        return undefined;
+      },
+      60_000,
+      'the failing subscription disabled',
+    );
+    expect(disabled.disabled_reason).toMatch(/every delivery failed/);
+    expect(Date.parse(String(disabled.failing_since))).toBeLessThan(Date.now() - 5000);
+    // Enabled again: the streak starts over, and a working receiver gets its messages.
+    await receiver.control('mode', { name: 'dead', mode: 'ok' });
+    const again = await api.call<Record<string, unknown>>(
+      'PATCH',
+      `/v1/webhooks/${hook.webhook_id}`,
+      {
+        enabled: true,
+      },
+    );
+    expect(again.data).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
+    const ping = await api.call<{ message_id: string }>(
+      'POST',
+      `/v1/webhooks/${hook.webhook_id}/test`,
+    );
+    await eventually(
+      async () =>
+        (await receiver.got('dead')).some(
+          (g) => g.id === ping.data.message_id && g.answered === 'ok',
+        )
+          ? true
+          : undefined,
+      30_000,
+      'a delivery after enabling',
+    );
+    await api.call('DELETE', `/v1/webhooks/${hook.webhook_id}`);
   });
 
   it('tells when a worker turns unhealthy, once', async () => {

@@ -1,5 +1,6 @@
+import { LookupFunction } from 'node:net';
 import { Module } from '@nestjs/common';
-import { WorkerClient } from '@baton/task-contract';
+import { guardedLookup, WorkerClient } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStoreModule } from '../task-store';
 import { TaskTypesModule } from '../task-types';
@@ -34,8 +35,17 @@ import { WorkerStateAdoption } from './worker-state-adoption';
     {
       provide: WORKER_CLIENT,
       inject: [SCHEDULER_CONFIG],
+      // Each connection to a worker is checked on the address it is made to: a registered name
+      // that resolves outside the worker networks now (169.254.169.254, say) is refused.
       useFactory: (config: SchedulerConfig) =>
-        new WorkerClient({ auth: config.auth, timeoutMs: config.runner.callTimeoutMs }),
+        new WorkerClient({
+          auth: config.auth,
+          timeoutMs: config.runner.callTimeoutMs,
+          lookup: guardedLookup({
+            networks: config.outgoing.workers,
+            hosts: new Set(),
+          }) as unknown as LookupFunction,
+        }),
     },
     RateLimiter,
     ResourceLeases,

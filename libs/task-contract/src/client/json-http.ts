@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import { AuthConfig, authHeaders } from '../worker/auth/request-auth';
@@ -33,6 +34,11 @@ export interface JsonHttpOptions {
   connections?: number;
   /** Largest answer body read, bytes; a larger one is a WorkerProtocolError. Default 8 MiB. */
   maxResponseBytes?: number;
+  /**
+   * Resolves host names for connections (`net.connect`'s `lookup`): the scheduler's checks the
+   * address each connection is made to (`guardedLookup`). Default: the system's.
+   */
+  lookup?: LookupFunction;
 }
 
 /** A pool unused this long is closed, so workers that come and go leave no sockets behind. */
@@ -199,6 +205,7 @@ export class JsonHttp {
         connections: this.connections,
         pipelining: 1,
         keepAliveTimeout: 30_000,
+        ...(this.options.lookup ? { connect: { lookup: this.options.lookup } } : {}),
       });
       entry = { pool, lastUsed: now };
       this.pools.set(origin, entry);

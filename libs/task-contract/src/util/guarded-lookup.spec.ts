@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
+import { JsonHttp } from '../client/json-http';
 import { AllowedNetworks, guardedLookup } from './outgoing-url';
 
 /**
@@ -73,6 +74,49 @@ describe('guardedLookup', () => {
       const before = hits;
       expect(await post(agent)).toBe(200);
       expect(hits).toBe(before + 1);
+    }
+  });
+});
+
+describe('worker calls through a guarded lookup', () => {
+  it('refuses a worker name that resolves outside the worker networks, before connecting', async () => {
+    let hits = 0;
+    const server = createServer((_req, res) => {
+      hits++;
+      res.end('{"code":0,"message":"ok","data":{}}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const { port } = server.address() as AddressInfo;
+    const toLoopback = ((_h: string, _o: unknown, cb: (...a: unknown[]) => void) =>
+      cb(null, [{ address: '127.0.0.1', family: 4 }])) as unknown as Parameters<
+      typeof guardedLookup
+    >[1];
+    const call = async (networks: string): Promise<string> => {
+      const http = new JsonHttp({
+        auth: { mode: 'token', token: 't' },
+        lookup: guardedLookup(
+          { networks: AllowedNetworks.parse(networks), hosts: new Set<string>() },
+          toLoopback,
+        ) as unknown as LookupFunction,
+      });
+      try {
+        await http.call('GET', `http://worker.example.test:${port}`, '/health', {}, undefined, {
+          fence: 0,
+        });
+        return 'answered';
+      } catch (err) {
+        return (err as Error).message;
+      } finally {
+        await http.close();
+      }
+    };
+    try {
+      expect(await call('10.0.0.0/8')).toMatch(/refused/);
+      expect(hits).toBe(0);
+      expect(await call('127.0.0.0/8')).toBe('answered');
+      expect(hits).toBe(1);
+    } finally {
+      await new Promise((r) => server.close(r));
     }
   });
 });
