@@ -1040,7 +1040,7 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
-            /** @description called when the task finishes (webhooks) */
+            /** @description POSTed once when the task reaches its final outcome (a `task.finished` message, Standard Webhooks, signed with the tenant's callback secret: POST /v1/webhooks/callback-secret), retried until delivered; http(s), and nothing internal unless BATON_WEBHOOK_ALLOW allows it */
             callback_url?: string;
         };
         /** @enum {string} */

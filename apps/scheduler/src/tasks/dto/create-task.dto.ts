@@ -93,7 +93,10 @@ export class CreateTaskDto {
   @IsObject()
   labels?: Record<string, string>;
 
-  @ApiPropertyOptional({ description: 'called when the task finishes (webhooks)' })
+  @ApiPropertyOptional({
+    description:
+      "POSTed once when the task reaches its final outcome (a `task.finished` message, Standard Webhooks, signed with the tenant's callback secret: POST /v1/webhooks/callback-secret), retried until delivered; http(s), and nothing internal unless BATON_WEBHOOK_ALLOW allows it",
+  })
   @IsOptional()
   @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
   @MaxLength(500)
