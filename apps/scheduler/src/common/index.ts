@@ -9,3 +9,4 @@ export * from './query-int';
 export * from './fast-validation.pipe';
 export * from './tenancy';
 export * from './api-errors';
+export * from './nudged-loop';

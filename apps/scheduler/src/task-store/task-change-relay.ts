@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { TaskStatus } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, NudgedLoop } from '../common';
 import { TransactionRunner } from '../database';
 import { SqlRunner } from './sql-runner';
 import { TaskChangeConsumer, TaskChangeFeed, TaskStatusChange } from './task-change-feed';
@@ -41,11 +41,7 @@ interface ConsumerState {
 export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('TaskChangeRelay');
   private readonly state = new Map<string, ConsumerState>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lingering = false;
-  private stopped = true;
+  private readonly loop = new NudgedLoop(this.logger, LINGER_MS, IDLE_MS, () => this.deliverOnce());
 
   constructor(
     private readonly feed: TaskChangeFeed,
@@ -56,15 +52,13 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
   ) {}
 
   onApplicationBootstrap(): void {
-    this.stopped = false;
-    this.feed.onCommitted(() => this.nudge());
-    this.nudge();
+    // Rows committed through this instance are relayed at once; another's within IDLE_MS.
+    this.feed.onCommitted(() => this.loop.nudge());
+    this.loop.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
     for (const s of this.state.values()) await s.lease?.release().catch(() => undefined);
   }
 
@@ -79,40 +73,6 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
         );
       }
     }
-  }
-
-  /**
-   * New rows were committed: a pass within LINGER_MS, so that rows committed meanwhile go in the
-   * same batch; after the current pass if one runs.
-   */
-  private nudge(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.lingering) return;
-    this.lingering = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.pass(), LINGER_MS);
-  }
-
-  private pass(): void {
-    this.lingering = false;
-    this.timer = undefined;
-    if (this.stopped) return;
-    this.running = this.deliverOnce().finally(() => {
-      this.running = undefined;
-      if (this.stopped) return;
-      if (this.again) {
-        this.again = false;
-        this.nudge();
-      } else {
-        // Rows of another instance (or of a handler that asked for a retry) are found here.
-        this.timer = setTimeout(() => this.pass(), IDLE_MS);
-        this.timer.unref();
-      }
-    });
   }
 
   private async deliver(consumer: TaskChangeConsumer): Promise<void> {

@@ -8,7 +8,7 @@ import {
 import { Agent, request } from 'undici';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { guardedLookup, OutgoingAllowList, outgoingUrlProblem } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, NudgedLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig, WebhooksConfig } from '../config';
 import { Metrics } from '../metrics';
 import { TaskChangeFeed } from '../task-store';
@@ -104,11 +104,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   private readonly inflight = new Map<string, string>();
   private readonly perEndpoint = new Map<string, number>();
   private readonly sends = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lingering = false;
-  private stopped = true;
+  private readonly loop: NudgedLoop;
   private refreshedAt = 0;
   /** Every tenant's callback signer (read with the subscriptions). */
   private signers: WebhookModel[] = [];
@@ -134,62 +130,26 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       bodyTimeout: this.cfg.timeoutMs,
       keepAliveTimeout: 4000,
     });
+    this.loop = new NudgedLoop(this.logger, LINGER_MS, this.cfg.pollMs, () => this.passOnce());
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.stopped = false;
     this.feed.onCommitted(() => this.nudge());
     await this.events.refresh().catch(() => undefined);
-    this.nudge();
+    this.loop.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
     this.closing.abort(new Error('the scheduler is stopping'));
-    await this.running;
+    await this.loop.stop();
     await Promise.allSettled([...this.sends]);
     await this.lease?.release().catch(() => undefined);
     await this.agent.close().catch(() => undefined);
   }
 
-  /**
-   * Look for due messages soon: within LINGER_MS, so that the sends and writes of that moment
-   * make one pass, not one each (after the current pass if one runs).
-   */
+  /** Look for due messages soon (the nudges of one moment make one pass). */
   nudge(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.lingering) return;
-    this.lingering = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.pass(), LINGER_MS);
-  }
-
-  private pass(): void {
-    this.timer = undefined;
-    this.lingering = false;
-    if (this.stopped) return;
-    this.running = this.passOnce()
-      .catch((err: unknown) =>
-        this.logger.error(
-          `webhook pass failed: ${err instanceof Error ? err.message : String(err)}`,
-        ),
-      )
-      .finally(() => {
-        this.running = undefined;
-        if (this.stopped) return;
-        if (this.again) {
-          this.again = false;
-          this.nudge();
-        } else {
-          this.timer = setTimeout(() => this.pass(), this.cfg.pollMs);
-          this.timer.unref();
-        }
-      });
+    this.loop.nudge();
   }
 
   /**
