@@ -8,30 +8,23 @@ import {
 import { ENTITIES } from '../entities';
 import { newMessageId } from './webhook-events';
 import { WebhookMessagesRepository } from './webhook-messages.repository';
-import { WebhookModel } from './webhook.model';
+import { newWebhook, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
 
 const DAY = 86_400_000;
 
-const hook = (id: string, now: number): WebhookModel => ({
-  webhookId: id,
-  kind: 'subscription',
-  tenant: null,
-  url: 'https://hooks.example.com/x',
-  events: ['task.finished'],
-  taskTypes: [],
-  labels: {},
-  description: '',
-  enabled: true,
-  secret: 'whsec_x',
-  previousSecret: null,
-  previousSecretUntil: null,
-  disabledReason: null,
-  failingSince: null,
-  createdAt: now,
-  updatedAt: now,
-  version: 1,
-});
+const hook = (id: string, now: number): WebhookModel =>
+  newWebhook(
+    {
+      webhookId: id,
+      kind: 'subscription',
+      tenant: null,
+      url: 'https://hooks.example.com/x',
+      events: ['task.finished'],
+      secret: 'whsec_x',
+    },
+    now,
+  );
 
 describe.each([
   ['sqlite', async () => sqliteTestDatabase()],

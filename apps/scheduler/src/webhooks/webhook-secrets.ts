@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { isUniqueViolation } from '../task-store';
-import { WebhookModel } from './webhook.model';
+import { newWebhook, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
 
 /** A new signing secret in the Standard Webhooks form: `whsec_` and 32 random bytes in base64. */
@@ -70,26 +70,18 @@ export class WebhookSecrets {
   }
 
   private newSigner(tenant: string): WebhookModel {
-    const now = this.clock.now();
-    return {
-      webhookId: callbackSignerId(tenant),
-      kind: 'callback',
-      tenant,
-      url: null,
-      events: ['task.finished'],
-      taskTypes: [],
-      labels: {},
-      description: `signs the callback_url calls of tenant ${tenant}`,
-      enabled: true,
-      secret: newSecret(),
-      previousSecret: null,
-      previousSecretUntil: null,
-      disabledReason: null,
-      failingSince: null,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
+    return newWebhook(
+      {
+        webhookId: callbackSignerId(tenant),
+        kind: 'callback',
+        tenant,
+        url: null,
+        events: ['task.finished'],
+        description: `signs the callback_url calls of tenant ${tenant}`,
+        secret: newSecret(),
+      },
+      this.clock.now(),
+    );
   }
 
   /**

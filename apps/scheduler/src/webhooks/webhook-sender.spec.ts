@@ -1,5 +1,10 @@
 import { outcomeOf, retryDelay } from './webhook-sender';
-import { WebhookAttemptModel, WebhookMessageModel, WebhookModel } from './webhook.model';
+import {
+  newWebhook,
+  WebhookAttemptModel,
+  WebhookMessageModel,
+  WebhookModel,
+} from './webhook.model';
 
 const S = 1000;
 const cfg = {
@@ -29,23 +34,17 @@ const message = (over: Partial<WebhookMessageModel> = {}): WebhookMessageModel =
 });
 
 const hook = (over: Partial<WebhookModel> = {}): WebhookModel => ({
-  webhookId: 'wh_x',
-  kind: 'subscription',
-  tenant: null,
-  url: 'https://hooks.example.com/x',
-  events: ['task.finished'],
-  taskTypes: [],
-  labels: {},
-  description: '',
-  enabled: true,
-  secret: 'whsec_x',
-  previousSecret: null,
-  previousSecretUntil: null,
-  disabledReason: null,
-  failingSince: null,
-  createdAt: T0,
-  updatedAt: T0,
-  version: 1,
+  ...newWebhook(
+    {
+      webhookId: 'wh_x',
+      kind: 'subscription',
+      tenant: null,
+      url: 'https://hooks.example.com/x',
+      events: ['task.finished'],
+      secret: 'whsec_x',
+    },
+    T0,
+  ),
   ...over,
 });
 

@@ -36,6 +36,28 @@ export interface WebhookModel {
   version: number;
 }
 
+/** A webhook as first stored: enabled, no streak, no previous secret, version 1. */
+export function newWebhook(
+  w: Pick<WebhookModel, 'webhookId' | 'kind' | 'tenant' | 'url' | 'events' | 'secret'> &
+    Partial<Pick<WebhookModel, 'taskTypes' | 'labels' | 'description' | 'enabled'>>,
+  now: number,
+): WebhookModel {
+  return {
+    taskTypes: [],
+    labels: {},
+    description: '',
+    enabled: true,
+    ...w,
+    previousSecret: null,
+    previousSecretUntil: null,
+    disabledReason: null,
+    failingSince: null,
+    createdAt: now,
+    updatedAt: now,
+    version: 1,
+  };
+}
+
 export type MessageStatus = 'pending' | 'delivered' | 'failed';
 
 export interface WebhookAttemptModel {

@@ -9,6 +9,7 @@ import { messageBody, newMessageId, WebhookEvents } from './webhook-events';
 import { newSecret, WebhookSecrets } from './webhook-secrets';
 import { WebhookSender } from './webhook-sender';
 import {
+  newWebhook,
   MessageStatus,
   WebhookAttemptModel,
   WebhookEventType,
@@ -48,26 +49,21 @@ export class WebhooksService {
   async create(dto: CreateWebhookDto): Promise<WebhookModel> {
     await this.checkUrl(dto.url);
     const labels = checkedLabels(dto.labels ?? {});
-    const now = this.clock.now();
-    const w: WebhookModel = {
-      webhookId: `wh_${createHash('sha256').update(randomUUID()).digest('base64url').slice(0, 24)}`,
-      kind: 'subscription',
-      tenant: dto.tenant ?? null,
-      url: dto.url,
-      events: [...new Set(dto.events)] as WebhookEventType[],
-      taskTypes: [...new Set(dto.task_types ?? [])],
-      labels,
-      description: dto.description ?? '',
-      enabled: dto.enabled ?? true,
-      secret: newSecret(),
-      previousSecret: null,
-      previousSecretUntil: null,
-      disabledReason: null,
-      failingSince: null,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
+    const w = newWebhook(
+      {
+        webhookId: `wh_${createHash('sha256').update(randomUUID()).digest('base64url').slice(0, 24)}`,
+        kind: 'subscription',
+        tenant: dto.tenant ?? null,
+        url: dto.url,
+        events: [...new Set(dto.events)] as WebhookEventType[],
+        taskTypes: [...new Set(dto.task_types ?? [])],
+        labels,
+        description: dto.description ?? '',
+        enabled: dto.enabled ?? true,
+        secret: newSecret(),
+      },
+      this.clock.now(),
+    );
     await this.repo.insert(w);
     await this.events.refresh();
     return w;
