@@ -175,7 +175,9 @@ describe.each([
     const a = await new Api(first.url).create({
       create_info: { task_type: 'demo.sleep', task_name: 'holds the key' },
       process_arg: { lock_timeout: 1 },
-      params: { seconds: 5, tick_ms: 200 },
+      // Long enough that A still runs when B asks for the key, even when the second scheduler
+      // takes seconds to start on a loaded box (with 5 s, A had ended first there once).
+      params: { seconds: 15, tick_ms: 200 },
       lock_keys: [key],
     });
     await new Api(first.url).until(a, 'RUNNING');
