@@ -112,4 +112,44 @@ describe.each([
       oldPending,
     ]);
   });
+
+  // On SQLite transactions never overlap (one connection): the interleaving is MySQL's alone.
+  const mysqlOnly = _name === 'mysql' ? it : undefined;
+  mysqlOnly?.(
+    'sends a message whose transaction commits after a later one: read by state, none skipped',
+    async () => {
+      const now = Date.now();
+      await webhooks.insert(hook('wh_late', now));
+      const row = (taskId: string) => ({
+        messageId: newMessageId(),
+        webhookId: 'wh_late',
+        eventType: 'task.finished',
+        tenant: 'default',
+        taskId,
+        url: null,
+        body: '{}',
+        seq: 16,
+        createdAt: now,
+      });
+      const slow = row('T-slow');
+      const quick = row('T-quick');
+      // The slow transaction writes first (the lower, earlier id) and holds it uncommitted...
+      const runner = ds.createQueryRunner();
+      await runner.connect();
+      await runner.startTransaction();
+      await messages.insertMessages(runner.manager, [slow]);
+      // ...while a later message commits and is read.
+      await ds.transaction((m) => messages.insertMessages(m, [quick]));
+      expect((await messages.due('wh_late', Date.now(), 10)).map((m) => m.taskId)).toEqual([
+        'T-quick',
+      ]);
+      await runner.commitTransaction();
+      await runner.release();
+      // The earlier one, committed last, is due all the same: nothing reads past a position.
+      expect((await messages.due('wh_late', Date.now(), 10)).map((m) => m.taskId).sort()).toEqual([
+        'T-quick',
+        'T-slow',
+      ]);
+    },
+  );
 });
