@@ -35,6 +35,18 @@ export class TransactionRunner {
     return this.serial.run('sqlite', () => work(this.db.manager));
   }
 
+  /** One changing statement outside a transaction (as `single`); the rows it changed. */
+  write(sql: string, params: unknown[]): Promise<number> {
+    return this.single(async () => {
+      const runner = this.db.createQueryRunner();
+      try {
+        return (await runner.query(sql, params, true)).affected ?? 0;
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+
   async run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     if (this.serial) return this.serial.run('sqlite', () => this.db.transaction(work));
     for (let tries = 1; ; tries++) {

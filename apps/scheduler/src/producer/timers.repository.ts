@@ -113,7 +113,7 @@ export class TimersRepository {
     const { timer_id: _id, ...set } = toEntity(stored);
     const columns = Object.keys(set) as (keyof typeof set)[];
     // Plain SQL: a fire is on the timed-start path, and the query builder's CPU showed there.
-    const res = await this.run(
+    const res = await this.tx.write(
       `UPDATE ${this.table} SET ${columns.map((c) => `${c} = ?`).join(', ')} WHERE timer_id = ? AND version = ?`,
       [...columns.map((c) => set[c]), prev.timerId, prev.version],
     );
@@ -129,21 +129,6 @@ export class TimersRepository {
       `SELECT * FROM ${this.table} WHERE ${where}`,
       params,
     )) as TimerEntity[];
-  }
-
-  /**
-   * Runs a write; returns the rows it changed. Through the TransactionRunner: on SQLite's one
-   * connection it must not land inside another transaction (and be undone with it).
-   */
-  private run(sql: string, params: unknown[]): Promise<number> {
-    return this.tx.single(async () => {
-      const runner = this.db.createQueryRunner();
-      try {
-        return (await runner.query(sql, params, true)).affected ?? 0;
-      } finally {
-        await runner.release();
-      }
-    });
   }
 
   async remove(timerId: string): Promise<boolean> {

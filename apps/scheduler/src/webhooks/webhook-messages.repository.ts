@@ -76,18 +76,6 @@ export class WebhookMessagesRepository {
     return this.tx.single((m) => m.query(sql, params) as Promise<Record<string, unknown>[]>);
   }
 
-  /** One changing statement; the rows it changed. */
-  private change(sql: string, params: unknown[]): Promise<number> {
-    return this.tx.single(async () => {
-      const runner = this.db.createQueryRunner();
-      try {
-        return (await runner.query(sql, params, true)).affected ?? 0;
-      } finally {
-        await runner.release();
-      }
-    });
-  }
-
   /** Messages, in the caller's transaction. */
   async insertMessages(m: EntityManager, rows: readonly NewWebhookMessage[]): Promise<void> {
     for (let i = 0; i < rows.length; i += 200) {
@@ -255,7 +243,7 @@ export class WebhookMessagesRepository {
             "webhook_id = ? AND status = 'failed' AND created_at >= ?",
             [where.webhookId, where.since],
           ];
-    return this.change(
+    return this.tx.write(
       `UPDATE baton_webhook_message SET status = 'pending', next_at = ?, finished_at = NULL
         WHERE ${cond}`,
       [now, ...params],
