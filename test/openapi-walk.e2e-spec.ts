@@ -182,6 +182,29 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       return r.data.webhook_id;
     };
     const webhookId = await hook('walk');
+    // A run that waits for a signal stays RUNNING: one to pause and continue, one to cancel, one
+    // to signal.
+    await api.call('POST', '/v1/topologies', {
+      name: 'walk-wait',
+      nodes: [{ key: 'approve', wait: { signal: 'approved' } }],
+    });
+    const waiting = async (): Promise<string> => {
+      const r = await api.call<{ run_id: string }>('POST', '/v1/topologies/walk-wait/runs', {});
+      await eventually(
+        async () =>
+          (
+            await api.call<{ nodes: { status: string }[] }>(
+              'GET',
+              `/v1/topology-runs/${r.data.run_id}`,
+            )
+          ).data.nodes[0].status === 'ACTIVE'
+            ? true
+            : undefined,
+        60_000,
+        'a walk-wait run waiting',
+      );
+      return r.data.run_id;
+    };
     const ping = await api.call<{ message_id: string }>('POST', `/v1/webhooks/${webhookId}/test`);
     return {
       later,
@@ -198,6 +221,9 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       keyId: key.data.key_id,
       timerId: timer.data.timer_id,
       ruleId: rule.data.rule_id,
+      runPaused: await waiting(),
+      runCancelled: await waiting(),
+      runSignalled: await waiting(),
     };
   }
 
@@ -313,6 +339,28 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       }),
       'GET /v1/tasks/{task_id}/deliveries': () => ({ path: `/v1/tasks/${s.done}/deliveries` }),
       'GET /v1/logs/stats': () => ({ path: '/v1/logs/stats' }),
+      'POST /v1/topologies': () => ({ path: '/v1/topologies' }),
+      'POST /v1/topologies/check': () => ({ path: '/v1/topologies/check' }),
+      'GET /v1/topologies': () => ({ path: '/v1/topologies' }),
+      'GET /v1/topologies/{topology}': () => ({ path: '/v1/topologies/walk-wait' }),
+      'GET /v1/topologies/{topology}/versions': () => ({
+        path: '/v1/topologies/walk-wait/versions',
+      }),
+      'POST /v1/topologies/{topology}/runs': () => ({ path: '/v1/topologies/walk-wait/runs' }),
+      'GET /v1/topology-runs': () => ({ path: '/v1/topology-runs?name=walk-wait&limit=2' }),
+      'GET /v1/topology-runs/{run_id}': () => ({ path: `/v1/topology-runs/${s.runPaused}` }),
+      'POST /v1/topology-runs/{run_id}/cancel': () => ({
+        path: `/v1/topology-runs/${s.runCancelled}/cancel`,
+      }),
+      'POST /v1/topology-runs/{run_id}/pause': () => ({
+        path: `/v1/topology-runs/${s.runPaused}/pause`,
+      }),
+      'POST /v1/topology-runs/{run_id}/continue': () => ({
+        path: `/v1/topology-runs/${s.runPaused}/continue`,
+      }),
+      'POST /v1/topology-runs/{run_id}/signal': () => ({
+        path: `/v1/topology-runs/${s.runSignalled}/signal`,
+      }),
     };
 
     const report: string[] = [];

@@ -75,6 +75,17 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/webhooks/{webhook_id}/test': {},
   'POST /v1/webhooks/{webhook_id}/deliveries/{message_id}/redeliver': {},
   'POST /v1/webhooks/{webhook_id}/redeliver': { since: '2026-01-01T00:00:00Z' },
+  'POST /v1/topologies': {
+    name: 'beta-flow',
+    tenant: 'alpha',
+    nodes: [{ key: 'a', task: echo('a') }],
+  },
+  'POST /v1/topologies/check': { name: 'beta-flow', nodes: [{ key: 'a', task: echo('a') }] },
+  'POST /v1/topologies/{topology}/runs': { input: {} },
+  'POST /v1/topology-runs/{run_id}/cancel': {},
+  'POST /v1/topology-runs/{run_id}/pause': {},
+  'POST /v1/topology-runs/{run_id}/continue': {},
+  'POST /v1/topology-runs/{run_id}/signal': { signal: 'approved' },
 };
 
 /** Routes over every tenant's data (fleet internals): a tenant's key is refused them. */
@@ -312,6 +323,31 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
     );
     expect([task.status, timer.status, rule.status, limits.status]).toEqual([201, 201, 201, 200]);
     expect([hook.status, ping.status]).toEqual([201, 202]);
+    // A definition of alpha's, and a run of it that waits (nothing of it moves during the walk).
+    const flow = await keys.alpha.call('POST', '/v1/topologies', {
+      name: 'alpha-flow',
+      description: 'alpha walked flow',
+      nodes: [{ key: 'approve', wait: { signal: 'approved' } }],
+    });
+    const run = await keys.alpha.call<{ run_id: string }>(
+      'POST',
+      '/v1/topologies/alpha-flow/runs',
+      {},
+    );
+    expect([flow.status, run.status]).toEqual([201, 201]);
+    await eventually(
+      async () =>
+        (
+          await admin.call<{ nodes: { status: string }[] }>(
+            'GET',
+            `/v1/topology-runs/${run.data.run_id}`,
+          )
+        ).data.nodes[0].status === 'ACTIVE'
+          ? true
+          : undefined,
+      30_000,
+      "alpha's run waiting",
+    );
     const workers = await admin.call<{ worker_id: string }[]>('GET', '/v1/workers');
     const params: Record<string, string> = {
       task_id: task.data.task_id,
@@ -323,6 +359,8 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       key_id: ids['key:alpha-operator'],
       webhook_id: hook.data.webhook_id,
       message_id: ping.data.message_id,
+      topology: 'alpha-flow',
+      run_id: run.data.run_id,
     };
     // What no answer to beta may hold: alpha's ids and names.
     const secrets = [
@@ -335,6 +373,9 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       hook.data.webhook_id,
       ping.data.message_id,
       'alpha hook',
+      'alpha-flow',
+      'alpha walked flow',
+      run.data.run_id,
       '"alpha"',
     ];
     const snapshot = async () =>
@@ -350,6 +391,9 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
           admin.call('GET', '/v1/log-rules?tenant=alpha'),
           admin.call('GET', '/v1/webhooks?tenant=alpha'),
           admin.call('GET', `/v1/webhooks/${hook.data.webhook_id}/deliveries`),
+          admin.call('GET', '/v1/topologies/alpha-flow/versions'),
+          admin.call('GET', `/v1/topology-runs/${run.data.run_id}`),
+          admin.call('GET', '/v1/topology-runs?tenant=alpha'),
           admin
             .call<{ key_id: string; name: string; revoked_at: string | null }[]>(
               'GET',
@@ -361,11 +405,13 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
     // Nothing of alpha moves by itself meanwhile: every task of it has ended.
     await eventually(
       async () => {
-        const list = await admin.call<{ items: { task_name: string; task_status: string }[] }>(
-          'GET',
-          '/v1/tasks?tenant=alpha&limit=500',
+        const list = await admin.call<{
+          items: { task_name: string; task_type: string; task_status: string }[];
+        }>('GET', '/v1/tasks?tenant=alpha&limit=500');
+        // (alpha's run waits for a signal: its centre task stays RUNNING, and nothing moves it.)
+        const open = list.data.items.filter(
+          (t) => t.task_status !== 'FINISH' && t.task_type !== 'topology',
         );
-        const open = list.data.items.filter((t) => t.task_status !== 'FINISH');
         if (open.length === 0) return true;
         throw new Error(
           `still open: ${JSON.stringify(open.map((t) => [t.task_name, t.task_status]))}`,
@@ -400,7 +446,10 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
             body: true,
           });
         const res = await key.call(r.method, path, takesBody ? FOREIGN_BODIES[name] : undefined);
-        const owned = /\{(task_id|timer_id|rule_id|tenant|webhook_id|message_id)\}/.test(r.path);
+        const owned =
+          /\{(task_id|timer_id|rule_id|tenant|webhook_id|message_id|topology|run_id)\}/.test(
+            r.path,
+          );
         const names = takesBody && JSON.stringify(FOREIGN_BODIES[name]).includes('"alpha"');
         const readOnly = who === 'beta viewer' && r.method !== 'GET';
         const expected =

@@ -28,6 +28,8 @@ const NOT_FOUND_BY_PARAM: Record<string, ContractErrorCode> = {
   timer_id: C.NOT_FOUND,
   rule_id: C.NOT_FOUND,
   webhook_id: C.NOT_FOUND,
+  topology: C.NOT_FOUND,
+  run_id: C.NOT_FOUND,
   message_id: C.NOT_FOUND,
   key_id: C.NOT_FOUND,
   worker_id: C.NOT_FOUND,

@@ -11,7 +11,70 @@ const echo = (name: string): Record<string, unknown> => ({
   params: { message: 'hello' },
 });
 
+/** A topology of the template worker's demo.echo: a failover drill, as a team would write one. */
+const DRILL = {
+  name: 'failover-drill',
+  description: 'check the cluster, promote its primary, repoint every proxy, verify',
+  nodes: [
+    {
+      key: 'check',
+      task: {
+        create_info: { task_type: 'demo.echo' },
+        params: { primary: '{{input.cluster}}-db2', proxies: ['proxy-a', 'proxy-b', 'proxy-c'] },
+      },
+    },
+    {
+      key: 'promote',
+      depends_on: ['check'],
+      task: {
+        create_info: { task_type: 'demo.echo' },
+        params: { promote: '{{nodes.check.result.echo.primary}}' },
+      },
+    },
+    {
+      key: 'repoint',
+      depends_on: ['promote'],
+      for_each: '{{nodes.check.result.echo.proxies}}',
+      concurrency: 2,
+      task: {
+        create_info: { task_type: 'demo.echo', task_name: 'repoint {{item}}' },
+        params: { proxy: '{{item}}', primary: '{{nodes.check.result.echo.primary}}' },
+      },
+    },
+    { key: 'verify', depends_on: ['repoint'], task: { create_info: { task_type: 'demo.echo' } } },
+    {
+      key: 'page',
+      on_failure: true,
+      task: {
+        create_info: { task_type: 'demo.echo' },
+        params: { message: 'failover drill of {{input.cluster}} failed' },
+      },
+    },
+  ],
+};
+
 export const REQUEST_EXAMPLES: Record<string, Examples> = {
+  TopologiesController_save: {
+    drill: {
+      summary: 'a failover drill: check, promote, repoint each proxy, verify',
+      value: DRILL,
+    },
+  },
+  TopologiesController_check: {
+    drill: { summary: 'the failover drill, checked and not stored', value: DRILL },
+  },
+  TopologiesController_start: {
+    run: {
+      summary: 'a run for one cluster, labelled for its team',
+      value: { input: { cluster: 'orders' }, labels: { team: 'dba' } },
+    },
+  },
+  TopologyRunsController_signal: {
+    approved: {
+      summary: 'end the wait of the nodes waiting for "approved"',
+      value: { signal: 'approved', data: { by: 'alice' } },
+    },
+  },
   ApiKeysController_create: {
     operator: {
       summary: 'a key for a deploy pipeline',

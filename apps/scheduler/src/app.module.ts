@@ -19,6 +19,7 @@ import { RetentionModule } from './retention';
 import { TaskStoreModule } from './task-store';
 import { TaskTypesModule } from './task-types';
 import { TasksModule } from './tasks';
+import { TopologiesModule } from './topologies';
 import { TenantsModule } from './tenants';
 import { WebhooksModule } from './webhooks';
 import { WorkersModule } from './workers';
@@ -59,6 +60,7 @@ export class SchedulerAppModule {
         TasksModule,
         ProducerModule,
         LogDumperModule,
+        TopologiesModule,
         // Who learns of what happened to them: through the task store's durable change feed.
         TaskMetricsModule,
         WebhooksModule,

@@ -5,6 +5,7 @@ import { TASK_STORE_ENTITIES } from './task-store';
 import { TASK_TYPES_ENTITIES } from './task-types';
 import { TASKS_ENTITIES } from './tasks';
 import { TENANTS_ENTITIES } from './tenants';
+import { TOPOLOGIES_ENTITIES } from './topologies';
 import { WEBHOOKS_ENTITIES } from './webhooks';
 import { WORKERS_ENTITIES } from './workers';
 
@@ -19,4 +20,5 @@ export const ENTITIES = [
   ...TENANTS_ENTITIES,
   ...AUTH_ENTITIES,
   ...WEBHOOKS_ENTITIES,
+  ...TOPOLOGIES_ENTITIES,
 ];

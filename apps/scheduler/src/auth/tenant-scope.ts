@@ -14,8 +14,14 @@ export const TenantFields = (...paths: string[]): MethodDecorator =>
 export const ALL_TENANTS = 'baton:all-tenants';
 export const AllTenants = (): MethodDecorator & ClassDecorator => SetMetadata(ALL_TENANTS, true);
 
-/** Finds the tenant of the resource a route parameter names; undefined: no such resource. */
-export type TenantOf = (id: string) => Promise<string | undefined>;
+/** What `TenantOf` answers for a resource every tenant may reach (a shared topology definition). */
+export const ANY_TENANT = Symbol('any tenant');
+
+/**
+ * Finds the tenant of the resource a route parameter names; undefined: no such resource;
+ * ANY_TENANT: a shared one.
+ */
+export type TenantOf = (id: string) => Promise<string | typeof ANY_TENANT | undefined>;
 
 interface Owned {
   tenantOf: TenantOf;
@@ -63,7 +69,8 @@ export class TenantScopes {
           ContractErrorCode.FORBIDDEN,
           `a key of tenant ${tenant} may not use this route: its {${param}} is not known to belong to a tenant`,
         );
-      if ((await owned.tenantOf(id)) !== tenant) throw owned.notFound(id);
+      const owner = await owned.tenantOf(id);
+      if (owner !== ANY_TENANT && owner !== tenant) throw owned.notFound(id);
     }
     for (const path of fields) {
       const [root, ...rest] = path.split('.');

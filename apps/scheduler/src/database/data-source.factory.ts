@@ -13,6 +13,7 @@ import { ApiKeys1764700000000 } from './migrations/1764700000000-ApiKeys';
 import { Audit1764800000000 } from './migrations/1764800000000-Audit';
 import { LogRuleTenant1764900000000 } from './migrations/1764900000000-LogRuleTenant';
 import { Webhooks1765000000000 } from './migrations/1765000000000-Webhooks';
+import { Topologies1765100000000 } from './migrations/1765100000000-Topologies';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -33,6 +34,7 @@ export const MIGRATIONS = [
   Audit1764800000000,
   LogRuleTenant1764900000000,
   Webhooks1765000000000,
+  Topologies1765100000000,
 ];
 
 /**

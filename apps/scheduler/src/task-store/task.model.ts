@@ -111,6 +111,7 @@ export interface TaskAttemptModel {
 /** Filters of the task list. */
 export interface TaskFilter {
   taskType?: string;
+  taskName?: string;
   status?: TaskStatus[];
   tenant?: string;
   label?: { key: string; value: string };

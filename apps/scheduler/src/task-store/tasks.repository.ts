@@ -71,6 +71,19 @@ export class TasksRepository {
     this.feed.committed();
   }
 
+  /**
+   * Inserts tasks in the caller's transaction (a module that writes its own rows with them);
+   * the caller calls `TaskChangeFeed.committed()` once the transaction committed.
+   */
+  insertWithin(
+    m: EntityManager,
+    tasks: readonly TaskModel[],
+    reason: string,
+    actor: string,
+  ): Promise<void> {
+    return this.insertTasks(m, tasks, reason, actor);
+  }
+
   /** Tasks, their labels and first events as plain multi-row INSERTs (the ORM's insert builder cost more than the rows). */
   private async insertTasks(
     m: EntityManager,
@@ -149,10 +162,17 @@ export class TasksRepository {
     });
   }
 
-  async findByIds(taskIds: readonly string[]): Promise<TaskModel[]> {
-    if (taskIds.length === 0) return [];
-    const rows = await this.db.manager.findBy(TaskEntity, { task_id: In([...taskIds]) });
-    return rows.map(toModel);
+  /** The tasks of these ids that exist (in the caller's transaction when given one). */
+  async findByIds(
+    taskIds: readonly string[],
+    m: EntityManager = this.db.manager,
+  ): Promise<TaskModel[]> {
+    const out: TaskModel[] = [];
+    for (let i = 0; i < taskIds.length; i += 1000) {
+      const rows = await m.findBy(TaskEntity, { task_id: In(taskIds.slice(i, i + 1000)) });
+      out.push(...rows.map(toModel));
+    }
+    return out;
   }
 
   async findByIdempotencyKey(tenant: string, key: string): Promise<TaskModel | undefined> {
@@ -190,6 +210,7 @@ export class TasksRepository {
   async list(filter: TaskFilter, before: string | undefined, limit: number): Promise<TaskModel[]> {
     const q = this.db.manager.createQueryBuilder(TaskEntity, 't');
     if (filter.taskType) q.andWhere('t.task_type = :type', { type: filter.taskType });
+    if (filter.taskName) q.andWhere('t.task_name = :name', { name: filter.taskName });
     if (filter.status?.length) q.andWhere('t.status IN (:...status)', { status: filter.status });
     if (filter.tenant) q.andWhere('t.tenant = :tenant', { tenant: filter.tenant });
     if (filter.createdFrom !== undefined)

@@ -14,6 +14,9 @@ import { TaskTypesRepository } from './task-types.repository';
 const CACHE_MS = 2000;
 
 /** Task types: declared by the workers that serve them, governed by a policy people set. */
+/** The type of a topology run's centre task: Baton's own, declared by no worker. */
+export const CENTRE_TASK_TYPE = 'topology';
+
 @Injectable()
 export class TaskTypesService {
   private readonly cache = new Map<string, { model: TaskTypeModel; at: number }>();
@@ -55,6 +58,12 @@ export class TaskTypesService {
     implemented: ContractCall[],
     defaults: TaskTypeDefaultsDto = {},
   ): Promise<void> {
+    if (taskType === CENTRE_TASK_TYPE)
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `${CENTRE_TASK_TYPE} is the type of topology runs' centre tasks: no worker may declare it`,
+        { task_type: taskType },
+      );
     const now = this.clock.now();
     const existing = await this.repo.find(taskType);
     const policy = {

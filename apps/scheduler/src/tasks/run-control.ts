@@ -3,6 +3,7 @@ import {
   ContractErrorCode,
   ContractException,
   IllegalTransitionError,
+  RepetitionKind,
   TaskStatus,
   WorkerClient,
 } from '@baton/task-contract';
@@ -56,4 +57,22 @@ export async function recordAfterRun(
       current = fresh;
     }
   }
+}
+
+export function illegal(what: string, t: TaskModel): ContractException {
+  return new ContractException(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    `cannot ${what} a task in ${t.status}${t.outcome ? ` (${t.outcome})` : ''}`,
+    { task_id: t.taskId, status: t.status },
+  );
+}
+
+/** A topology run's centre task moves with its run: its controls are the run's (409 here). */
+export function notCentre(t: TaskModel): TaskModel {
+  if (t.repetition !== RepetitionKind.TOPOLOGY) return t;
+  throw new ContractException(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    `task ${t.taskId} is the centre task of a topology run: act on the run (/v1/topology-runs/${t.taskId})`,
+    { task_id: t.taskId, run_id: t.taskId },
+  );
 }

@@ -18,7 +18,7 @@ import { WORKER_CLIENT } from '../engine';
 import { TaskChange, TaskModel, TaskPatch, TasksRepository } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { FastEnqueue } from './fast-enqueue';
-import { recordAfterRun, tellRun } from './run-control';
+import { illegal, notCentre, recordAfterRun, tellRun } from './run-control';
 import { TaskFactory } from './task-factory';
 import { TasksService } from './tasks.service';
 
@@ -45,14 +45,6 @@ const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
   TaskStatus.PAUSE,
   TaskStatus.NONE,
 ]);
-
-function illegal(what: string, t: TaskModel): ContractException {
-  return new ContractException(
-    ContractErrorCode.ILLEGAL_TRANSITION,
-    `cannot ${what} a task in ${t.status}${t.outcome ? ` (${t.outcome})` : ''}`,
-    { task_id: t.taskId, status: t.status },
-  );
-}
 
 /**
  * What people (and the Producer) may do to a task: pause, continue, cancel, retry, roll back,
@@ -135,7 +127,7 @@ export class TaskActionsService {
 
   /** `actor` names who cancels in the lifecycle log (the API, or the Producer's overlap policy). */
   async cancel(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    let current = await this.tasks.get(taskId);
+    let current = notCentre(await this.tasks.get(taskId));
     // A run, driven right now or not (a sync run holds its claim until the worker answers): the
     // cancel is recorded beside any driver and the worker told; the run's end is not retried.
     // A run that ended meanwhile is looked at again (its end may be this very cancel).
@@ -370,7 +362,7 @@ export class TaskActionsService {
 
   /** The task, when no runner holds its claim right now (else 409: try again in a moment). */
   private async free(taskId: string): Promise<TaskModel> {
-    const t = await this.tasks.get(taskId);
+    const t = notCentre(await this.tasks.get(taskId));
     if (t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now()) {
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  BlockingKind,
   ContractErrorCode,
   ContractException,
   RepetitionKind,
@@ -9,7 +10,7 @@ import {
 import { IdGenerator } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
-import { TaskTypesService } from '../task-types';
+import { CENTRE_TASK_TYPE, TaskTypesService } from '../task-types';
 import { WorkersService } from '../workers';
 import { CreateTaskDto } from './dto/create-task.dto';
 
@@ -127,6 +128,67 @@ export class TaskFactory {
       pendingAction: null,
       createdAt: now,
       updatedAt: now,
+      startedAt: null,
+      finishedAt: null,
+    };
+  }
+
+  /**
+   * The centre task of a topology run: its status is the run's, and the topologies module moves
+   * it (it has no worker and no due time, so the engine never drives it).
+   */
+  centre(args: {
+    name: string;
+    version: number;
+    tenant: string;
+    input: Record<string, unknown>;
+    labels: Record<string, string>;
+    idempotencyKey: string | null;
+    parentTaskId: string | null;
+    controlTaskId: string | null;
+    now: number;
+  }): TaskModel {
+    this.checkParamsSize(args.input);
+    return {
+      taskId: this.ids.taskId(),
+      taskType: CENTRE_TASK_TYPE,
+      taskName: args.name,
+      tenant: args.tenant,
+      labels: args.labels,
+      status: TaskStatus.INIT,
+      version: 0,
+      attempt: 0,
+      moves: 0,
+      priority: 5,
+      blocking: BlockingKind.ASYNC,
+      repetition: RepetitionKind.TOPOLOGY,
+      params: args.input,
+      lockKeys: [],
+      requestedUrl: null,
+      workerId: null,
+      workerUrl: null,
+      parentTaskId: args.parentTaskId,
+      controlTaskId: args.controlTaskId,
+      startTime: null,
+      deadlineSecond: null,
+      lockTimeout: null,
+      maxRetry: 0,
+      idempotencyKey: args.idempotencyKey,
+      callbackUrl: null,
+      dueAt: null,
+      owner: null,
+      leaseUntil: null,
+      fence: 0,
+      result: null,
+      error: null,
+      progress: null,
+      heartbeatAt: null,
+      outcome: null,
+      pausedFrom: null,
+      cancelRequested: false,
+      pendingAction: null,
+      createdAt: args.now,
+      updatedAt: args.now,
       startedAt: null,
       finishedAt: null,
     };

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, RepetitionKind } from '@baton/task-contract';
 import { Clock } from '../common';
+import { EntityManager } from 'typeorm';
 import {
   TaskAttemptModel,
+  TaskChangeFeed,
   TaskEventModel,
   TaskLogRepository,
   TaskModel,
@@ -27,7 +29,37 @@ export class TasksService {
     private readonly factory: TaskFactory,
     private readonly fast: FastEnqueue,
     private readonly clock: Clock,
+    private readonly feed: TaskChangeFeed,
   ) {}
+
+  /**
+   * A task made from a create body, checked as `create` checks it, but not stored: a module that
+   * stores tasks with its own rows (topologies) inserts it with `insertWithin` and, once its
+   * transaction committed, calls `committed`. The run sets tenant and parentage.
+   */
+  async build(
+    dto: CreateTaskDto,
+    set: { tenant: string; parentTaskId: string | null; controlTaskId: string | null },
+  ): Promise<TaskModel> {
+    const task = await this.factory.build({ ...dto, tenant: set.tenant }, this.clock.now());
+    return { ...task, parentTaskId: set.parentTaskId, controlTaskId: set.controlTaskId };
+  }
+
+  /** The centre task of a topology run (see TaskFactory.centre), not stored. */
+  centre(args: Omit<Parameters<TaskFactory['centre']>[0], 'now'>): TaskModel {
+    return this.factory.centre({ ...args, now: this.clock.now() });
+  }
+
+  /** Inserts built tasks in the caller's transaction. */
+  insertWithin(m: EntityManager, tasks: readonly TaskModel[], actor: string): Promise<void> {
+    return this.repo.insertWithin(m, tasks, 'created', actor);
+  }
+
+  /** After the transaction of `insertWithin` committed: consumers told, due tasks queued. */
+  async committed(tasks: readonly TaskModel[]): Promise<void> {
+    this.feed.committed();
+    await this.fast.enqueue(tasks);
+  }
 
   /** Creates one task; a repeated idempotency_key answers the existing task. */
   async create(

@@ -575,6 +575,200 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topologies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the newest version of each definition (a tenant's and the shared ones) */
+        get: operations["TopologiesController_list"];
+        put?: never;
+        /**
+         * save a definition: a new version when it differs from the newest, checked first
+         * @description Answers 201 with the new version, or 200 with the newest when the body equals it (applying the same file again changes nothing). Runs keep the version they started with.
+         */
+        post: operations["TopologiesController_save"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topologies/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** check a definition as saving would, storing nothing */
+        post: operations["TopologiesController_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topologies/{topology}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** a definition: the newest version, or the one asked for */
+        get: operations["TopologiesController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topologies/{topology}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every version of a definition, newest first */
+        get: operations["TopologiesController_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topologies/{topology}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * start a run
+         * @description Answers 201 with the new run (its centre task in INIT; the nodes start within moments), or 200 with the run an earlier start under the same Idempotency-Key made.
+         */
+        post: operations["TopologiesController_start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** list runs, newest first, by definition, status, tenant, label, time */
+        get: operations["TopologyRunsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** a run and its graph: each node's status, task, attempt, timing, progress and result */
+        get: operations["TopologyRunsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** cancel a run: no node starts any more, running node tasks are cancelled through the contract; the run ends FINISH with error code cancelled */
+        post: operations["TopologyRunsController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** pause a run: no node starts until continue; running nodes go on */
+        post: operations["TopologyRunsController_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/continue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** continue a paused run */
+        post: operations["TopologyRunsController_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/signal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** end the wait of the nodes waiting for this signal; data becomes their result */
+        post: operations["TopologyRunsController_signal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1436,6 +1630,174 @@ export interface components {
             };
             totals: components["schemas"]["SourceCountsDto"];
         };
+        TopologyNodeDto: {
+            /**
+             * @description unique in the definition; letters, digits, "_", "-"
+             * @example check
+             */
+            key: string;
+            /**
+             * @description the nodes that must end first
+             * @default []
+             */
+            depends_on?: string[];
+            /**
+             * @description when the node starts from how its parents ended: all succeeded; all ended; one succeeded; one failed. A rule that can never be met makes the node SKIPPED
+             * @default all_success
+             * @enum {string}
+             */
+            trigger_rule?: "all_success" | "all_done" | "one_success" | "one_failed";
+            /** @description a task to create: the body of POST /v1/tasks (without tenant, idempotency_key, repetition, parent or control task), with placeholders such as {{input.cluster}}, {{nodes.check.result.primary}}, {{nodes.check.status}}, {{item}}, {{index}}, {{run.id}} */
+            task?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description dynamic fork: one task per element of the list this placeholder gives (at most 10,000); {{item}} and {{index}} in the task
+             * @example {{nodes.list.result.hosts}}
+             */
+            for_each?: string;
+            /** @description a for_each node runs at most this many tasks at once */
+            concurrency?: number;
+            /** @description switch: {value: placeholder, cases: {value: [node keys]}, default: [node keys]}. The nodes of the untaken cases are SKIPPED */
+            switch?: {
+                [key: string]: unknown;
+            };
+            /** @description sub-topology: {name, version?, input} runs another definition as a child run (5 deep at most) */
+            topology?: {
+                [key: string]: unknown;
+            };
+            /** @description wait: {signal: name} until POST /v1/topology-runs/{run_id}/signal, {until: ISO time or placeholder} or {seconds: n} */
+            wait?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description runs only when the run fails (may depend only on other on_failure nodes)
+             * @default false
+             */
+            on_failure?: boolean;
+        };
+        TopologyDefinitionDto: {
+            /** @example failover */
+            name: string;
+            description?: string;
+            /**
+             * @description when a run fails, roll back its succeeded nodes in reverse order
+             * @default false
+             */
+            rollback_on_failure?: boolean;
+            /** @description the tenant whose definition it is (none: every tenant may run it) */
+            tenant?: string;
+            /** @description the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the node at fault in data.node */
+            nodes: components["schemas"]["TopologyNodeDto"][];
+        };
+        TopologyDto: {
+            name: string;
+            version: number;
+            tenant: string | null;
+            description: string;
+            rollback_on_failure: boolean;
+            nodes: components["schemas"]["TopologyNodeDto"][];
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        TopologyCheckDto: {
+            /** @description always true: a definition at fault answers 400 naming the node */
+            valid: boolean;
+            /** @description how many nodes it has */
+            nodes: number;
+        };
+        StartRunDto: {
+            /**
+             * @description what {{input.…}} placeholders read
+             * @default {}
+             */
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description a version of the definition (default: the newest) */
+            version?: number;
+            /** @default default */
+            tenant?: string;
+            labels?: {
+                [key: string]: string;
+            };
+        };
+        RunNodeDto: {
+            key: string;
+            /** @enum {string} */
+            kind: "task" | "switch" | "topology" | "wait";
+            depends_on: string[];
+            /** @enum {string} */
+            status: "PENDING" | "ACTIVE" | "SUCCESS" | "FAILED" | "SKIPPED";
+            /** @description its task (a child run for a topology node) */
+            task_id: string | null;
+            /** @enum {string|null} */
+            task_status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE" | null;
+            attempt: number | null;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            progress: {
+                [key: string]: unknown;
+            } | null;
+            /** @description the task's result; a switch's choice; a wait's signal; a for_each node's counts */
+            result: {
+                [key: string]: unknown;
+            } | null;
+            error: string | null;
+            /** @description a for_each node: how many items, and how many are in each status */
+            items?: {
+                [key: string]: number;
+            };
+        };
+        TopologyRunDto: {
+            /** @description the id of the centre task (GET /v1/tasks/{run_id} reads it too) */
+            run_id: string;
+            name: string;
+            version: number;
+            tenant: string;
+            /** @enum {string} */
+            status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
+            /** @enum {string|null} */
+            outcome: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE" | null;
+            cancel_requested: boolean;
+            error: string | null;
+            labels: {
+                [key: string]: string;
+            };
+            input: {
+                [key: string]: unknown;
+            };
+            parent_run_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description absent from lists */
+            nodes?: components["schemas"]["RunNodeDto"][];
+        };
+        TopologyRunPageDto: {
+            items: components["schemas"]["TopologyRunDto"][];
+            next_cursor: string | null;
+        };
+        SignalDto: {
+            /**
+             * @description the signal a wait node names
+             * @example approved
+             */
+            signal: string;
+            /**
+             * @description the waiting nodes' result
+             * @default {}
+             */
+            data?: {
+                [key: string]: unknown;
+            };
+        };
         CreateWebhookDto: {
             /**
              * @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it
@@ -1816,6 +2178,15 @@ export interface components {
         };
         /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
         "error-40000-40003": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40900: the transition table does not allow this call now */
+        "error-40900": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3453,6 +3824,493 @@ export interface operations {
             };
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_list: {
+        parameters: {
+            query?: {
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_save: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopologyDefinitionDto"];
+            };
+        };
+        responses: {
+            /** @description the body equals the newest version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyDto"];
+                    };
+                };
+            };
+            /** @description the new version */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_check: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopologyDefinitionDto"];
+            };
+        };
+        responses: {
+            /** @description the definition would be saved */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyCheckDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_get: {
+        parameters: {
+            query?: {
+                version?: number;
+            };
+            header?: never;
+            path: {
+                topology: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                topology: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologiesController_start: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description a start sent again with the same key (and tenant) answers the run the first made */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                topology: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRunDto"];
+            };
+        };
+        responses: {
+            /** @description the run an earlier start with this key made */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            /** @description the new run */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_list: {
+        parameters: {
+            query?: {
+                /** @description comma-separated statuses (Postpose is read as POSTPONE) */
+                status?: string[];
+                /** @description only this tenant's (a key of one tenant sees its own only) */
+                tenant?: string;
+                /** @description key:value */
+                label?: string;
+                created_from?: string;
+                created_to?: string;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                limit?: number;
+                /** @description runs of this definition */
+                name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunPageDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_pause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_resume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_signal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignalDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];

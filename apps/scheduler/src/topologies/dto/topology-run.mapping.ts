@@ -1,0 +1,75 @@
+import { ApiPropertyOptional, OmitType } from '@nestjs/swagger';
+import { IsOptional, Matches } from 'class-validator';
+import { ListTasksQuery } from '../../tasks';
+import { NodeView } from '../node-state';
+import { NodeDef, TOPOLOGY_NAME, kindOf } from '../topology-definition';
+import { RunState } from '../topology-runs.service';
+import { RunNodeDto, TopologyRunDto } from './topology.dto';
+
+const iso = (ms: number | null | undefined): string | null =>
+  ms === null || ms === undefined ? null : new Date(ms).toISOString();
+
+/** Query string of `GET /v1/topology-runs`. */
+export class ListRunsQuery extends OmitType(ListTasksQuery, ['task_type'] as const) {
+  @ApiPropertyOptional({ description: 'runs of this definition', pattern: TOPOLOGY_NAME.source })
+  @IsOptional()
+  @Matches(TOPOLOGY_NAME, { message: 'name must be a topology name' })
+  name?: string;
+}
+
+function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
+  const t = v.task;
+  const dto: RunNodeDto = {
+    key: def.key,
+    kind: kindOf(def),
+    depends_on: def.depends_on,
+    status: v.status,
+    task_id: t?.taskId ?? null,
+    task_status: t?.status ?? null,
+    attempt: t?.attempt ?? null,
+    started_at: iso(t?.startedAt ?? (v.row && !t ? v.row.createdAt : null)),
+    finished_at: iso(
+      t?.finishedAt ?? (v.row && !t && v.status !== 'ACTIVE' ? v.row.updatedAt : null),
+    ),
+    progress: t?.progress ?? null,
+    result: v.result,
+    error:
+      t?.error?.message ??
+      (typeof (v.row?.result as { error?: unknown } | null)?.error === 'string'
+        ? (v.row?.result as { error: string }).error
+        : null),
+  };
+  if (v.count !== undefined) {
+    const items: Record<string, number> = { total: v.count };
+    for (const i of v.items) items[i.status] = (items[i.status] ?? 0) + 1;
+    dto.items = items;
+    const r = v.result as { results?: unknown } | null;
+    if (r && typeof r === 'object') dto.result = { ...r, results: undefined };
+  }
+  return dto;
+}
+
+export function toRunDto(s: RunState): TopologyRunDto {
+  const c = s.centre;
+  const dto: TopologyRunDto = {
+    run_id: s.run.runId,
+    name: s.run.name,
+    version: s.run.version,
+    tenant: s.run.tenant,
+    status: c.status,
+    outcome: c.outcome,
+    cancel_requested: c.cancelRequested,
+    error: c.error?.message ?? null,
+    labels: c.labels,
+    input: s.run.input,
+    parent_run_id: s.run.parentRunId,
+    created_at: new Date(s.run.createdAt).toISOString(),
+    started_at: iso(c.startedAt),
+    finished_at: iso(c.finishedAt),
+  };
+  if (s.nodes && s.spec) {
+    const byKey = new Map(s.nodes.map((v) => [v.key, v]));
+    dto.nodes = s.spec.nodes.map((d) => nodeDto(d, byKey.get(d.key) as NodeView));
+  }
+  return dto;
+}

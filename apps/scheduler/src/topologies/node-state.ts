@@ -1,0 +1,135 @@
+import { TaskStatus } from '@baton/task-contract';
+import { NodeDef, kindOf } from './topology-definition';
+
+/**
+ * What is stored of a node of a run: one row per decision, keyed (run, node, item). `item` is 0
+ * for a node's task, -1 for a for_each node's own row (the list's length) and 0..n-1 for its
+ * tasks. A row with a task is written in the same transaction as the task (so each is made once).
+ */
+export type NodeRowState =
+  /** A task (or a child run's centre task) was created for it: its status is the task's. */
+  | 'task'
+  /** Its trigger rule can never be met, or a switch took another branch. */
+  | 'skipped'
+  /** A switch that chose its case (`result`: value, case, nodes). */
+  | 'switched'
+  /** A for_each node whose list was read (`result.count`). */
+  | 'forked'
+  /** A wait node waiting (`result.until` or `result.signal`). */
+  | 'waiting'
+  /** A wait node whose time came or whose signal arrived (`result`: the signal's data). */
+  | 'done'
+  /** Could not start: a placeholder without a value, a list too long (`result.error`). */
+  | 'failed';
+
+export interface NodeRow {
+  key: string;
+  item: number;
+  state: NodeRowState;
+  taskId: string | null;
+  result: Record<string, unknown> | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A node task as the run needs it. */
+export interface NodeTask {
+  taskId: string;
+  status: TaskStatus;
+  outcome: TaskStatus | null;
+  result: Record<string, unknown> | null;
+  error: { message: string; code?: string | null } | null;
+  attempt: number;
+  progress: { percent: number; step: string | null; message: string | null } | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+  cancelRequested: boolean;
+}
+
+/** A node's status in a run. */
+export type NodeStatus = 'PENDING' | 'ACTIVE' | 'SUCCESS' | 'FAILED' | 'SKIPPED';
+
+export const ENDED: ReadonlySet<NodeStatus> = new Set(['SUCCESS', 'FAILED', 'SKIPPED']);
+
+export interface NodeView {
+  key: string;
+  status: NodeStatus;
+  /** What placeholders read as `nodes.<key>.result`. */
+  result: unknown;
+  /** The task of a task or topology node (item 0); none for a for_each node. */
+  task: NodeTask | undefined;
+  row: NodeRow | undefined;
+  /** A for_each node's tasks, by item. */
+  items: { row: NodeRow; task: NodeTask | undefined; status: NodeStatus }[];
+  /** A for_each node: the list's length (once read). */
+  count: number | undefined;
+}
+
+/** The status of one task-backed row. */
+export function taskStatus(task: NodeTask | undefined): NodeStatus {
+  if (!task) return 'ACTIVE'; // a row whose task was purged reads as still there
+  if (task.status !== TaskStatus.FINISH) return 'ACTIVE';
+  return task.outcome === TaskStatus.SUCCESS ? 'SUCCESS' : 'FAILED';
+}
+
+function rowStatus(row: NodeRow, tasks: ReadonlyMap<string, NodeTask>): NodeStatus {
+  switch (row.state) {
+    case 'task':
+      return taskStatus(tasks.get(row.taskId as string));
+    case 'skipped':
+      return 'SKIPPED';
+    case 'failed':
+      return 'FAILED';
+    case 'waiting':
+      return 'ACTIVE';
+    default:
+      return 'SUCCESS';
+  }
+}
+
+/** The view of one node from its rows (`rows` holds only this node's) and the run's tasks. */
+export function viewOf(
+  def: NodeDef,
+  rows: readonly NodeRow[],
+  tasks: ReadonlyMap<string, NodeTask>,
+): NodeView {
+  const own = rows.find((r) => r.item === (def.for_each !== undefined ? -1 : 0));
+  const view: NodeView = {
+    key: def.key,
+    status: 'PENDING',
+    result: null,
+    task: undefined,
+    row: own,
+    items: [],
+    count: undefined,
+  };
+  if (!own) return view;
+  if (def.for_each === undefined || own.state !== 'forked') {
+    view.status = rowStatus(own, tasks);
+    view.task = own.taskId ? tasks.get(own.taskId) : undefined;
+    view.result =
+      kindOf(def) === 'task' || kindOf(def) === 'topology'
+        ? (view.task?.result ?? null)
+        : own.result;
+    return view;
+  }
+  const count = Number(own.result?.count ?? 0);
+  view.count = count;
+  view.items = rows
+    .filter((r) => r.item >= 0)
+    .sort((a, b) => a.item - b.item)
+    .map((row) => {
+      const task = row.taskId ? tasks.get(row.taskId) : undefined;
+      return { row, task, status: rowStatus(row, tasks) };
+    });
+  const ended = view.items.filter((i) => ENDED.has(i.status));
+  const failed = ended.filter((i) => i.status === 'FAILED').length;
+  view.status = ended.length < count ? 'ACTIVE' : failed > 0 ? 'FAILED' : ('SUCCESS' as NodeStatus);
+  view.result = {
+    count,
+    succeeded: ended.length - failed,
+    failed,
+    results: view.items.length <= 1000 ? view.items.map((i) => i.task?.result ?? null) : null,
+  };
+  return view;
+}

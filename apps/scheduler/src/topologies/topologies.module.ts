@@ -1,0 +1,54 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { ANY_TENANT, AuthModule, TenantScopes } from '../auth';
+import { TaskChangeFeed, TaskStoreModule } from '../task-store';
+import { TaskTypesModule } from '../task-types';
+import { TasksModule } from '../tasks';
+import { TopologiesController } from './topologies.controller';
+import { TopologiesRepository } from './topologies.repository';
+import { TopologiesService, topologyNotFound } from './topologies.service';
+import { TopologyDriver } from './topology-driver';
+import { TopologyRunsController } from './topology-runs.controller';
+import { TopologyRunsRepository } from './topology-runs.repository';
+import { TopologyRunsService, runNotFound } from './topology-runs.service';
+import { TopologySweeper } from './topology-sweeper';
+
+/**
+ * Topologies: versioned DAG definitions (`/v1/topologies`) and their runs (`/v1/topology-runs`).
+ * A run is a centre task; its nodes are tasks created through the tasks module and driven by the
+ * engine like any other. The run moves on from the task store's durable change feed.
+ */
+@Module({
+  imports: [AuthModule, TaskStoreModule, TaskTypesModule, TasksModule],
+  controllers: [TopologiesController, TopologyRunsController],
+  providers: [
+    TopologiesRepository,
+    TopologyRunsRepository,
+    TopologiesService,
+    TopologyRunsService,
+    TopologyDriver,
+    TopologySweeper,
+  ],
+})
+export class TopologiesModule implements OnModuleInit {
+  constructor(
+    private readonly scopes: TenantScopes,
+    private readonly feed: TaskChangeFeed,
+    private readonly driver: TopologyDriver,
+    private readonly runs: TopologyRunsRepository,
+    private readonly defs: TopologiesRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.feed.subscribe(this.driver);
+    this.scopes.owns('run_id', async (id) => (await this.runs.get(id))?.tenant, runNotFound);
+    // A definition of no tenant is every tenant's to read and run; one of a tenant, its own.
+    this.scopes.owns(
+      'topology',
+      async (name) => {
+        const def = await this.defs.get(name);
+        return def && (def.tenant ?? ANY_TENANT);
+      },
+      (name) => topologyNotFound(name),
+    );
+  }
+}

@@ -1,0 +1,114 @@
+import { ContractException } from '@baton/task-contract';
+import { MAX_NODES, parseDefinition } from './topology-definition';
+
+const ctx = { taskTypes: new Set(['demo.echo']), topologies: new Set(['child']) };
+const echo = { create_info: { task_type: 'demo.echo' } };
+
+/** The node a refused definition names, and its message. */
+function refusal(nodes: unknown[]): { node: unknown; message: string } {
+  try {
+    parseDefinition({ name: 't', nodes }, ctx);
+  } catch (err) {
+    if (!(err instanceof ContractException)) throw err;
+    expect(err.httpStatus).toBe(400);
+    return { node: (err.data as { node?: unknown }).node, message: err.message };
+  }
+  throw new Error('the definition was accepted');
+}
+
+describe('parseDefinition', () => {
+  it('accepts every primitive, with defaults filled in', () => {
+    const spec = parseDefinition(
+      {
+        name: 'all',
+        nodes: [
+          { key: 'list', task: echo },
+          { key: 'each', depends_on: ['list'], for_each: '{{nodes.list.result.xs}}', task: echo },
+          {
+            key: 'pick',
+            depends_on: ['list'],
+            switch: { value: '{{nodes.list.status}}', cases: { SUCCESS: ['sub'] } },
+          },
+          { key: 'sub', depends_on: ['pick'], topology: { name: 'child' } },
+          {
+            key: 'hold',
+            depends_on: ['each', 'sub'],
+            trigger_rule: 'all_done',
+            wait: { signal: 'go' },
+          },
+          { key: 'undo', on_failure: true, task: echo },
+        ],
+      },
+      ctx,
+    );
+    expect(spec.nodes.map((n) => [n.key, n.trigger_rule])).toEqual([
+      ['list', 'all_success'],
+      ['each', 'all_success'],
+      ['pick', 'all_success'],
+      ['sub', 'all_success'],
+      ['hold', 'all_done'],
+      ['undo', 'all_success'],
+    ]);
+    expect(spec.nodes[1].concurrency).toBe(10_000);
+    expect(spec.nodes[0].task).toEqual({
+      create_info: { task_name: 'list', task_type: 'demo.echo' },
+    });
+  });
+
+  it.each([
+    ['two kinds in one node', [{ key: 'a', task: echo, wait: { seconds: 1 } }], 'a', 'exactly one'],
+    [
+      'a duplicate key',
+      [
+        { key: 'a', task: echo },
+        { key: 'a', task: echo },
+      ],
+      'a',
+      'two nodes',
+    ],
+    ['a self-dependency', [{ key: 'a', depends_on: ['a'], task: echo }], 'a', 'itself'],
+    ['an unknown rule', [{ key: 'a', trigger_rule: 'most', task: echo }], 'a', 'trigger_rule'],
+    ['a run-owned field', [{ key: 'a', task: { ...echo, tenant: 'x' } }], 'a', 'set by the run'],
+    [
+      'a for_each that is not a placeholder',
+      [{ key: 'a', for_each: 'xs', task: echo }],
+      'a',
+      'for_each',
+    ],
+    [
+      '{{item}} outside a for_each',
+      [{ key: 'a', task: { ...echo, params: { x: '{{item}}' } } }],
+      'a',
+      'for_each',
+    ],
+    ['an unknown sub-topology', [{ key: 'a', topology: { name: 'nope' } }], 'a', 'not defined'],
+    ['a wait with two ends', [{ key: 'a', wait: { seconds: 1, signal: 's' } }], 'a', 'exactly one'],
+    [
+      'a switch naming a node that does not follow it',
+      [
+        { key: 's', switch: { value: '{{input.x}}', cases: { x: ['b'] } } },
+        { key: 'b', task: echo },
+      ],
+      's',
+      'does not depend',
+    ],
+    [
+      'a node depending on an on_failure node',
+      [
+        { key: 'h', on_failure: true, task: echo },
+        { key: 'b', depends_on: ['h'], task: echo },
+      ],
+      'b',
+      'on_failure',
+    ],
+  ])('refuses %s, naming the node', (_case, nodes, node, words) => {
+    const r = refusal(nodes);
+    expect(r.node).toBe(node);
+    expect(r.message).toContain(words);
+  });
+
+  it(`names the first node past ${MAX_NODES}`, () => {
+    const nodes = Array.from({ length: MAX_NODES + 5 }, (_, i) => ({ key: `n${i}`, task: echo }));
+    expect(refusal(nodes).node).toBe(`n${MAX_NODES}`);
+  });
+});

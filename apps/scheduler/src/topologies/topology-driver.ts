@@ -1,0 +1,296 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { EntityManager } from 'typeorm';
+import { Clock } from '../common';
+import { TransactionRunner } from '../database';
+import {
+  NewTaskStatusChange,
+  TaskChangeConsumer,
+  TaskModel,
+  TaskStatusChange,
+  TasksRepository,
+} from '../task-store';
+import { TaskActionsService, TasksService } from '../tasks';
+import { NodeRow, NodeTask } from './node-state';
+import { createBodyOf } from './node-body';
+import { MAX_DEPTH, TopologySpec } from './topology-definition';
+import { NodeStart, Plan, evaluate, viewsOf } from './topology-evaluator';
+import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
+import { TopologiesRepository } from './topologies.repository';
+
+export const TOPOLOGY_ACTOR = 'topology';
+/** Runs evaluated at once by one relay batch. */
+const PARALLEL_RUNS = 8;
+
+/** A start made ready outside the transaction: its task (and child run), or why it cannot start. */
+type Built = { task: TaskModel; run?: TopologyRun } | { problem: string };
+
+const toNodeTask = (t: TaskModel): NodeTask => ({
+  taskId: t.taskId,
+  status: t.status,
+  outcome: t.outcome,
+  result: t.result,
+  error: t.error,
+  attempt: t.attempt,
+  progress: t.progress,
+  startedAt: t.startedAt,
+  finishedAt: t.finishedAt,
+  cancelRequested: t.cancelRequested,
+});
+
+/**
+ * Drives topology runs. It is a consumer of the task store's durable change feed: a node task's
+ * move to FINISH, and a centre task's creation or return to RUNNING, are written to the outbox in
+ * the transaction of the move, and handed here until an evaluation of the run returned. An
+ * evaluation reads the run's node rows and tasks with the run's row held, decides (the pure
+ * `evaluate`), and writes each new node's row with its task in one transaction: a node is keyed
+ * (run, node, item), so an evaluation repeated after a crash creates nothing twice.
+ */
+@Injectable()
+export class TopologyDriver implements TaskChangeConsumer {
+  readonly name = 'topologies';
+  private readonly logger = new Logger('TopologyDriver');
+
+  constructor(
+    private readonly defs: TopologiesRepository,
+    private readonly runs: TopologyRunsRepository,
+    private readonly tasks: TasksRepository,
+    private readonly creator: TasksService,
+    private readonly actions: TaskActionsService,
+    private readonly tx: TransactionRunner,
+    private readonly clock: Clock,
+  ) {}
+
+  wants(c: NewTaskStatusChange): boolean {
+    if (c.task.repetition === RepetitionKind.TOPOLOGY && c.to !== TaskStatus.FINISH)
+      return c.from === null || c.to === TaskStatus.RUNNING;
+    return c.task.controlTaskId !== null && c.to === TaskStatus.FINISH;
+  }
+
+  async handle(changes: readonly TaskStatusChange[]): Promise<void> {
+    const runIds = new Set<string>();
+    const ended = changes.filter((c) => c.to === TaskStatus.FINISH).map((c) => c.taskId);
+    for (const t of await this.tasks.findByIds(ended))
+      if (t.controlTaskId) runIds.add(t.controlTaskId);
+    for (const c of changes) if (c.to !== TaskStatus.FINISH) runIds.add(c.taskId);
+    const queue = [...runIds];
+    await Promise.all(
+      Array.from({ length: Math.min(PARALLEL_RUNS, queue.length) }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) await this.evaluate(id);
+      }),
+    );
+  }
+
+  /** Moves a run on as far as its state allows now (idempotent; any instance may call it). */
+  async evaluate(runId: string): Promise<void> {
+    for (let round = 0; round < 10; round++) if (!(await this.evaluateOnce(runId))) return;
+  }
+
+  /** One evaluation; true when starts were found that were not made ready (look again). */
+  private async evaluateOnce(runId: string): Promise<boolean> {
+    const run = await this.runs.get(runId);
+    if (!run?.active) return false;
+    let centre = await this.tasks.findById(runId);
+    if (!centre) return false;
+    const now = this.clock.now();
+    if (centre.status === TaskStatus.FINISH) {
+      await this.runs.setActive(runId, false, now);
+      return false;
+    }
+    const spec = (await this.defs.get(run.name, run.version))?.spec;
+    if (!spec) throw new Error(`run ${runId}: definition ${run.name} v${run.version} is gone`);
+    if (centre.status === TaskStatus.INIT) {
+      centre = await this.tasks.apply(
+        centre,
+        {
+          to: TaskStatus.RUNNING,
+          via: [TaskStatus.CREATE],
+          patch: { startedAt: now },
+          reason: 'topology run started',
+          actor: TOPOLOGY_ACTOR,
+        },
+        now,
+      );
+      return centre !== undefined; // lost a race: look again
+    }
+    const first = await this.plan(spec, run, centre);
+    const built = await this.build(run, first.starts);
+    let again = false;
+    let plan: Plan | undefined;
+    let created: TaskModel[] = [];
+    let counts: Record<string, number> = {};
+    await this.tx.run(async (m) => {
+      again = false;
+      created = [];
+      await this.runs.lock(m, runId);
+      const current = (await this.tasks.findByIds([runId], m))[0];
+      if (!current || current.status === TaskStatus.FINISH) return;
+      const rows = await this.runs.nodes(runId, m);
+      const nodeTasks = await this.nodeTasks(rows, m);
+      plan = evaluate(spec, this.context(run, current), rows, nodeTasks);
+      counts = this.counts(spec, rows, nodeTasks);
+      const taskRows: Omit<NodeRow, 'createdAt' | 'updatedAt'>[] = [];
+      const childRuns: TopologyRun[] = [];
+      for (const s of plan.starts) {
+        const b = built.get(`${s.key}:${s.item}`);
+        if (!b) {
+          again = true;
+          continue;
+        }
+        if ('problem' in b) {
+          taskRows.push({ ...s, state: 'failed', taskId: null, result: { error: b.problem } });
+          continue;
+        }
+        created.push(b.task);
+        if (b.run) childRuns.push(b.run);
+        taskRows.push({ ...s, state: 'task', taskId: b.task.taskId, result: null });
+      }
+      const decided = plan.rows.filter((r) => r.state !== 'done');
+      await this.runs.insertNodes(
+        m,
+        runId,
+        [...decided.map((r) => ({ ...r, taskId: null })), ...taskRows],
+        now,
+      );
+      for (const r of plan.rows.filter((x) => x.state === 'done'))
+        await this.runs.moveNode(m, runId, r.key, r.item, 'waiting', r, now);
+      if (created.length > 0) await this.creator.insertWithin(m, created, TOPOLOGY_ACTOR);
+      for (const r of childRuns) await this.runs.insertRun(m, r, now);
+      await this.runs.setWake(m, runId, plan.wakeAt ?? null, now);
+    });
+    if (created.length > 0) await this.creator.committed(created);
+    if (!plan) return false;
+    const decided: Plan = plan;
+    for (const id of decided.cancel)
+      await this.actions.cancel(id, TOPOLOGY_ACTOR).catch((err: unknown) => {
+        this.logger.warn(`run ${runId}: cancel of node task ${id} failed: ${String(err)}`);
+      });
+    if (decided.finish && !again) await this.finish(run, decided.finish, counts);
+    return again;
+  }
+
+  private context(run: TopologyRun, centre: TaskModel): Parameters<typeof evaluate>[1] {
+    return {
+      runId: run.runId,
+      name: run.name,
+      version: run.version,
+      input: run.input,
+      paused: centre.status === TaskStatus.PAUSE,
+      cancelling: centre.cancelRequested,
+      now: this.clock.now(),
+    };
+  }
+
+  private async plan(spec: TopologySpec, run: TopologyRun, centre: TaskModel): Promise<Plan> {
+    const rows = await this.runs.nodes(run.runId);
+    return evaluate(spec, this.context(run, centre), rows, await this.nodeTasks(rows));
+  }
+
+  async nodeTasks(rows: readonly NodeRow[], m?: EntityManager): Promise<Map<string, NodeTask>> {
+    const ids = rows.map((r) => r.taskId).filter((id): id is string => id !== null);
+    const found = await this.tasks.findByIds(ids, m);
+    return new Map(found.map((t) => [t.taskId, toNodeTask(t)]));
+  }
+
+  private counts(
+    spec: TopologySpec,
+    rows: readonly NodeRow[],
+    tasks: ReadonlyMap<string, NodeTask>,
+  ): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const v of viewsOf(spec, rows, tasks).values()) out[v.status] = (out[v.status] ?? 0) + 1;
+    return out;
+  }
+
+  /** The tasks (and child runs) of the starts, checked, built outside the transaction. */
+  private async build(run: TopologyRun, starts: readonly NodeStart[]): Promise<Map<string, Built>> {
+    const out = new Map<string, Built>();
+    for (const s of starts) {
+      try {
+        out.set(`${s.key}:${s.item}`, await this.buildOne(run, s));
+      } catch (err) {
+        out.set(`${s.key}:${s.item}`, {
+          problem: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    return out;
+  }
+
+  private async buildOne(run: TopologyRun, s: NodeStart): Promise<Built> {
+    if (s.kind === 'topology') {
+      const sub = s.body as { name: string; version?: number; input: Record<string, unknown> };
+      if (run.depth + 1 > MAX_DEPTH)
+        return { problem: `sub-topologies nest at most ${MAX_DEPTH} deep` };
+      const def = await this.defs.get(sub.name, sub.version);
+      if (!def || (def.tenant !== null && def.tenant !== run.tenant))
+        return { problem: `topology ${sub.name} v${sub.version ?? 'latest'} is not defined` };
+      const task = this.creator.centre({
+        name: def.name,
+        version: def.version,
+        tenant: run.tenant,
+        input: sub.input,
+        labels: {},
+        idempotencyKey: null,
+        parentTaskId: run.runId,
+        controlTaskId: run.runId,
+      });
+      return {
+        task,
+        run: {
+          runId: task.taskId,
+          name: def.name,
+          version: def.version,
+          tenant: run.tenant,
+          input: sub.input,
+          depth: run.depth + 1,
+          parentRunId: run.runId,
+          active: true,
+          wakeAt: null,
+          createdAt: task.createdAt,
+        },
+      };
+    }
+    const body = await createBodyOf(s.body);
+    if ('problem' in body) return body;
+    const task = await this.creator.build(body.dto, {
+      tenant: run.tenant,
+      parentTaskId: run.runId,
+      controlTaskId: run.runId,
+    });
+    return { task };
+  }
+
+  private async finish(
+    run: TopologyRun,
+    f: NonNullable<Plan['finish']>,
+    counts: Record<string, number>,
+  ): Promise<void> {
+    const centre = await this.tasks.findById(run.runId);
+    if (!centre || centre.status === TaskStatus.FINISH) return;
+    const now = this.clock.now();
+    const ok = f.outcome === 'SUCCESS';
+    const done = await this.tasks.apply(
+      centre,
+      {
+        to: TaskStatus.FINISH,
+        via: [ok ? TaskStatus.SUCCESS : TaskStatus.FAIL],
+        patch: {
+          outcome: ok ? TaskStatus.SUCCESS : TaskStatus.FAIL,
+          result: { nodes: counts },
+          error: ok
+            ? null
+            : {
+                message: f.error ?? 'failed',
+                code: f.outcome === 'CANCELLED' ? 'cancelled' : 'node_failed',
+              },
+          finishedAt: now,
+        },
+        reason: ok ? 'every node ended' : (f.error ?? 'failed'),
+        actor: TOPOLOGY_ACTOR,
+      },
+      now,
+    );
+    if (done) await this.runs.setActive(run.runId, false, now);
+  }
+}

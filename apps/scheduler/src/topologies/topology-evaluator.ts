@@ -1,0 +1,333 @@
+import { ENDED, NodeRow, NodeStatus, NodeTask, NodeView, viewOf } from './node-state';
+import { PlaceholderMissing, PlaceholderScope, render } from './placeholders';
+import { MAX_FOR_EACH, NodeDef, TopologySpec, TriggerRule, kindOf } from './topology-definition';
+
+/** What the evaluator knows of the run besides its nodes. */
+export interface RunContext {
+  runId: string;
+  name: string;
+  version: number;
+  input: Record<string, unknown>;
+  paused: boolean;
+  cancelling: boolean;
+  now: number;
+}
+
+/** A task (or child run) to create for a node: rendered, made in one transaction with its row. */
+export interface NodeStart {
+  key: string;
+  item: number;
+  kind: 'task' | 'topology';
+  body: Record<string, unknown>;
+}
+
+/** What one evaluation decided; applying it twice does nothing more (rows are keyed). */
+export interface Plan {
+  starts: NodeStart[];
+  /** Rows without a task: skips, switch choices, waits, lists read, failures to start. */
+  rows: Pick<NodeRow, 'key' | 'item' | 'state' | 'result'>[];
+  /** Active node tasks to cancel (the run is being cancelled). */
+  cancel: string[];
+  /** The run is over. */
+  finish?: { outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED'; error: string | null };
+  /** The earliest time a wait ends, to look again then. */
+  wakeAt?: number;
+}
+
+/** The nodes' views, keyed, from the stored rows and tasks. */
+export function viewsOf(
+  spec: TopologySpec,
+  rows: readonly NodeRow[],
+  tasks: ReadonlyMap<string, NodeTask>,
+): Map<string, NodeView> {
+  const byNode = new Map<string, NodeRow[]>();
+  for (const r of rows) byNode.set(r.key, [...(byNode.get(r.key) ?? []), r]);
+  return new Map(spec.nodes.map((n) => [n.key, viewOf(n, byNode.get(n.key) ?? [], tasks)]));
+}
+
+/** Nodes in an order where each comes after its parents. */
+export function topologicalOrder(spec: TopologySpec): NodeDef[] {
+  const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
+  const out: NodeDef[] = [];
+  const seen = new Set<string>();
+  const visit = (n: NodeDef): void => {
+    if (seen.has(n.key)) return;
+    seen.add(n.key);
+    n.depends_on.forEach((d) => visit(byKey.get(d) as NodeDef));
+    out.push(n);
+  };
+  spec.nodes.forEach(visit);
+  return out;
+}
+
+/** Whether a rule is met (run), can never be (skip), or needs more parents to end (wait). */
+export function ruleVerdict(rule: TriggerRule, parents: NodeStatus[]): 'run' | 'skip' | 'wait' {
+  if (parents.length === 0) return 'run';
+  const ended = parents.filter((s) => ENDED.has(s));
+  const all = ended.length === parents.length;
+  const ok = parents.filter((s) => s === 'SUCCESS').length;
+  const failed = parents.filter((s) => s === 'FAILED').length;
+  switch (rule) {
+    case 'all_success':
+      if (ok === parents.length) return 'run';
+      return ended.length > ok ? 'skip' : 'wait';
+    case 'all_done':
+      return all ? 'run' : 'wait';
+    case 'one_success':
+      return ok > 0 ? 'run' : all ? 'skip' : 'wait';
+    case 'one_failed':
+      return failed > 0 ? 'run' : all ? 'skip' : 'wait';
+  }
+}
+
+/**
+ * Decides what the run does next from what is stored: which nodes start, which are skipped, what
+ * a switch chooses, how many more of a for_each list start, whether the run is over. Pure: the
+ * same state gives the same plan, so an evaluation repeated after a crash adds nothing.
+ */
+export function evaluate(
+  spec: TopologySpec,
+  run: RunContext,
+  rows: readonly NodeRow[],
+  tasks: ReadonlyMap<string, NodeTask>,
+): Plan {
+  const views = viewsOf(spec, rows, tasks);
+  const plan: Plan = { starts: [], rows: [], cancel: [] };
+  const scope = (extra?: Partial<PlaceholderScope>): PlaceholderScope => ({
+    input: run.input,
+    run: { id: run.runId, name: run.name, version: run.version },
+    nodes: Object.fromEntries(
+      [...views.values()].map((v) => [
+        v.key,
+        { status: v.status, result: v.result, task_id: v.task?.taskId ?? null },
+      ]),
+    ),
+    ...extra,
+  });
+  const set = (key: string, status: NodeStatus, result: unknown = null): void => {
+    const v = views.get(key) as NodeView;
+    views.set(key, { ...v, status, result });
+  };
+  const record = (
+    n: NodeDef,
+    item: number,
+    state: NodeRow['state'],
+    result: Record<string, unknown> | null,
+  ): void => {
+    plan.rows.push({ key: n.key, item, state, result });
+  };
+
+  if (run.cancelling) {
+    const active = [...views.values()]
+      .flatMap((v) => [v.task, ...v.items.map((i) => i.task)])
+      .filter((t): t is NodeTask => t !== undefined && t.status !== 'FINISH');
+    plan.cancel = active.filter((t) => !t.cancelRequested).map((t) => t.taskId);
+    if (active.length === 0) plan.finish = { outcome: 'CANCELLED', error: 'cancelled' };
+    return plan;
+  }
+  if (run.paused) return plan;
+
+  const chosenBy = switchChoices(spec, views);
+  const pass = (nodes: readonly NodeDef[]): void => {
+    for (const n of nodes) {
+      const v = views.get(n.key) as NodeView;
+      if (v.status === 'PENDING') decide(n, v);
+      const now = views.get(n.key) as NodeView;
+      if (n.for_each !== undefined && now.count !== undefined && now.status === 'ACTIVE')
+        startItems(n, now);
+      if (now.row?.state === 'waiting' && typeof now.row.result?.until === 'number') {
+        const until = now.row.result.until;
+        if (until <= run.now) {
+          record(n, 0, 'done', { waited_until: new Date(until).toISOString() });
+          set(n.key, 'SUCCESS', { waited_until: new Date(until).toISOString() });
+        } else plan.wakeAt = Math.min(plan.wakeAt ?? Infinity, until);
+      }
+    }
+  };
+  const decide = (n: NodeDef, v: NodeView): void => {
+    const parents = n.depends_on.map((d) => (views.get(d) as NodeView).status);
+    let verdict = ruleVerdict(n.trigger_rule, parents);
+    for (const d of n.depends_on) {
+      const chosen = chosenBy.get(d);
+      if (verdict !== 'wait' && chosen?.listed.has(n.key) && !chosen.taken?.has(n.key))
+        verdict = 'skip';
+    }
+    if (verdict === 'wait') return;
+    if (verdict === 'skip') {
+      record(n, n.for_each !== undefined ? -1 : 0, 'skipped', null);
+      set(n.key, 'SKIPPED');
+      return;
+    }
+    try {
+      start(n, v);
+    } catch (err) {
+      if (!(err instanceof PlaceholderMissing)) throw err;
+      record(n, n.for_each !== undefined ? -1 : 0, 'failed', { error: err.message });
+      set(n.key, 'FAILED', { error: err.message });
+    }
+  };
+  const start = (n: NodeDef, v: NodeView): void => {
+    switch (kindOf(n)) {
+      case 'task':
+        if (n.for_each === undefined) {
+          plan.starts.push({ key: n.key, item: 0, kind: 'task', body: render(n.task!, scope()) });
+          set(n.key, 'ACTIVE');
+          return;
+        }
+        return fork(n, v);
+      case 'topology':
+        plan.starts.push({
+          key: n.key,
+          item: 0,
+          kind: 'topology',
+          body: { ...n.topology!, input: render(n.topology!.input, scope()) },
+        });
+        set(n.key, 'ACTIVE');
+        return;
+      case 'switch': {
+        const value = render(n.switch!.value, scope());
+        const label = typeof value === 'string' ? value : JSON.stringify(value);
+        const hit = Object.prototype.hasOwnProperty.call(n.switch!.cases, label);
+        const result = { value: label, case: hit ? label : 'default' };
+        record(n, 0, 'switched', result);
+        set(n.key, 'SUCCESS', result);
+        chosenBy.set(n.key, choiceOf(n, label));
+        return;
+      }
+      case 'wait':
+        return wait(n);
+    }
+  };
+  const wait = (n: NodeDef): void => {
+    const w = n.wait!;
+    if (w.signal !== undefined) {
+      record(n, 0, 'waiting', { signal: w.signal });
+      set(n.key, 'ACTIVE');
+      return;
+    }
+    const until =
+      w.seconds !== undefined
+        ? run.now + w.seconds * 1000
+        : Date.parse(String(render(w.until as string, scope())));
+    if (Number.isNaN(until))
+      throw new PlaceholderMissing(`wait.until ${w.until} does not give an ISO 8601 time`);
+    record(n, 0, 'waiting', { until });
+    set(n.key, 'ACTIVE');
+    views.set(n.key, {
+      ...(views.get(n.key) as NodeView),
+      row: {
+        key: n.key,
+        item: 0,
+        state: 'waiting',
+        taskId: null,
+        result: { until },
+        createdAt: 0,
+        updatedAt: 0,
+      },
+    });
+  };
+  const fork = (n: NodeDef, v: NodeView): void => {
+    const list = render(n.for_each as string, scope());
+    if (!Array.isArray(list))
+      throw new PlaceholderMissing(`for_each ${n.for_each} does not give a list`);
+    if (list.length > MAX_FOR_EACH)
+      throw new PlaceholderMissing(
+        `for_each ${n.for_each} gives ${list.length} elements (at most ${MAX_FOR_EACH})`,
+      );
+    record(n, -1, 'forked', { count: list.length, list });
+    const now: NodeView = {
+      ...v,
+      status: list.length === 0 ? 'SUCCESS' : 'ACTIVE',
+      count: list.length,
+      row: {
+        key: n.key,
+        item: -1,
+        state: 'forked',
+        taskId: null,
+        result: { count: list.length, list },
+        createdAt: 0,
+        updatedAt: 0,
+      },
+      result: { count: list.length, succeeded: 0, failed: 0, results: [] },
+    };
+    views.set(n.key, now);
+  };
+  const startItems = (n: NodeDef, v: NodeView): void => {
+    const list = (v.row?.result?.list as unknown[] | undefined) ?? [];
+    const made = new Set(v.items.map((i) => i.row.item));
+    let active = v.items.filter((i) => i.status === 'ACTIVE').length;
+    const cap = n.concurrency ?? MAX_FOR_EACH;
+    for (let item = 0; item < (v.count ?? 0) && active < cap; item++) {
+      if (made.has(item)) continue;
+      try {
+        const body = render(n.task!, scope({ item: list[item], index: item }));
+        plan.starts.push({ key: n.key, item, kind: 'task', body });
+        active++;
+      } catch (err) {
+        if (!(err instanceof PlaceholderMissing)) throw err;
+        record(n, item, 'failed', { error: err.message });
+      }
+    }
+  };
+
+  const order = topologicalOrder(spec);
+  const main = order.filter((n) => !n.on_failure);
+  pass(main);
+  const mainViews = main.map((n) => views.get(n.key) as NodeView);
+  if (!mainViews.every((v) => ENDED.has(v.status))) return plan;
+  const unhandled = mainViews.find(
+    (v) =>
+      v.status === 'FAILED' &&
+      !main.some(
+        (d) => d.depends_on.includes(v.key) && (views.get(d.key) as NodeView).status !== 'SKIPPED',
+      ),
+  );
+  if (!unhandled) {
+    plan.finish = { outcome: 'SUCCESS', error: null };
+    return plan;
+  }
+  const handlers = order.filter((n) => n.on_failure);
+  pass(handlers);
+  if (handlers.every((n) => ENDED.has((views.get(n.key) as NodeView).status)))
+    plan.finish = { outcome: 'FAIL', error: failureOf(unhandled) };
+  return plan;
+}
+
+function failureOf(v: NodeView): string {
+  const why =
+    v.task?.error?.message ??
+    (typeof (v.result as { error?: unknown } | null)?.error === 'string'
+      ? (v.result as { error: string }).error
+      : v.count !== undefined
+        ? `${(v.result as { failed: number }).failed} of ${v.count} items failed`
+        : 'failed');
+  return `node ${v.key} failed: ${why}`;
+}
+
+interface Choice {
+  /** Nodes named in any case of the switch. */
+  listed: Set<string>;
+  /** Nodes of the case taken (undefined while the switch has not chosen). */
+  taken: Set<string> | undefined;
+}
+
+function choiceOf(n: NodeDef, value: string | undefined): Choice {
+  const s = n.switch!;
+  const listed = new Set([...Object.values(s.cases).flat(), ...s.default]);
+  if (value === undefined) return { listed, taken: undefined };
+  const hit = Object.prototype.hasOwnProperty.call(s.cases, value);
+  return { listed, taken: new Set(hit ? s.cases[value] : s.default) };
+}
+
+function switchChoices(
+  spec: TopologySpec,
+  views: ReadonlyMap<string, NodeView>,
+): Map<string, Choice> {
+  const out = new Map<string, Choice>();
+  for (const n of spec.nodes) {
+    if (!n.switch) continue;
+    const row = views.get(n.key)?.row;
+    out.set(n.key, choiceOf(n, row?.state === 'switched' ? String(row.result?.value) : undefined));
+  }
+  return out;
+}

@@ -1,0 +1,185 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager, In } from 'typeorm';
+import { TransactionRunner } from '../database';
+import { NodeRow, NodeRowState } from './node-state';
+import { TopologyNodeEntity, TopologyRunEntity } from './topology.entities';
+
+/** A run as stored beside its centre task. */
+export interface TopologyRun {
+  runId: string;
+  name: string;
+  version: number;
+  tenant: string;
+  input: Record<string, unknown>;
+  depth: number;
+  parentRunId: string | null;
+  active: boolean;
+  wakeAt: number | null;
+  createdAt: number;
+}
+
+const toRun = (e: TopologyRunEntity): TopologyRun => ({
+  runId: e.run_id,
+  name: e.name,
+  version: e.version,
+  tenant: e.tenant,
+  input: e.input,
+  depth: e.depth,
+  parentRunId: e.parent_run_id,
+  active: e.active === 1,
+  wakeAt: e.wake_at,
+  createdAt: e.created_at,
+});
+
+const toRow = (e: TopologyNodeEntity): NodeRow => ({
+  key: e.node_key,
+  item: e.item,
+  state: e.state as NodeRowState,
+  taskId: e.task_id,
+  result: e.result,
+  createdAt: e.created_at,
+  updatedAt: e.updated_at,
+});
+
+/** Runs and the rows of their nodes. */
+@Injectable()
+export class TopologyRunsRepository {
+  constructor(
+    private readonly db: DataSource,
+    private readonly tx: TransactionRunner,
+  ) {}
+
+  insertRun(m: EntityManager, run: TopologyRun, now: number): Promise<unknown> {
+    return m.insert(TopologyRunEntity, {
+      run_id: run.runId,
+      name: run.name,
+      version: run.version,
+      tenant: run.tenant,
+      input: run.input,
+      depth: run.depth,
+      parent_run_id: run.parentRunId,
+      active: 1,
+      wake_at: null,
+      created_at: now,
+      updated_at: now,
+    } as never);
+  }
+
+  async get(runId: string, m: EntityManager = this.db.manager): Promise<TopologyRun | undefined> {
+    const e = await m.findOneBy(TopologyRunEntity, { run_id: runId });
+    return e ? toRun(e) : undefined;
+  }
+
+  /**
+   * Holds the run's row until the transaction ends: evaluations of one run (the change relay,
+   * the API, the sweeper, on any instance) take turns. SQLite's transactions already do.
+   */
+  async lock(m: EntityManager, runId: string): Promise<void> {
+    if (m.connection.options.type === 'better-sqlite3') return;
+    await m.query('SELECT run_id FROM baton_topology_run WHERE run_id = ? FOR UPDATE', [runId]);
+  }
+
+  async nodes(runId: string, m: EntityManager = this.db.manager): Promise<NodeRow[]> {
+    const rows = await m.find(TopologyNodeEntity, {
+      where: { run_id: runId },
+      order: { node_key: 'ASC', item: 'ASC' },
+    });
+    return rows.map(toRow);
+  }
+
+  async insertNodes(
+    m: EntityManager,
+    runId: string,
+    rows: readonly Omit<NodeRow, 'createdAt' | 'updatedAt'>[],
+    now: number,
+  ): Promise<void> {
+    for (let i = 0; i < rows.length; i += 500) {
+      await m.insert(
+        TopologyNodeEntity,
+        rows.slice(i, i + 500).map((r) => ({
+          run_id: runId,
+          node_key: r.key,
+          item: r.item,
+          state: r.state,
+          task_id: r.taskId,
+          result: r.result,
+          created_at: now,
+          updated_at: now,
+        })) as never,
+      );
+    }
+  }
+
+  /** Moves a node's row from one state to another; false when it was not in `from`. */
+  async moveNode(
+    m: EntityManager,
+    runId: string,
+    key: string,
+    item: number,
+    from: NodeRowState,
+    to: Pick<NodeRow, 'state' | 'result'>,
+    now: number,
+  ): Promise<boolean> {
+    const res = await m.update(
+      TopologyNodeEntity,
+      { run_id: runId, node_key: key, item, state: from },
+      { state: to.state, result: to.result as never, updated_at: now },
+    );
+    return (res.affected ?? 0) > 0;
+  }
+
+  /** Drops node rows (a retry: the nodes are decided again). */
+  async deleteNodes(
+    m: EntityManager,
+    runId: string,
+    keys: readonly { key: string; item: number }[],
+  ): Promise<void> {
+    for (const k of keys)
+      await m.delete(TopologyNodeEntity, { run_id: runId, node_key: k.key, item: k.item });
+  }
+
+  async setWake(
+    m: EntityManager,
+    runId: string,
+    wakeAt: number | null,
+    now: number,
+  ): Promise<void> {
+    await m.update(TopologyRunEntity, { run_id: runId }, { wake_at: wakeAt, updated_at: now });
+  }
+
+  async setActive(runId: string, active: boolean, now: number): Promise<void> {
+    await this.tx.single((m) =>
+      m.update(
+        TopologyRunEntity,
+        { run_id: runId },
+        { active: active ? 1 : 0, wake_at: null, updated_at: now },
+      ),
+    );
+  }
+
+  /** Active runs whose wait ends by `now`, or that nothing moved since `staleBefore`. */
+  async due(now: number, staleBefore: number, limit: number): Promise<string[]> {
+    const rows = await this.db.manager
+      .createQueryBuilder(TopologyRunEntity, 'r')
+      .select('r.run_id', 'run_id')
+      .where('r.active = 1')
+      .andWhere('(r.wake_at <= :now OR r.updated_at < :stale)', { now, stale: staleBefore })
+      .orderBy('r.updated_at', 'ASC')
+      .limit(limit)
+      .getRawMany<{ run_id: string }>();
+    return rows.map((r) => r.run_id);
+  }
+
+  /** Marks a run as looked at (the sweeper does not look again before `staleBefore` passes). */
+  async touch(runId: string, now: number): Promise<void> {
+    await this.tx.single((m) =>
+      m.update(TopologyRunEntity, { run_id: runId }, { updated_at: now }),
+    );
+  }
+
+  async getMany(runIds: readonly string[]): Promise<Map<string, TopologyRun>> {
+    if (runIds.length === 0) return new Map();
+    const rows = await this.db.manager.findBy(TopologyRunEntity, { run_id: In([...runIds]) });
+    return new Map(rows.map((e) => [e.run_id, toRun(e)]));
+  }
+}
