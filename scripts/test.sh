@@ -42,7 +42,7 @@ step "openapi drift" node dist/bin/generate-openapi.js --check
 # that start several schedulers under load and kill them (their restarts and failovers are what
 # they measure): two of them at once on two cores made each restart take 10+ s. The other lane
 # runs everything else, one file at a time.
-HEAVY='test/(chaos|scheduler-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure)\.e2e-spec\.ts$'
+HEAVY='test/(chaos|scheduler-crash|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure)\.e2e-spec\.ts$'
 rm -f .test-results/heavy.json .test-results/light.json .test-results/*.log
 npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
   > .test-results/heavy.log 2>&1 &
