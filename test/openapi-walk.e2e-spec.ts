@@ -159,6 +159,8 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
     });
     const done = await api.create({ create_info: { task_type: 'demo.echo', task_name: 'done' } });
     await api.until(done);
+    const rerun = await api.create({ create_info: { task_type: 'demo.echo', task_name: 'rerun' } });
+    await api.until(rerun);
     const key = await api.call<{ key_id: string }>('POST', '/v1/api-keys', {
       name: 'walk-revoked',
       role: 'viewer',
@@ -209,6 +211,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
     return {
       later,
       done,
+      rerun,
       webhookId,
       doomedWebhookId: await hook('walk-deleted'),
       messageId: ping.data.message_id,
@@ -291,6 +294,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'POST /v1/tasks/{task_id}/cancel': () => ({ path: `/v1/tasks/${s.cancel}/cancel` }),
       'POST /v1/tasks/{task_id}/retry': () => ({ path: `/v1/tasks/${s.retry}/retry` }),
       'POST /v1/tasks/{task_id}/rollback': () => ({ path: `/v1/tasks/${s.rollback}/rollback` }),
+      'POST /v1/tasks/{task_id}/rerun': () => ({ path: `/v1/tasks/${s.rerun}/rerun` }),
       'PUT /v1/tasks/{task_id}/params': () => ({ path: `/v1/tasks/${s.later}/params` }),
       'PUT /v1/tasks/{task_id}/notify': async () => ({
         ...(await callback(s.notified, { task_status: 'SUCCESS', result: { by: 'walk' } })),

@@ -54,6 +54,12 @@ const DRILL = {
 };
 
 export const REQUEST_EXAMPLES: Record<string, Examples> = {
+  TasksController_rerun: {
+    changed: {
+      summary: 'a new attempt with other params',
+      value: { params: { message: 'again' } },
+    },
+  },
   TopologiesController_save: {
     drill: {
       summary: 'a failover drill: check, promote, repoint each proxy, verify',

@@ -24,6 +24,8 @@ export const DRIVABLE: readonly TaskStatus[] = [
   TaskStatus.FAIL,
   TaskStatus.ROLLBACK,
   TaskStatus.NONE,
+  // Only with a person's re-run or late rollback pending (a FINISH row has no due time else).
+  TaskStatus.FINISH,
 ];
 
 /**

@@ -53,6 +53,38 @@ export class TaskCleanup {
     return this.clean(t, TaskStatus.FAIL);
   }
 
+  /**
+   * A rollback asked for after the task finished: the worker undoes it (from FINISH), then it is
+   * cleaned and FINISHes again with outcome ROLLBACK. A worker that no longer knows the task
+   * cannot undo it: that is recorded, and the task stays as it was.
+   */
+  async lateRollback(t: TaskModel): Promise<Step> {
+    if (!t.workerUrl) return this.rollbackImpossible(t, 'no worker ever ran it');
+    try {
+      await this.client.rollback(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+    } catch (err) {
+      if (err instanceof TaskNotFoundError || err instanceof NotImplementedError)
+        return this.rollbackImpossible(t, message(err));
+      if (err instanceof StaleFenceError) return REST;
+      return this.steps.retryLater(t, `rollback failed: ${message(err)}`);
+    }
+    const next = await this.steps.step(t, {
+      to: TaskStatus.ROLLBACK,
+      patch: { outcome: TaskStatus.ROLLBACK, pendingAction: null },
+      reason: 'rolled back after it finished',
+    });
+    return next ?? REST;
+  }
+
+  private async rollbackImpossible(t: TaskModel, why: string): Promise<Step> {
+    await this.steps.step(t, {
+      patch: { pendingAction: null, dueAt: null, owner: null, leaseUntil: null },
+      note: true,
+      reason: `rollback impossible: ${why}`,
+    });
+    return REST;
+  }
+
   /** After an outcome: release resources on the worker and here, then FINISH. */
   async clean(t: TaskModel, outcome: TaskStatus): Promise<Step> {
     if (t.pendingAction === 'rollback' && outcome === TaskStatus.SUCCESS)

@@ -113,8 +113,12 @@ export class TaskEngine {
         return this.cleanup.clean(t, TaskStatus.ROLLBACK);
       case TaskStatus.FAIL:
         return this.afterFailure(t);
-      case TaskStatus.PAUSE:
       case TaskStatus.FINISH:
+        // A person asked for a new attempt, or to undo what the task did.
+        if (t.pendingAction === 'rerun') return this.starter.startAttempt(t);
+        if (t.pendingAction === 'rollback') return this.cleanup.lateRollback(t);
+        return this.steps.release(t, 'nothing to do');
+      case TaskStatus.PAUSE:
         return this.steps.release(t, 'nothing to do');
     }
   }

@@ -44,9 +44,10 @@ export interface TaskModel {
   cancelRequested: boolean;
   /**
    * rollback: a person asked for it; decide: a failure reported by the worker awaits the retry
-   * decision; restart: a permanent task's life ended in SUCCESS and its next one is due.
+   * decision; restart: a permanent task's life ended in SUCCESS and its next one is due; rerun: a
+   * person asked for a new attempt of a finished task.
    */
-  pendingAction: 'rollback' | 'decide' | 'restart' | null;
+  pendingAction: 'rollback' | 'decide' | 'restart' | 'rerun' | null;
   createdAt: number;
   updatedAt: number;
   startedAt: number | null;

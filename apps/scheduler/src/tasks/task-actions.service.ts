@@ -15,9 +15,11 @@ import {
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { WORKER_CLIENT } from '../engine';
-import { TaskChange, TaskModel, TaskPatch, TasksRepository } from '../task-store';
+import { TaskModel, TasksRepository } from '../task-store';
 import { TaskTypesService } from '../task-types';
+import { ActionSteps } from './action-steps';
 import { FastEnqueue } from './fast-enqueue';
+import { OutcomeActions } from './outcome-actions';
 import { illegal, notCentre, recordAfterRun, tellRun } from './run-control';
 import { TaskFactory } from './task-factory';
 import { TasksService } from './tasks.service';
@@ -56,6 +58,8 @@ const CHANGEABLE: ReadonlySet<TaskStatus> = new Set([
 export class TaskActionsService {
   constructor(
     private readonly repo: TasksRepository,
+    private readonly steps: ActionSteps,
+    private readonly outcomes: OutcomeActions,
     private readonly tasks: TasksService,
     private readonly types: TaskTypesService,
     private readonly factory: TaskFactory,
@@ -66,7 +70,7 @@ export class TaskActionsService {
   ) {}
 
   async pause(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    const t = await this.free(taskId);
+    const t = await this.steps.free(taskId);
     if (!canTransition(t.status, TaskStatus.PAUSE)) throw illegal('pause', t);
     if (t.status === TaskStatus.RUNNING) {
       const type = await this.types.get(t.taskType);
@@ -79,7 +83,7 @@ export class TaskActionsService {
       await tellRun(this.client, t, 'pause');
     }
     const paused = (c: TaskModel) =>
-      this.change(
+      this.steps.change(
         c,
         { to: TaskStatus.PAUSE, patch: { pausedFrom: c.status, dueAt: null }, reason: 'paused' },
         actor,
@@ -90,14 +94,14 @@ export class TaskActionsService {
   }
 
   async continue(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    const t = await this.free(taskId);
+    const t = await this.steps.free(taskId);
     if (t.status !== TaskStatus.PAUSE) throw illegal('continue', t);
     const back = t.pausedFrom ?? TaskStatus.INIT;
     const now = this.clock.now();
     if (back === TaskStatus.RUNNING) {
       await tellRun(this.client, t, 'continue');
       const running = (c: TaskModel) =>
-        this.change(
+        this.steps.change(
           c,
           {
             to: TaskStatus.RUNNING,
@@ -112,7 +116,7 @@ export class TaskActionsService {
         );
       return recordAfterRun(t, running, (id) => this.tasks.get(id));
     }
-    const next = await this.change(
+    const next = await this.steps.change(
       t,
       {
         to: back,
@@ -154,10 +158,10 @@ export class TaskActionsService {
 
   /** The cancel of a task no run holds: to FAIL (or a permanent task's last end), the worker told. */
   private async cancelIdle(taskId: string, actor: string): Promise<TaskModel> {
-    const t = await this.free(taskId);
+    const t = await this.steps.free(taskId);
     if (t.status === TaskStatus.SUCCESS && t.pendingAction === 'restart') {
       // A permanent task between two lives: it stops here, through its final clean-up.
-      const next = await this.change(
+      const next = await this.steps.change(
         t,
         {
           patch: {
@@ -197,7 +201,7 @@ export class TaskActionsService {
         )
         .catch(() => undefined);
     }
-    const next = await this.change(
+    const next = await this.steps.change(
       t,
       {
         to: TaskStatus.FAIL,
@@ -234,42 +238,16 @@ export class TaskActionsService {
     }
   }
 
-  async retry(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    const t = await this.free(taskId);
-    if (t.status !== TaskStatus.FAIL && t.status !== TaskStatus.NONE) throw illegal('retry', t);
-    if (t.cancelRequested) throw illegal('retry a cancelled task; create a new one to', t);
-    const next = await this.change(
-      t,
-      {
-        patch: { outcome: null, dueAt: this.clock.now() },
-        reason: 'retry requested',
-      },
-      actor,
-    );
-    await this.fast.enqueue([next]);
-    return next;
+  retry(taskId: string, actor = ACTOR): Promise<TaskModel> {
+    return this.outcomes.retry(taskId, actor);
   }
 
-  async rollback(taskId: string, actor = ACTOR): Promise<TaskModel> {
-    const t = await this.free(taskId);
-    if (!canTransition(t.status, TaskStatus.ROLLBACK)) throw illegal('roll back', t);
-    const type = await this.types.get(t.taskType);
-    if (!type.implements.includes(ContractCall.ROLLBACK)) {
-      throw new ContractException(
-        ContractErrorCode.NOT_IMPLEMENTED,
-        `${t.taskType} workers cannot roll back`,
-      );
-    }
-    const next = await this.change(
-      t,
-      {
-        patch: { pendingAction: 'rollback', dueAt: this.clock.now() },
-        reason: 'rollback requested',
-      },
-      actor,
-    );
-    await this.fast.enqueue([next]);
-    return next;
+  rollback(taskId: string, actor = ACTOR): Promise<TaskModel> {
+    return this.outcomes.rollback(taskId, actor);
+  }
+
+  rerun(taskId: string, params?: Record<string, unknown>, actor = ACTOR): Promise<TaskModel> {
+    return this.outcomes.rerun(taskId, params, actor);
   }
 
   async changeParams(
@@ -278,7 +256,7 @@ export class TaskActionsService {
     actor = ACTOR,
   ): Promise<TaskModel> {
     this.factory.checkParamsSize(params);
-    const t = await this.free(taskId);
+    const t = await this.steps.free(taskId);
     if (!CHANGEABLE.has(t.status)) throw illegal('change the params of', t);
     const workerHasIt =
       t.workerUrl &&
@@ -296,11 +274,11 @@ export class TaskActionsService {
       await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, { fence: t.fence });
       return recordAfterRun(
         t,
-        (c) => this.change(c, { patch: { params }, reason: 'params changed' }, actor),
+        (c) => this.steps.change(c, { patch: { params }, reason: 'params changed' }, actor),
         (id) => this.tasks.get(id),
       );
     }
-    return this.change(t, { patch: { params }, reason: 'params changed' }, actor);
+    return this.steps.change(t, { patch: { params }, reason: 'params changed' }, actor);
   }
 
   /**
@@ -358,35 +336,5 @@ export class TaskActionsService {
       }
     }
     return this.tasks.get(t.taskId);
-  }
-
-  /** The task, when no runner holds its claim right now (else 409: try again in a moment). */
-  private async free(taskId: string): Promise<TaskModel> {
-    const t = notCentre(await this.tasks.get(taskId));
-    if (t.owner !== null && (t.leaseUntil ?? 0) > this.clock.now()) {
-      throw new ContractException(
-        ContractErrorCode.VERSION_CONFLICT,
-        `task ${taskId} is being driven by ${t.owner}; try again shortly`,
-        { task_id: taskId },
-      );
-    }
-    return t;
-  }
-
-  /** An action of the API: every one is logged, a request that moves no status too (a note). */
-  private async change(
-    t: TaskModel,
-    change: Omit<TaskChange, 'actor'> & { patch?: TaskPatch },
-    actor = ACTOR,
-  ): Promise<TaskModel> {
-    const next = await this.repo.apply(t, { ...change, actor, note: true }, this.clock.now());
-    if (!next) {
-      throw new ContractException(
-        ContractErrorCode.VERSION_CONFLICT,
-        `task ${t.taskId} changed meanwhile; read it again and retry`,
-        { task_id: t.taskId },
-      );
-    }
-    return next;
   }
 }

@@ -19,7 +19,12 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
-import { ChangeParamsDto, CreateTaskBatchDto, CreateTaskDto } from './dto/create-task.dto';
+import {
+  ChangeParamsDto,
+  CreateTaskBatchDto,
+  CreateTaskDto,
+  RerunDto,
+} from './dto/create-task.dto';
 import { ListTasksQuery } from './dto/list-tasks.query';
 import {
   TaskAttemptDto,
@@ -224,10 +229,30 @@ export class TasksController {
     return ok(toTaskDto(await this.actions.retry(taskId, actor)));
   }
 
+  @Post(':task_id/rerun')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'run a finished task again: same id, attempt + 1, a new fence, its history kept',
+    description:
+      'From FINISH, whatever its outcome (a cancelled task too). The new attempt starts as any start does: start checks, rate and concurrency limits, its lock keys, a worker. It has a fresh retry budget. With `params`, the attempt runs with those.',
+  })
+  @ApiOkResponse({ type: TaskDto })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION, ContractErrorCode.VERSION_CONFLICT)
+  async rerun(
+    @Param('task_id') taskId: string,
+    @Body() dto: RerunDto,
+    @Actor() actor: string,
+  ): Promise<Envelope<TaskDto>> {
+    return ok(toTaskDto(await this.actions.rerun(taskId, dto?.params, actor)));
+  }
+
   @Post(':task_id/rollback')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'roll back a task in SUCCESS or FAIL (the type must implement rollback)',
+    summary:
+      'roll back a task in SUCCESS or FAIL, or one that FINISHed with SUCCESS or FAIL (the type must implement rollback)',
+    description:
+      'A finished task is rolled back through its worker and FINISHes again with outcome ROLLBACK; a worker that no longer knows it cannot undo it, which the lifecycle log records.',
   })
   @ApiOkResponse({ type: TaskDto })
   @ApiErrors(

@@ -12,6 +12,8 @@ import { TasksController } from './tasks.controller';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
 import { TaskFactory } from './task-factory';
+import { ActionSteps } from './action-steps';
+import { OutcomeActions } from './outcome-actions';
 import { TasksService } from './tasks.service';
 
 /**
@@ -29,7 +31,15 @@ import { TasksService } from './tasks.service';
     RunnerModule,
   ],
   controllers: [TasksController, CallbacksController],
-  providers: [TaskFactory, FastEnqueue, TasksService, TaskActionsService, IdempotencyService],
+  providers: [
+    TaskFactory,
+    FastEnqueue,
+    TasksService,
+    ActionSteps,
+    OutcomeActions,
+    TaskActionsService,
+    IdempotencyService,
+  ],
   exports: [TasksService, TaskActionsService],
 })
 export class TasksModule implements OnModuleInit {

@@ -359,6 +359,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * run a finished task again: same id, attempt + 1, a new fence, its history kept
+         * @description From FINISH, whatever its outcome (a cancelled task too). The new attempt starts as any start does: start checks, rate and concurrency limits, its lock keys, a worker. It has a fresh retry budget. With `params`, the attempt runs with those.
+         */
+        post: operations["TasksController_rerun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/rollback": {
         parameters: {
             query?: never;
@@ -368,7 +388,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** roll back a task in SUCCESS or FAIL (the type must implement rollback) */
+        /**
+         * roll back a task in SUCCESS or FAIL, or one that FINISHed with SUCCESS or FAIL (the type must implement rollback)
+         * @description A finished task is rolled back through its worker and FINISHes again with outcome ROLLBACK; a worker that no longer knows it cannot undo it, which the lifecycle log records.
+         */
         post: operations["TasksController_rollback"];
         delete?: never;
         options?: never;
@@ -1345,6 +1368,12 @@ export interface components {
             drop?: "pending" | "done" | null;
             /** Format: date-time */
             dropped_at?: string | null;
+        };
+        RerunDto: {
+            /** @description the params of the new attempt (default: the task keeps its params) */
+            params?: {
+                [key: string]: unknown;
+            };
         };
         ChangeParamsDto: {
             params: {
@@ -3138,6 +3167,48 @@ export interface operations {
             404: components["responses"]["error-40401"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TasksController_rerun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerunDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40900-40904"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];

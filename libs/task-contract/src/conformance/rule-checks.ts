@@ -102,6 +102,20 @@ export const RULE_CHECKS: readonly Check[] = [
     },
   },
   {
+    name: 're-run: a higher attempt re-creates a finished task',
+    run: async ({ probe }) => {
+      const id = probe.taskId('rerun');
+      await probe.ok(probe.create(id, 1), 'create');
+      await probe.ok(probe.write(id, undefined, 1, { event: 'cancel' }), 'notify cancel');
+      const finished = await probe.optional(probe.write(id, 'clean', 1), 'clean');
+      expectStatus(finished, TaskStatus.FINISH, 'clean');
+      const again = await probe.ok(probe.create(id, 2, 2), 'create attempt 2 of a finished task');
+      expectStatus(again, TaskStatus.CREATE, 'create attempt 2 of a finished task');
+      expect(again.attempt === 2, `attempt is ${String(again.attempt)} after a re-run, expected 2`);
+      return 'FINISH -> CREATE with attempt 2';
+    },
+  },
+  {
     name: 're-sent create: the same attempt answers what is there; a newer one replaces an attempt that never ran',
     run: async ({ probe }) => {
       const id = probe.taskId('resent');

@@ -8,8 +8,10 @@ import { ContractException, ContractErrorCode } from '../errors/contract.excepti
  * Reading it: retries go back to CREATE (from FAIL, RUNNING on a lost run, NONE when the worker
  * forgot the task); POSTPONE and PAUSE can be entered from any non-final pre-outcome status and
  * left back into the flow; SUCCESS and FAIL are outcomes that clean (FINISH) or roll back;
- * FINISH is final. A permanent task (repetition=permanent) is kept alive: when a life ends in
- * SUCCESS its next attempt starts in CREATE, as a failed one does from FAIL.
+ * FINISH is where a task rests: only a person moves it on, with a re-run (a new attempt, back to
+ * CREATE) or a late rollback (ROLLBACK, then FINISH again). A permanent task
+ * (repetition=permanent) is kept alive: when a life ends in SUCCESS its next attempt starts in
+ * CREATE, as a failed one does from FAIL.
  */
 export const TRANSITIONS = {
   [TaskStatus.INIT]: [TaskStatus.CREATE, TaskStatus.POSTPONE, TaskStatus.PAUSE, TaskStatus.FAIL],
@@ -54,7 +56,7 @@ export const TRANSITIONS = {
   [TaskStatus.SUCCESS]: [TaskStatus.FINISH, TaskStatus.ROLLBACK, TaskStatus.CREATE],
   [TaskStatus.FAIL]: [TaskStatus.CREATE, TaskStatus.ROLLBACK, TaskStatus.FINISH],
   [TaskStatus.ROLLBACK]: [TaskStatus.FINISH],
-  [TaskStatus.FINISH]: [],
+  [TaskStatus.FINISH]: [TaskStatus.CREATE, TaskStatus.ROLLBACK],
   [TaskStatus.NONE]: [TaskStatus.CREATE, TaskStatus.FAIL, TaskStatus.FINISH],
 } as const satisfies Record<TaskStatus, readonly TaskStatus[]>;
 

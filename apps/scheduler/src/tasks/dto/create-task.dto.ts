@@ -116,6 +116,18 @@ export class CreateTaskBatchDto {
 }
 
 /** Body of `PUT /v1/tasks/{task_id}/params`. */
+/** Body of `POST /v1/tasks/{task_id}/rerun` (optional). */
+export class RerunDto {
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'the params of the new attempt (default: the task keeps its params)',
+  })
+  @IsOptional()
+  @IsObject()
+  params?: Record<string, unknown>;
+}
+
 export class ChangeParamsDto {
   @ApiProperty({ type: 'object', additionalProperties: true })
   @IsObject()
