@@ -190,6 +190,35 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       name: 'walk-wait',
       nodes: [{ key: 'approve', wait: { signal: 'approved' } }],
     });
+    // A run that failed (its first node fails for good): to retry, to re-run a node of, to skip
+    // a node of.
+    await api.call('POST', '/v1/topologies', {
+      name: 'walk-fail',
+      nodes: [
+        {
+          key: 'a',
+          task: {
+            create_info: { task_type: 'demo.rollback' },
+            params: { fail: true },
+            process_arg: { max_retry: 0 },
+          },
+        },
+        { key: 'b', depends_on: ['a'], task: { create_info: { task_type: 'demo.echo' } } },
+      ],
+    });
+    const failedRun = async (): Promise<string> => {
+      const r = await api.call<{ run_id: string }>('POST', '/v1/topologies/walk-fail/runs', {});
+      await eventually(
+        async () =>
+          (await api.call<{ status: string }>('GET', `/v1/topology-runs/${r.data.run_id}`)).data
+            .status === 'FINISH'
+            ? true
+            : undefined,
+        60_000,
+        'a walk-fail run failing',
+      );
+      return r.data.run_id;
+    };
     const waiting = async (): Promise<string> => {
       const r = await api.call<{ run_id: string }>('POST', '/v1/topologies/walk-wait/runs', {});
       await eventually(
@@ -227,6 +256,9 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       runPaused: await waiting(),
       runCancelled: await waiting(),
       runSignalled: await waiting(),
+      runRetried: await failedRun(),
+      runRerun: await failedRun(),
+      runSkipped: await failedRun(),
     };
   }
 
@@ -361,6 +393,15 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       }),
       'POST /v1/topology-runs/{run_id}/continue': () => ({
         path: `/v1/topology-runs/${s.runPaused}/continue`,
+      }),
+      'POST /v1/topology-runs/{run_id}/retry': () => ({
+        path: `/v1/topology-runs/${s.runRetried}/retry`,
+      }),
+      'POST /v1/topology-runs/{run_id}/nodes/{node}/rerun': () => ({
+        path: `/v1/topology-runs/${s.runRerun}/nodes/a/rerun`,
+      }),
+      'POST /v1/topology-runs/{run_id}/nodes/{node}/skip': () => ({
+        path: `/v1/topology-runs/${s.runSkipped}/nodes/a/skip`,
       }),
       'POST /v1/topology-runs/{run_id}/signal': () => ({
         path: `/v1/topology-runs/${s.runSignalled}/signal`,

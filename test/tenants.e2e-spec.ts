@@ -50,6 +50,7 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/tasks/{task_id}/cancel': {},
   'POST /v1/tasks/{task_id}/retry': {},
   'POST /v1/tasks/{task_id}/rollback': {},
+  'POST /v1/tasks/{task_id}/rerun': {},
   'PUT /v1/tasks/{task_id}/params': { params: { changed: true } },
   'POST /v1/timers': {
     name: 'foreign',
@@ -86,6 +87,9 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/topology-runs/{run_id}/pause': {},
   'POST /v1/topology-runs/{run_id}/continue': {},
   'POST /v1/topology-runs/{run_id}/signal': { signal: 'approved' },
+  'POST /v1/topology-runs/{run_id}/retry': {},
+  'POST /v1/topology-runs/{run_id}/nodes/{node}/rerun': {},
+  'POST /v1/topology-runs/{run_id}/nodes/{node}/skip': {},
 };
 
 /** Routes over every tenant's data (fleet internals): a tenant's key is refused them. */
@@ -361,6 +365,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       message_id: ping.data.message_id,
       topology: 'alpha-flow',
       run_id: run.data.run_id,
+      node: 'approve',
     };
     // What no answer to beta may hold: alpha's ids and names.
     const secrets = [

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RunInterval, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
@@ -73,6 +73,7 @@ describe.each([
     scheduler = await startScheduler(backend, { BATON_INSTANCE_ID: 'topologies-1' });
     worker = await startTemplateWorker('topologies-w1', scheduler.url, runLog, {
       WORKER_CAPACITY: '200',
+      WORKER_ROLLBACK_DIR: join(dir, 'rollback'),
     });
     api = new Api(scheduler.url);
     await api.waitForWorkers(1);
@@ -341,6 +342,123 @@ describe.each([
     const t = await api.task(node(r, 'slow').task_id as string);
     expect([t.cancel_requested, t.error]).toEqual([true, expect.anything()]);
     expect((await api.call('POST', `/v1/topology-runs/${id}/cancel`)).status).toBe(409);
+  });
+
+  it('retries a failed run from its failed node: the nodes before it do not run again', async () => {
+    await define({
+      name: 'retry',
+      nodes: [
+        { key: 'A', task: echo({ a: 1 }) },
+        { key: 'B', depends_on: ['A'], task: { ...failing(), params: { fail_times: 1 } } },
+        { key: 'C', depends_on: ['B'], task: echo({ from: '{{nodes.A.result.echo.a}}' }) },
+      ],
+    });
+    const id = await start('retry');
+    const failed = await finished(id);
+    expect(failed.outcome).toBe('FAIL');
+    expect(failed.nodes.map((n) => n.status)).toEqual(['SUCCESS', 'FAILED', 'SKIPPED']);
+    const r = await api.call<Run>('POST', `/v1/topology-runs/${id}/retry`);
+    expect(r.status).toBe(200);
+    const ok = await eventually(
+      async () => {
+        const x = await run(id);
+        return x.status === 'FINISH' && x.outcome === 'SUCCESS' ? x : undefined;
+      },
+      60_000,
+      'the retried run succeeding',
+    );
+    expect(ok.nodes.map((n) => n.status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
+    // The same run and graph: A ran once, B twice (the same task, attempt 2), C once.
+    expect(node(ok, 'B').task_id).toBe(node(failed, 'B').task_id);
+    expect(runsOf([node(ok, 'A').task_id]).length).toBe(1);
+    expect(runsOf([node(ok, 'B').task_id]).map((x) => x.attempt)).toEqual([1, 2]);
+    expect(runsOf([node(ok, 'C').task_id]).length).toBe(1);
+    expect(node(ok, 'C').result).toEqual({ echo: { from: 1 } });
+    expect((await api.call('POST', `/v1/topology-runs/${id}/retry`)).status).toBe(409);
+  });
+
+  it('re-runs one node and what follows it, and skips a failed node so the run goes on', async () => {
+    await define({
+      name: 'repairs',
+      nodes: [
+        { key: 'A', task: echo() },
+        { key: 'B', depends_on: ['A'], task: echo() },
+        { key: 'C', depends_on: ['A'], task: failing() },
+        { key: 'D', depends_on: ['B'], task: echo() },
+        { key: 'E', depends_on: ['C'], task: echo() },
+      ],
+    });
+    const id = await start('repairs');
+    const first = await finished(id);
+    expect(first.outcome).toBe('FAIL');
+    // Skip C: E goes on as if it had succeeded, once the run is retried.
+    expect((await api.call('POST', `/v1/topology-runs/${id}/nodes/C/skip`)).status).toBe(200);
+    expect((await api.call('POST', `/v1/topology-runs/${id}/nodes/A/skip`)).status).toBe(409);
+    expect((await api.call('POST', `/v1/topology-runs/${id}/retry`)).status).toBe(200);
+    const second = await eventually(
+      async () => {
+        const x = await run(id);
+        return x.status === 'FINISH' && x.outcome === 'SUCCESS' ? x : undefined;
+      },
+      60_000,
+      'the run succeeding past the skipped node',
+    );
+    expect([node(second, 'C').status, node(second, 'E').status]).toEqual(['SKIPPED', 'SUCCESS']);
+    // Re-run B and what follows it (D): A and the rest do not run again.
+    expect((await api.call('POST', `/v1/topology-runs/${id}/nodes/B/rerun`)).status).toBe(200);
+    const third = await eventually(
+      async () => {
+        const x = await run(id);
+        const d = runsOf([node(x, 'D').task_id]);
+        return x.status === 'FINISH' && d.length === 2 ? x : undefined;
+      },
+      60_000,
+      'B and D running again',
+    );
+    expect(third.outcome).toBe('SUCCESS');
+    expect(runsOf([node(third, 'A').task_id]).length).toBe(1);
+    expect(runsOf([node(third, 'B').task_id]).map((x) => x.attempt)).toEqual([1, 2]);
+    expect(runsOf([node(third, 'E').task_id]).length).toBe(1);
+  });
+
+  it('rolls back the succeeded nodes of a failed run in reverse order (saga)', async () => {
+    const undoable = (extra: Json = {}): Json => ({
+      create_info: { task_type: 'demo.rollback' },
+      params: extra,
+      process_arg: { max_retry: 0 },
+    });
+    await define({
+      name: 'saga',
+      rollback_on_failure: true,
+      nodes: [
+        { key: 'A', task: undoable() },
+        { key: 'B', depends_on: ['A'], task: undoable() },
+        { key: 'E', depends_on: ['A'], task: echo() },
+        { key: 'C', depends_on: ['B'], task: undoable({ fail: true }) },
+      ],
+    });
+    const id = await start('saga');
+    const r = await finished(id);
+    expect(r.outcome).toBe('FAIL');
+    expect(Object.fromEntries(r.nodes.map((n) => [n.key, n.status]))).toEqual({
+      A: 'ROLLED_BACK',
+      B: 'ROLLED_BACK',
+      E: 'SUCCESS',
+      C: 'FAILED',
+    });
+    expect(r.error).toContain('node C failed');
+    expect(r.error).toContain('rolled back 2 node task(s), not E (its type has no rollback)');
+    // The worker's own rollback log: B (later) undone before A (earlier).
+    const log = readFileSync(join(dir, 'rollback', 'rollbacks.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { task_id: string; at: number });
+    const order = log
+      .filter((l) => [node(r, 'A').task_id, node(r, 'B').task_id].includes(l.task_id))
+      .map((l) => (l.task_id === node(r, 'A').task_id ? 'A' : 'B'));
+    expect(order).toEqual(['B', 'A']);
+    const events = await api.events(node(r, 'A').task_id as string);
+    expect(events.map((e) => e.to).slice(-2)).toEqual(['ROLLBACK', 'FINISH']);
   });
 
   it.each([

@@ -30,6 +30,7 @@ const NOT_FOUND_BY_PARAM: Record<string, ContractErrorCode> = {
   webhook_id: C.NOT_FOUND,
   topology: C.NOT_FOUND,
   run_id: C.NOT_FOUND,
+  node: C.NOT_FOUND,
   message_id: C.NOT_FOUND,
   key_id: C.NOT_FOUND,
   worker_id: C.NOT_FOUND,

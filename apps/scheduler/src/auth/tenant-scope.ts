@@ -31,9 +31,10 @@ interface Owned {
 
 /**
  * Route parameters that name something every tenant sees alike: task types, workers, and API keys
- * (whose routes are for admins, and admin keys span every tenant).
+ * (whose routes are for admins, and admin keys span every tenant); and a node's key, which names
+ * nothing by itself (its run, `{run_id}` on the same route, is the tenant's).
  */
-const SHARED_PARAMS = new Set(['task_type', 'worker_id', 'key_id']);
+const SHARED_PARAMS = new Set(['task_type', 'worker_id', 'key_id', 'node']);
 
 /**
  * The route parameters the API knows, and what each says about tenants: the id of a resource of

@@ -20,7 +20,14 @@ export type NodeRowState =
   /** A wait node whose time came or whose signal arrived (`result`: the signal's data). */
   | 'done'
   /** Could not start: a placeholder without a value, a list too long (`result.error`). */
-  | 'failed';
+  | 'failed'
+  /**
+   * Its task is kept to run again (a retry of the run, a re-run from this node): the node is
+   * decided again, and when it starts, its task is re-run instead of a new one made.
+   */
+  | 'dormant'
+  /** Its task is being re-run from attempt `result.from` (with `result.params`). */
+  | 'rerun';
 
 export interface NodeRow {
   key: string;
@@ -44,12 +51,22 @@ export interface NodeTask {
   startedAt: number | null;
   finishedAt: number | null;
   cancelRequested: boolean;
+  /** A re-run or rollback asked for and not yet begun. */
+  pendingAction: string | null;
 }
 
 /** A node's status in a run. */
-export type NodeStatus = 'PENDING' | 'ACTIVE' | 'SUCCESS' | 'FAILED' | 'SKIPPED';
+export type NodeStatus = 'PENDING' | 'ACTIVE' | 'SUCCESS' | 'FAILED' | 'SKIPPED' | 'ROLLED_BACK';
 
-export const ENDED: ReadonlySet<NodeStatus> = new Set(['SUCCESS', 'FAILED', 'SKIPPED']);
+export const ENDED: ReadonlySet<NodeStatus> = new Set([
+  'SUCCESS',
+  'FAILED',
+  'SKIPPED',
+  'ROLLED_BACK',
+]);
+
+/** A node that did not succeed (a rolled-back one undid what it did: a failure to its dependants). */
+export const failedStatus = (s: NodeStatus): boolean => s === 'FAILED' || s === 'ROLLED_BACK';
 
 export interface NodeView {
   key: string;
@@ -63,19 +80,35 @@ export interface NodeView {
   items: { row: NodeRow; task: NodeTask | undefined; status: NodeStatus }[];
   /** A for_each node: the list's length (once read). */
   count: number | undefined;
+  /** Skipped by a person: its dependants go on as if it succeeded. */
+  manual: boolean;
 }
 
 /** The status of one task-backed row. */
 export function taskStatus(task: NodeTask | undefined): NodeStatus {
   if (!task) return 'ACTIVE'; // a row whose task was purged reads as still there
   if (task.status !== TaskStatus.FINISH) return 'ACTIVE';
+  if (task.outcome === TaskStatus.ROLLBACK) return 'ROLLED_BACK';
   return task.outcome === TaskStatus.SUCCESS ? 'SUCCESS' : 'FAILED';
+}
+
+/** Whether a row in 'rerun' still waits for its re-run to begin (the task at the old attempt). */
+export function rerunPending(row: NodeRow, task: NodeTask | undefined): boolean {
+  return (
+    row.state === 'rerun' && task !== undefined && task.attempt <= Number(row.result?.from ?? 0)
+  );
 }
 
 function rowStatus(row: NodeRow, tasks: ReadonlyMap<string, NodeTask>): NodeStatus {
   switch (row.state) {
     case 'task':
       return taskStatus(tasks.get(row.taskId as string));
+    case 'rerun': {
+      const task = tasks.get(row.taskId as string);
+      return rerunPending(row, task) ? 'ACTIVE' : taskStatus(task);
+    }
+    case 'dormant':
+      return 'PENDING';
     case 'skipped':
       return 'SKIPPED';
     case 'failed':
@@ -102,8 +135,10 @@ export function viewOf(
     row: own,
     items: [],
     count: undefined,
+    manual: false,
   };
-  if (!own) return view;
+  if (!own || own.state === 'dormant') return view;
+  view.manual = own.state === 'skipped' && own.result?.by === 'api';
   if (def.for_each === undefined || own.state !== 'forked') {
     view.status = rowStatus(own, tasks);
     view.task = own.taskId ? tasks.get(own.taskId) : undefined;
@@ -116,14 +151,14 @@ export function viewOf(
   const count = Number(own.result?.count ?? 0);
   view.count = count;
   view.items = rows
-    .filter((r) => r.item >= 0)
+    .filter((r) => r.item >= 0 && r.state !== 'dormant')
     .sort((a, b) => a.item - b.item)
     .map((row) => {
       const task = row.taskId ? tasks.get(row.taskId) : undefined;
       return { row, task, status: rowStatus(row, tasks) };
     });
   const ended = view.items.filter((i) => ENDED.has(i.status));
-  const failed = ended.filter((i) => i.status === 'FAILED').length;
+  const failed = ended.filter((i) => failedStatus(i.status)).length;
   view.status = ended.length < count ? 'ACTIVE' : failed > 0 ? 'FAILED' : ('SUCCESS' as NodeStatus);
   view.result = {
     count,

@@ -11,6 +11,7 @@ import { TopologyRunsController } from './topology-runs.controller';
 import { TopologyRunsRepository } from './topology-runs.repository';
 import { TopologyRunsService, runNotFound } from './topology-runs.service';
 import { TopologySweeper } from './topology-sweeper';
+import { RunRepairs } from './run-repairs';
 
 /**
  * Topologies: versioned DAG definitions (`/v1/topologies`) and their runs (`/v1/topology-runs`).
@@ -27,6 +28,7 @@ import { TopologySweeper } from './topology-sweeper';
     TopologyRunsService,
     TopologyDriver,
     TopologySweeper,
+    RunRepairs,
   ],
 })
 export class TopologiesModule implements OnModuleInit {

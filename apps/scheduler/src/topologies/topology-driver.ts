@@ -1,5 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { RepetitionKind, TaskStatus } from '@baton/task-contract';
+import {
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+} from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { Clock } from '../common';
 import { TransactionRunner } from '../database';
@@ -36,6 +41,7 @@ const toNodeTask = (t: TaskModel): NodeTask => ({
   startedAt: t.startedAt,
   finishedAt: t.finishedAt,
   cancelRequested: t.cancelRequested,
+  pendingAction: t.pendingAction,
 });
 
 /**
@@ -145,15 +151,25 @@ export class TopologyDriver implements TaskChangeConsumer {
         if (b.run) childRuns.push(b.run);
         taskRows.push({ ...s, state: 'task', taskId: b.task.taskId, result: null });
       }
-      const decided = plan.rows.filter((r) => r.state !== 'done');
+      const fresh = plan.rows.filter((r) => r.from === undefined && r.state !== 'done');
       await this.runs.insertNodes(
         m,
         runId,
-        [...decided.map((r) => ({ ...r, taskId: null })), ...taskRows],
+        [...fresh.map((r) => ({ ...r, taskId: null })), ...taskRows],
         now,
       );
-      for (const r of plan.rows.filter((x) => x.state === 'done'))
-        await this.runs.moveNode(m, runId, r.key, r.item, 'waiting', r, now);
+      for (const r of plan.rows.filter((x) => x.from !== undefined || x.state === 'done'))
+        await this.runs.moveNode(m, runId, r.key, r.item, r.from ?? 'waiting', r, now);
+      for (const r of plan.reruns)
+        await this.runs.moveNode(
+          m,
+          runId,
+          r.key,
+          r.item,
+          'dormant',
+          { state: 'rerun', result: { from: r.from, ...(r.params ? { params: r.params } : {}) } },
+          now,
+        );
       if (created.length > 0) await this.creator.insertWithin(m, created, TOPOLOGY_ACTOR);
       for (const r of childRuns) await this.runs.insertRun(m, r, now);
       await this.runs.setWake(m, runId, plan.wakeAt ?? null, now);
@@ -161,12 +177,47 @@ export class TopologyDriver implements TaskChangeConsumer {
     if (created.length > 0) await this.creator.committed(created);
     if (!plan) return false;
     const decided: Plan = plan;
+    for (const r of [...decided.reruns, ...decided.kicks])
+      await this.actions.rerun(r.taskId, r.params, TOPOLOGY_ACTOR).catch((err: unknown) => {
+        // Asked again by the next evaluation (the row says the re-run has not begun).
+        this.logger.warn(`run ${runId}: re-run of node task ${r.taskId} failed: ${String(err)}`);
+      });
+    for (const r of decided.rollbacks) await this.rollBack(runId, r.row, r.taskId);
     for (const id of decided.cancel)
       await this.actions.cancel(id, TOPOLOGY_ACTOR).catch((err: unknown) => {
         this.logger.warn(`run ${runId}: cancel of node task ${id} failed: ${String(err)}`);
       });
     if (decided.finish && !again) await this.finish(run, decided.finish, counts);
     return again;
+  }
+
+  /**
+   * Asks for the rollback of a succeeded node task (a saga), then notes on its row that it was
+   * asked (or why it cannot be: its type has no rollback), so it is asked once.
+   */
+  private async rollBack(runId: string, row: NodeRow, taskId: string): Promise<void> {
+    let note = 'requested';
+    try {
+      await this.actions.rollback(taskId, TOPOLOGY_ACTOR);
+    } catch (err) {
+      const code = err instanceof ContractException ? err.code : undefined;
+      if (code === ContractErrorCode.NOT_IMPLEMENTED) note = 'its type has no rollback';
+      else if (code !== ContractErrorCode.ILLEGAL_TRANSITION) {
+        this.logger.warn(`run ${runId}: rollback of node task ${taskId} failed: ${String(err)}`);
+        return;
+      }
+    }
+    await this.tx.run((m) =>
+      this.runs.moveNode(
+        m,
+        runId,
+        row.key,
+        row.item,
+        row.state,
+        { state: row.state, result: { ...(row.result ?? {}), rollback: note } },
+        this.clock.now(),
+      ),
+    );
   }
 
   private context(run: TopologyRun, centre: TaskModel): Parameters<typeof evaluate>[1] {

@@ -54,6 +54,7 @@ class Sim {
         startedAt: 0,
         finishedAt: null,
         cancelRequested: false,
+        pendingAction: null,
       });
     }
     for (const row of plan.rows) {

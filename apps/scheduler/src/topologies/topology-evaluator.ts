@@ -1,4 +1,14 @@
-import { ENDED, NodeRow, NodeStatus, NodeTask, NodeView, viewOf } from './node-state';
+import {
+  ENDED,
+  NodeRow,
+  NodeStatus,
+  NodeTask,
+  NodeView,
+  failedStatus,
+  rerunPending,
+  viewOf,
+} from './node-state';
+import { sagaStep } from './saga';
 import { PlaceholderMissing, PlaceholderScope, render } from './placeholders';
 import { MAX_FOR_EACH, NodeDef, TopologySpec, TriggerRule, kindOf } from './topology-definition';
 
@@ -21,13 +31,31 @@ export interface NodeStart {
   body: Record<string, unknown>;
 }
 
+/** A node whose kept task runs again (a retried run): its row moves from dormant to rerun. */
+export interface NodeRerun {
+  key: string;
+  item: number;
+  taskId: string;
+  /** The attempt the task is at: the re-run is under way once it is past it. */
+  from: number;
+  params: Record<string, unknown> | undefined;
+}
+
 /** What one evaluation decided; applying it twice does nothing more (rows are keyed). */
 export interface Plan {
   starts: NodeStart[];
-  /** Rows without a task: skips, switch choices, waits, lists read, failures to start. */
-  rows: Pick<NodeRow, 'key' | 'item' | 'state' | 'result'>[];
+  /**
+   * Rows without a new task: skips, switch choices, waits, lists read, failures to start. With
+   * `from`, the row is there in that state and moves; without, it is new.
+   */
+  rows: (Pick<NodeRow, 'key' | 'item' | 'state' | 'result'> & { from?: NodeRow['state'] })[];
+  reruns: NodeRerun[];
+  /** Re-runs decided before whose call did not go out (a crash between): ask again. */
+  kicks: { taskId: string; params: Record<string, unknown> | undefined }[];
   /** Active node tasks to cancel (the run is being cancelled). */
   cancel: string[];
+  /** Succeeded node tasks to roll back now (a failed run whose definition asks for it). */
+  rollbacks: { row: NodeRow; taskId: string }[];
   /** The run is over. */
   finish?: { outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED'; error: string | null };
   /** The earliest time a wait ends, to look again then. */
@@ -66,7 +94,7 @@ export function ruleVerdict(rule: TriggerRule, parents: NodeStatus[]): 'run' | '
   const ended = parents.filter((s) => ENDED.has(s));
   const all = ended.length === parents.length;
   const ok = parents.filter((s) => s === 'SUCCESS').length;
-  const failed = parents.filter((s) => s === 'FAILED').length;
+  const failed = parents.filter(failedStatus).length;
   switch (rule) {
     case 'all_success':
       if (ok === parents.length) return 'run';
@@ -92,7 +120,15 @@ export function evaluate(
   tasks: ReadonlyMap<string, NodeTask>,
 ): Plan {
   const views = viewsOf(spec, rows, tasks);
-  const plan: Plan = { starts: [], rows: [], cancel: [] };
+  const plan: Plan = { starts: [], rows: [], reruns: [], kicks: [], cancel: [], rollbacks: [] };
+  const dormant = new Map(
+    rows.filter((r) => r.state === 'dormant').map((r) => [`${r.key}:${r.item}`, r]),
+  );
+  for (const r of rows) {
+    const t = r.taskId ? tasks.get(r.taskId) : undefined;
+    if (rerunPending(r, t) && t?.status === 'FINISH' && t.pendingAction === null)
+      plan.kicks.push({ taskId: t.taskId, params: r.result?.params as Record<string, unknown> });
+  }
   const scope = (extra?: Partial<PlaceholderScope>): PlaceholderScope => ({
     input: run.input,
     run: { id: run.runId, name: run.name, version: run.version },
@@ -114,7 +150,22 @@ export function evaluate(
     state: NodeRow['state'],
     result: Record<string, unknown> | null,
   ): void => {
-    plan.rows.push({ key: n.key, item, state, result });
+    const was = dormant.has(`${n.key}:${item}`) ? ('dormant' as const) : undefined;
+    plan.rows.push({ key: n.key, item, state, result, ...(was ? { from: was } : {}) });
+  };
+  /** Starts the task of a node (item): a new one, or the kept one of a dormant row again. */
+  const startTask = (n: NodeDef, item: number, body: Record<string, unknown>): void => {
+    const kept = dormant.get(`${n.key}:${item}`);
+    const task = kept?.taskId ? tasks.get(kept.taskId) : undefined;
+    if (kept && task)
+      plan.reruns.push({
+        key: n.key,
+        item,
+        taskId: task.taskId,
+        from: task.attempt,
+        params: body.params as Record<string, unknown> | undefined,
+      });
+    else plan.starts.push({ key: n.key, item, kind: 'task', body });
   };
 
   if (run.cancelling) {
@@ -145,7 +196,11 @@ export function evaluate(
     }
   };
   const decide = (n: NodeDef, v: NodeView): void => {
-    const parents = n.depends_on.map((d) => (views.get(d) as NodeView).status);
+    // A node a person skipped lets its dependants go on, as if it succeeded.
+    const parents = n.depends_on.map((d) => {
+      const p = views.get(d) as NodeView;
+      return p.manual ? 'SUCCESS' : p.status;
+    });
     let verdict = ruleVerdict(n.trigger_rule, parents);
     for (const d of n.depends_on) {
       const chosen = chosenBy.get(d);
@@ -170,7 +225,7 @@ export function evaluate(
     switch (kindOf(n)) {
       case 'task':
         if (n.for_each === undefined) {
-          plan.starts.push({ key: n.key, item: 0, kind: 'task', body: render(n.task!, scope()) });
+          startTask(n, 0, render(n.task!, scope()));
           set(n.key, 'ACTIVE');
           return;
         }
@@ -260,8 +315,7 @@ export function evaluate(
     for (let item = 0; item < (v.count ?? 0) && active < cap; item++) {
       if (made.has(item)) continue;
       try {
-        const body = render(n.task!, scope({ item: list[item], index: item }));
-        plan.starts.push({ key: n.key, item, kind: 'task', body });
+        startTask(n, item, render(n.task!, scope({ item: list[item], index: item })));
         active++;
       } catch (err) {
         if (!(err instanceof PlaceholderMissing)) throw err;
@@ -277,7 +331,7 @@ export function evaluate(
   if (!mainViews.every((v) => ENDED.has(v.status))) return plan;
   const unhandled = mainViews.find(
     (v) =>
-      v.status === 'FAILED' &&
+      failedStatus(v.status) &&
       !main.some(
         (d) => d.depends_on.includes(v.key) && (views.get(d.key) as NodeView).status !== 'SKIPPED',
       ),
@@ -288,8 +342,20 @@ export function evaluate(
   }
   const handlers = order.filter((n) => n.on_failure);
   pass(handlers);
-  if (handlers.every((n) => ENDED.has((views.get(n.key) as NodeView).status)))
-    plan.finish = { outcome: 'FAIL', error: failureOf(unhandled) };
+  if (!handlers.every((n) => ENDED.has((views.get(n.key) as NodeView).status))) return plan;
+  const cause = failureOf(mainViews.find((v) => v.status === 'FAILED') ?? unhandled);
+  if (!spec.rollback_on_failure) {
+    plan.finish = { outcome: 'FAIL', error: cause };
+    return plan;
+  }
+  // Saga: what succeeded is undone, latest first, before the run ends.
+  const saga = sagaStep(main, rows, tasks);
+  plan.rollbacks = saga.now;
+  if (saga.done)
+    plan.finish = {
+      outcome: 'FAIL',
+      error: `${cause}; rolled back ${saga.rolledBack} node task(s)${saga.notes.length ? `, not ${saga.notes.join(', ')}` : ''}`,
+    };
   return plan;
 }
 

@@ -5,13 +5,17 @@ import { Access, TenantFields } from '../auth';
 import { ApiErrors } from '../common';
 import { ListRunsQuery, toRunDto } from './dto/topology-run.mapping';
 import { SignalDto, TopologyRunDto, TopologyRunPageDto } from './dto/topology.dto';
+import { RunRepairs } from './run-repairs';
 import { TopologyRunsService } from './topology-runs.service';
 
 @ApiTags('topologies')
 @Access('operate')
 @Controller('v1/topology-runs')
 export class TopologyRunsController {
-  constructor(private readonly runs: TopologyRunsService) {}
+  constructor(
+    private readonly runs: TopologyRunsService,
+    private readonly repairs: RunRepairs,
+  ) {}
 
   @Access('read')
   @Get()
@@ -87,5 +91,49 @@ export class TopologyRunsController {
     @Body() dto: SignalDto,
   ): Promise<Envelope<TopologyRunDto>> {
     return ok(toRunDto(await this.runs.signal(runId, dto.signal, dto.data ?? {})));
+  }
+
+  @Post(':run_id/retry')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'retry a run that finished without success from its failed nodes: succeeded nodes keep their results, failed ones re-run their tasks, the graph intact',
+  })
+  @ApiOkResponse({ type: TopologyRunDto })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
+  async retry(@Param('run_id') runId: string): Promise<Envelope<TopologyRunDto>> {
+    await this.repairs.retry(runId);
+    return ok(toRunDto(await this.runs.get(runId)));
+  }
+
+  @Post(':run_id/nodes/:node/rerun')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 're-run one node and every node after it (a finished run runs again)',
+  })
+  @ApiOkResponse({ type: TopologyRunDto })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
+  async rerunNode(
+    @Param('run_id') runId: string,
+    @Param('node') node: string,
+  ): Promise<Envelope<TopologyRunDto>> {
+    await this.repairs.rerunNode(runId, node);
+    return ok(toRunDto(await this.runs.get(runId)));
+  }
+
+  @Post(':run_id/nodes/:node/skip')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'skip a pending or failed node: it is SKIPPED, and its dependants go on as if it had succeeded',
+  })
+  @ApiOkResponse({ type: TopologyRunDto })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
+  async skip(
+    @Param('run_id') runId: string,
+    @Param('node') node: string,
+  ): Promise<Envelope<TopologyRunDto>> {
+    await this.repairs.skip(runId, node);
+    return ok(toRunDto(await this.runs.get(runId)));
   }
 }

@@ -1,4 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import {
   BlockingKind,
@@ -10,7 +17,7 @@ import {
 
 /**
  * `demo.rollback`: sync; run writes a file named after the task (the visible change), rollback
- * deletes it. `params.fail: true` makes run fail after writing, as a half-done change would.
+ * deletes it (and appends a line to `rollbacks.jsonl` in the same folder). `params.fail: true` makes run fail after writing, as a half-done change would.
  */
 export class RollbackHandler implements TaskHandler {
   readonly type = 'demo.rollback';
@@ -34,8 +41,13 @@ export class RollbackHandler implements TaskHandler {
     return { result: { file } };
   }
 
+  /** Undoes the change, and says so in `rollbacks.jsonl` beside the changes (tests read the order). */
   rollback(task: TaskSnapshot): void {
     rmSync(this.fileOf(task.taskId), { force: true });
+    appendFileSync(
+      join(this.dir, 'rollbacks.jsonl'),
+      `${JSON.stringify({ task_id: task.taskId, at: Date.now() })}\n`,
+    );
   }
 
   summary(task: TaskSnapshot): string {

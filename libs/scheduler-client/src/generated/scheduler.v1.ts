@@ -792,6 +792,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topology-runs/{run_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** retry a run that finished without success from its failed nodes: succeeded nodes keep their results, failed ones re-run their tasks, the graph intact */
+        post: operations["TopologyRunsController_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/nodes/{node}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** re-run one node and every node after it (a finished run runs again) */
+        post: operations["TopologyRunsController_rerunNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/nodes/{node}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** skip a pending or failed node: it is SKIPPED, and its dependants go on as if it had succeeded */
+        post: operations["TopologyRunsController_skip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -4382,6 +4433,116 @@ export interface operations {
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_retry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_rerunNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                node: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_skip: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                node: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];

@@ -1,0 +1,224 @@
+import { Injectable } from '@nestjs/common';
+import {
+  ContractErrorCode,
+  ContractException,
+  RepetitionKind,
+  TaskStatus,
+} from '@baton/task-contract';
+import { EntityManager } from 'typeorm';
+import { Clock } from '../common';
+import { TransactionRunner } from '../database';
+import { TaskModel, TasksRepository } from '../task-store';
+import { NodeRow } from './node-state';
+import { viewsOf } from './topology-evaluator';
+import { TopologySpec, ancestorSets } from './topology-definition';
+import { TopologyDriver } from './topology-driver';
+import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
+import { TopologiesRepository } from './topologies.repository';
+import { runNotFound } from './topology-runs.service';
+
+/**
+ * Repairs of a run: retry from the failed nodes, re-run one node and everything after it, skip a
+ * node. Succeeded nodes keep their results; a node that ran before runs its own task again (a
+ * re-run: same task, a new attempt), so each node still has one task for good.
+ */
+@Injectable()
+export class RunRepairs {
+  constructor(
+    private readonly defs: TopologiesRepository,
+    private readonly runs: TopologyRunsRepository,
+    private readonly tasks: TasksRepository,
+    private readonly driver: TopologyDriver,
+    private readonly tx: TransactionRunner,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * A failed (or cancelled) run, again from where it failed: failed nodes re-run their tasks,
+   * nodes skipped because of them and the on-failure handlers are decided again, and a failed
+   * sub-topology retries its own run the same way. The run is the same run, its graph intact.
+   */
+  async retry(runId: string): Promise<void> {
+    const { spec, centre } = await this.load(runId);
+    const handlers = new Set(spec.nodes.filter((n) => n.on_failure).map((n) => n.key));
+    if (centre.status !== TaskStatus.FINISH || centre.outcome === TaskStatus.SUCCESS)
+      throw this.illegal(centre, 'retry', 'only a run that finished without success is retried');
+    const children: string[] = [];
+    await this.tx.run(async (m) => {
+      await this.runs.lock(m, runId);
+      const rows = await this.runs.nodes(runId, m);
+      const tasks = await this.taskMap(rows, m);
+      const wake: NodeRow[] = [];
+      const drop: NodeRow[] = [];
+      for (const r of rows) {
+        const t = r.taskId ? tasks.get(r.taskId) : undefined;
+        if (t?.repetition === RepetitionKind.TOPOLOGY) {
+          if (t.outcome !== TaskStatus.SUCCESS) children.push(t.taskId);
+        } else if (r.state === 'skipped' && r.result?.by === 'api') {
+          // Skipped by a person: it stays skipped.
+        } else if (r.state === 'failed' || (r.state === 'skipped' && !t)) drop.push(r);
+        else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state === 'skipped')) wake.push(r);
+        else if (t && handlers.has(r.key)) wake.push(r);
+      }
+      await this.runs.deleteNodes(m, runId, drop);
+      for (const r of wake)
+        await this.runs.moveNode(
+          m,
+          runId,
+          r.key,
+          r.item,
+          r.state,
+          { state: 'dormant', result: null },
+          this.clock.now(),
+        );
+    });
+    for (const child of children) await this.retry(child);
+    await this.reopen(runId, 'retry from the failed nodes');
+  }
+
+  /** Re-runs one node and every node after it; the nodes before it keep what they did. */
+  async rerunNode(runId: string, key: string): Promise<void> {
+    const { run, spec, centre } = await this.load(runId);
+    const node = spec.nodes.find((n) => n.key === key);
+    if (!node) throw this.noNode(runId, key);
+    const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
+    const ancestors = ancestorSets(spec.nodes, byKey);
+    const downstream = new Set(
+      spec.nodes.filter((n) => n.key === key || ancestors.get(n.key)?.has(key)).map((n) => n.key),
+    );
+    if (spec.nodes.some((n) => downstream.has(n.key) && n.topology))
+      throw new ContractException(
+        ContractErrorCode.ILLEGAL_TRANSITION,
+        `node ${key} has a sub-topology node after it: re-run the run's failed nodes (retry) instead`,
+        { run_id: runId, node: key },
+      );
+    await this.tx.run(async (m) => {
+      await this.runs.lock(m, runId);
+      const rows = (await this.runs.nodes(runId, m)).filter((r) => downstream.has(r.key));
+      const tasks = await this.taskMap(rows, m);
+      const busy = rows.find((r) => r.taskId && tasks.get(r.taskId)?.status !== TaskStatus.FINISH);
+      if (busy)
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `node ${busy.key} of run ${runId} is running: wait for it, or cancel the run first`,
+          { run_id: runId, node: busy.key },
+        );
+      await this.runs.deleteNodes(
+        m,
+        runId,
+        rows.filter((r) => !r.taskId),
+      );
+      for (const r of rows.filter((x) => x.taskId))
+        await this.runs.moveNode(
+          m,
+          runId,
+          r.key,
+          r.item,
+          r.state,
+          { state: 'dormant', result: null },
+          this.clock.now(),
+        );
+    });
+    if (centre.status === TaskStatus.FINISH)
+      await this.reopen(run.runId, `re-run from node ${key}`);
+    else await this.driver.evaluate(runId);
+  }
+
+  /**
+   * Skips a node that has not succeeded and is not running: it is SKIPPED, and its dependants go
+   * on as if it had succeeded. A finished run is not reopened by it (retry does that).
+   */
+  async skip(runId: string, key: string): Promise<void> {
+    const { spec, centre } = await this.load(runId);
+    const node = spec.nodes.find((n) => n.key === key);
+    if (!node) throw this.noNode(runId, key);
+    if (node.for_each !== undefined)
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `node ${key} is a for_each node: skip is for single nodes`,
+        { node: key },
+      );
+    const now = this.clock.now();
+    await this.tx.run(async (m) => {
+      await this.runs.lock(m, runId);
+      const rows = await this.runs.nodes(runId, m);
+      const status = viewsOf(spec, rows, await this.driver.nodeTasks(rows, m)).get(key)?.status;
+      if (status !== 'PENDING' && status !== 'FAILED')
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `node ${key} of run ${runId} is ${status}: only a pending or failed node is skipped`,
+          { run_id: runId, node: key, status },
+        );
+      const row = rows.find((r) => r.key === key && r.item === 0);
+      const skipped = { state: 'skipped' as const, result: { by: 'api' } };
+      if (row) await this.runs.moveNode(m, runId, key, 0, row.state, skipped, now);
+      else await this.runs.insertNodes(m, runId, [{ key, item: 0, taskId: null, ...skipped }], now);
+    });
+    if (centre.status !== TaskStatus.FINISH) await this.driver.evaluate(runId);
+  }
+
+  /** A finished run's centre task back to RUNNING (FINISH -> CREATE -> RUNNING), evaluated. */
+  private async reopen(runId: string, why: string): Promise<void> {
+    for (;;) {
+      const centre = await this.tasks.findById(runId);
+      if (!centre || centre.status !== TaskStatus.FINISH) break;
+      const now = this.clock.now();
+      const moved = await this.tasks.apply(
+        centre,
+        {
+          to: TaskStatus.RUNNING,
+          via: [TaskStatus.CREATE],
+          patch: {
+            attempt: centre.attempt + 1,
+            outcome: null,
+            error: null,
+            result: null,
+            cancelRequested: false,
+            finishedAt: null,
+          },
+          reason: why,
+          actor: 'api',
+        },
+        now,
+      );
+      if (moved) {
+        await this.runs.setActive(runId, true, now);
+        break;
+      }
+    }
+    await this.driver.evaluate(runId);
+  }
+
+  private async load(
+    runId: string,
+  ): Promise<{ run: TopologyRun; spec: TopologySpec; centre: TaskModel }> {
+    const [run, centre] = await Promise.all([this.runs.get(runId), this.tasks.findById(runId)]);
+    if (!run || !centre) throw runNotFound(runId);
+    const def = await this.defs.get(run.name, run.version);
+    if (!def) throw runNotFound(runId);
+    return { run, spec: def.spec, centre };
+  }
+
+  private async taskMap(
+    rows: readonly NodeRow[],
+    m: EntityManager,
+  ): Promise<Map<string, TaskModel>> {
+    const ids = rows.map((r) => r.taskId).filter((x): x is string => x !== null);
+    return new Map((await this.tasks.findByIds(ids, m)).map((t) => [t.taskId, t]));
+  }
+
+  private noNode(runId: string, key: string): ContractException {
+    return new ContractException(ContractErrorCode.NOT_FOUND, `run ${runId} has no node ${key}`, {
+      run_id: runId,
+      node: key,
+    });
+  }
+
+  private illegal(centre: TaskModel, action: string, why: string): ContractException {
+    return new ContractException(
+      ContractErrorCode.ILLEGAL_TRANSITION,
+      `cannot ${action} topology run ${centre.taskId}: it is ${centre.status}${centre.outcome ? ` (${centre.outcome})` : ''}; ${why}`,
+      { run_id: centre.taskId, status: centre.status },
+    );
+  }
+}
