@@ -635,7 +635,7 @@ describe.each([
         .map((a) => `${a.status} ${a.message}`),
     ).toEqual([]);
     const done = await api.until(id, 'FINISH', 60_000);
-    expect(done).toMatchObject({ outcome: 'FAIL', cancel_requested: true });
+    expect(done).toMatchObject({ outcome: 'CANCELLED', cancel_requested: true });
     const cancels = (await api.events(id)).filter((e) => /cancel/i.test(e.reason));
     const notes = cancels.filter((e) => e.from === e.to);
     expect(notes).toHaveLength(1);

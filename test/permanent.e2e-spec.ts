@@ -130,7 +130,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
     // Cancelled: the life stops on the worker and no new one starts.
     await cancel(api, id);
     const done = await api.until(id, 'FINISH', 20_000);
-    expect(done).toMatchObject({ outcome: 'FAIL', restarts });
+    expect(done).toMatchObject({ outcome: 'CANCELLED', restarts });
     await sleep(1000);
     expect((await attempts(api, id)).length).toBe(list.length);
   });
@@ -167,7 +167,7 @@ describe('permanent tasks on MariaDB + Redis', () => {
     expect(looped.task_status).not.toBe('FINISH');
     await cancel(api, echo);
     const stopped = await api.until(echo, 'FINISH', 20_000);
-    expect(stopped.outcome).toBe('SUCCESS');
+    expect(stopped.outcome).toBe('CANCELLED');
     const seq = await api.sequence(echo);
     // Every life: CREATE RUNNING SUCCESS; the last SUCCESS is cleaned up into FINISH.
     expect(seq.slice(0, 4)).toEqual(['INIT', 'CREATE', 'RUNNING', 'SUCCESS']);

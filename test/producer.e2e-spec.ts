@@ -251,7 +251,7 @@ describe.each([
     expect(Date.now()).toBeLessThan(at);
     expect((await api.call('PATCH', `/v1/timers/${id}`, { enabled: false })).status).toBe(200);
     const task = await api.until([...got.values()][0].task_id, 'FINISH');
-    expect(task).toMatchObject({ outcome: 'FAIL', started_at: null });
+    expect(task).toMatchObject({ outcome: 'CANCELLED', started_at: null });
     expect(await api.sequence(task.task_id as string)).not.toContain('RUNNING');
   });
 
@@ -307,7 +307,7 @@ describe.each([
       }),
     );
     for (const c of cancelled) {
-      expect(c.outcome).toBe('FAIL');
+      expect(c.outcome).toBe('CANCELLED');
       expect(c.error).toMatch(/cancel/i);
     }
 

@@ -233,7 +233,7 @@ describe.each([
     await api.until(id);
   });
 
-  it('cancels a running task: it fails and is not retried', async () => {
+  it('cancels a running task: it ends CANCELLED (not a failure, and filterable) and is not retried', async () => {
     const id = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'cancel', http_url: workerA.url },
       process_arg: { max_retry: 3 },
@@ -244,8 +244,18 @@ describe.each([
       (await api.call('POST', `/v1/tasks/${id}/cancel`)).status === 200 ? true : undefined,
     );
     const done = await api.until(id);
-    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    expect(done).toMatchObject({ outcome: 'CANCELLED', attempt: 1 });
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
+    const listed = async (outcome: string): Promise<string[]> =>
+      (
+        await api.call<{ items: { task_id: string }[] }>(
+          'GET',
+          `/v1/tasks?task_type=demo.sleep&outcome=${outcome}&limit=500`,
+        )
+      ).data.items.map((t) => t.task_id);
+    expect(await listed('cancelled')).toContain(id);
+    expect(await listed('FAIL,SUCCESS')).not.toContain(id);
+    expect((await api.call('GET', '/v1/tasks?outcome=LOST')).status).toBe(400);
   });
 
   it('cancels a sync run while it is driven: answered at once, stopped, not retried', async () => {
@@ -267,7 +277,7 @@ describe.each([
     expect(['RUNNING', 'FAIL', 'FINISH']).toContain(res.data.task_status);
     const done = await api.until(id, 'FINISH', 10_000);
     expect(Date.now() - asked).toBeLessThan(10_000);
-    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    expect(done).toMatchObject({ outcome: 'CANCELLED', attempt: 1 });
     expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
     const events = await api.events(id);
     expect(events.map((e) => e.reason)).toContainEqual(
@@ -291,7 +301,7 @@ describe.each([
       (await api.call('POST', `/v1/tasks/${id}/cancel`)).status === 200 ? true : undefined,
     );
     const done = await api.until(id);
-    expect(done).toMatchObject({ outcome: 'FAIL', attempt: 1 });
+    expect(done).toMatchObject({ outcome: 'CANCELLED', attempt: 1 });
     const attempts = (
       await api.call<{ attempt: number; ended_at: string | null; outcome: string | null }[]>(
         'GET',

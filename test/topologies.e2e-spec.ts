@@ -318,7 +318,7 @@ describe.each([
     expect(node(r, 'go').result).toEqual({ echo: { by: 'alice' } });
   });
 
-  it('cancels a running run: the running node is cancelled and the run ends cancelled', async () => {
+  it('cancels a running run: the running node is cancelled and the run ends CANCELLED', async () => {
     await define({
       name: 'long',
       nodes: [
@@ -335,8 +335,14 @@ describe.each([
     const c = await api.call<Run>('POST', `/v1/topology-runs/${id}/cancel`);
     expect(c.status).toBe(200);
     const r = await finished(id);
-    expect(r.outcome).toBe('FAIL');
+    expect(r.outcome).toBe('CANCELLED');
     expect(r.error).toBe('cancelled');
+    const byOutcome = async (outcome: string): Promise<string[]> =>
+      (
+        await api.call<{ items: Run[] }>('GET', `/v1/topology-runs?name=long&outcome=${outcome}`)
+      ).data.items.map((x) => x.run_id);
+    expect(await byOutcome('CANCELLED')).toEqual([id]);
+    expect(await byOutcome('FAIL')).toEqual([]);
     expect(node(r, 'slow').status).toBe('FAILED');
     expect(node(r, 'next').status).toBe('PENDING');
     const t = await api.task(node(r, 'slow').task_id as string);

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  CANCELLED_OUTCOME,
   IllegalTransitionError,
   NotifyEvent,
   StaleFenceError,
@@ -131,7 +132,8 @@ export class FailurePolicy {
           }
         : {
             error: code ? { message: why, code } : { message: why },
-            outcome: TaskStatus.FAIL,
+            // Stopped because someone asked: the end is a cancel, not a failure.
+            outcome: t.cancelRequested ? CANCELLED_OUTCOME : TaskStatus.FAIL,
             pendingAction: null,
             dueAt: now,
           },

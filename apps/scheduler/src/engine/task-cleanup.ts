@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  CANCELLED_OUTCOME,
   ContractCall,
+  RepetitionKind,
   NotImplementedError,
   StaleFenceError,
   TaskNotFoundError,
+  TaskOutcome,
   TaskStatus,
   WorkerCallError,
   WorkerClient,
@@ -86,7 +89,7 @@ export class TaskCleanup {
   }
 
   /** After an outcome: release resources on the worker and here, then FINISH. */
-  async clean(t: TaskModel, outcome: TaskStatus): Promise<Step> {
+  async clean(t: TaskModel, outcome: TaskOutcome): Promise<Step> {
     if (t.pendingAction === 'rollback' && outcome === TaskStatus.SUCCESS)
       return this.rollbackOrClean(t);
     const type = await this.types.find(t.taskType);
@@ -113,16 +116,22 @@ export class TaskCleanup {
     }
     await this.leases.release(t.taskId);
     const now = this.clock.now();
+    // A permanent task never ends by itself: when it ends, someone stopped it.
+    const final =
+      t.outcome ??
+      (t.repetition === RepetitionKind.PERMANENT && t.cancelRequested
+        ? CANCELLED_OUTCOME
+        : outcome);
     await this.steps.step(t, {
       to: TaskStatus.FINISH,
       patch: {
-        outcome: t.outcome ?? outcome,
+        outcome: final,
         finishedAt: now,
         dueAt: null,
         owner: null,
         leaseUntil: null,
       },
-      reason: `cleaned up (${t.outcome ?? outcome})`,
+      reason: `cleaned up (${final})`,
     });
     return REST;
   }

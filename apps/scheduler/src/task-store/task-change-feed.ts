@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TaskStatus } from '@baton/task-contract';
+import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { SqlRunner } from './sql-runner';
 import { TaskModel } from './task.model';
@@ -14,8 +14,8 @@ export interface TaskStatusChange {
   /** Null for a task's first status (it was created). */
   from: TaskStatus | null;
   to: TaskStatus;
-  /** The task's outcome once it has one (SUCCESS, FAIL, ROLLBACK): set with the move to FINISH. */
-  outcome: TaskStatus | null;
+  /** The task's outcome once it has one (SUCCESS, FAIL, ROLLBACK, CANCELLED): set with the move to FINISH. */
+  outcome: TaskOutcome | null;
   attempt: number;
   at: number;
 }

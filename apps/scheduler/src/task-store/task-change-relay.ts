@@ -6,7 +6,7 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
-import { TaskStatus } from '@baton/task-contract';
+import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { Clock, NudgedLoop } from '../common';
 import { TransactionRunner } from '../database';
 import { SqlRunner } from './sql-runner';
@@ -146,7 +146,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
       tenant: String(r.tenant),
       from: (r.from_status ?? null) as TaskStatus | null,
       to: r.to_status as TaskStatus,
-      outcome: (r.outcome ?? null) as TaskStatus | null,
+      outcome: (r.outcome ?? null) as TaskOutcome | null,
       attempt: Number(r.attempt),
       at: Number(r.created_at),
     }));

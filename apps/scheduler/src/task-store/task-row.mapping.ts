@@ -1,4 +1,4 @@
-import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { BlockingKind, RepetitionKind, TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { TaskEventEntity } from './task-event.entity';
 import { TaskEntity } from './task.entity';
 import { TaskEventModel, TaskModel, TaskPatch } from './task.model';
@@ -65,7 +65,7 @@ export function toModel(e: TaskEntity): TaskModel {
     error: e.error,
     progress: e.progress,
     heartbeatAt: e.heartbeat_at,
-    outcome: e.outcome as TaskStatus | null,
+    outcome: e.outcome as TaskOutcome | null,
     pausedFrom: e.paused_from as TaskStatus | null,
     cancelRequested: Boolean(e.cancel_requested),
     pendingAction: e.pending_action as TaskModel['pendingAction'],

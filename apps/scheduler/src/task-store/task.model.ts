@@ -1,4 +1,4 @@
-import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { BlockingKind, RepetitionKind, TaskOutcome, TaskStatus } from '@baton/task-contract';
 
 /** A task as services see it (the entity never leaves the repository). Times are epoch ms. */
 export interface TaskModel {
@@ -39,7 +39,7 @@ export interface TaskModel {
   error: { message: string; code?: string | null } | null;
   progress: { percent: number; step: string | null; message: string | null } | null;
   heartbeatAt: number | null;
-  outcome: TaskStatus | null;
+  outcome: TaskOutcome | null;
   pausedFrom: TaskStatus | null;
   cancelRequested: boolean;
   /**
@@ -114,6 +114,7 @@ export interface TaskFilter {
   taskType?: string;
   taskName?: string;
   status?: TaskStatus[];
+  outcome?: TaskOutcome[];
   tenant?: string;
   label?: { key: string; value: string };
   createdFrom?: number;

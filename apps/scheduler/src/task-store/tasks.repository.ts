@@ -212,6 +212,8 @@ export class TasksRepository {
     if (filter.taskType) q.andWhere('t.task_type = :type', { type: filter.taskType });
     if (filter.taskName) q.andWhere('t.task_name = :name', { name: filter.taskName });
     if (filter.status?.length) q.andWhere('t.status IN (:...status)', { status: filter.status });
+    if (filter.outcome?.length)
+      q.andWhere('t.outcome IN (:...outcome)', { outcome: filter.outcome });
     if (filter.tenant) q.andWhere('t.tenant = :tenant', { tenant: filter.tenant });
     if (filter.createdFrom !== undefined)
       q.andWhere('t.created_at >= :from', { from: filter.createdFrom });

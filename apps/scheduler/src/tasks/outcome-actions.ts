@@ -45,15 +45,15 @@ export class OutcomeActions {
 
   /**
    * Undo what the task did, through its worker's rollback: a task whose outcome awaits (SUCCESS,
-   * FAIL), or one that finished with SUCCESS or FAIL (it is rolled back, then FINISHes again).
+   * FAIL), or one that finished and was not undone yet: SUCCESS, FAIL or CANCELLED (it is rolled
+   * back, then FINISHes again).
    */
   async rollback(taskId: string, actor = ACTOR): Promise<TaskModel> {
     const t = await this.steps.free(taskId);
     if (!canTransition(t.status, TaskStatus.ROLLBACK)) throw illegal('roll back', t);
     if (
       t.status === TaskStatus.FINISH &&
-      (t.pendingAction !== null ||
-        (t.outcome !== TaskStatus.SUCCESS && t.outcome !== TaskStatus.FAIL))
+      (t.pendingAction !== null || t.outcome === null || t.outcome === TaskStatus.ROLLBACK)
     )
       throw illegal('roll back', t);
     const type = await this.types.get(t.taskType);

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  CANCELLED_OUTCOME,
   BlockingKind,
   ContractCall,
   ContractErrorCode,
@@ -167,7 +168,7 @@ export class TaskActionsService {
           patch: {
             cancelRequested: true,
             pendingAction: null,
-            outcome: TaskStatus.SUCCESS,
+            outcome: CANCELLED_OUTCOME,
             dueAt: this.clock.now(),
           },
           reason: 'cancelled: the permanent task is not restarted',
@@ -181,7 +182,7 @@ export class TaskActionsService {
       t.status === TaskStatus.FINISH ||
       t.status === TaskStatus.SUCCESS ||
       t.status === TaskStatus.ROLLBACK ||
-      t.outcome === TaskStatus.FAIL
+      (t.status === TaskStatus.FAIL && t.outcome !== null)
     ) {
       throw illegal('cancel', t);
     }
@@ -207,7 +208,7 @@ export class TaskActionsService {
         to: TaskStatus.FAIL,
         patch: {
           cancelRequested: true,
-          outcome: TaskStatus.FAIL,
+          outcome: CANCELLED_OUTCOME,
           error: { message: 'cancelled', code: 'cancelled' },
           dueAt: this.clock.now(),
         },

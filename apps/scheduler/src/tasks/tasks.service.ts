@@ -11,7 +11,7 @@ import {
   TasksRepository,
 } from '../task-store';
 import { CreateTaskDto } from './dto/create-task.dto';
-import { ListTasksQuery } from './dto/list-tasks.query';
+import { ListTasksQuery, taskFilterOf } from './dto/list-tasks.query';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskFactory } from './task-factory';
 
@@ -161,19 +161,7 @@ export class TasksService {
 
   async list(q: ListTasksQuery): Promise<{ items: TaskModel[]; nextCursor: string | null }> {
     const limit = q.limit ?? 50;
-    const [key, ...rest] = q.label ? q.label.split(':') : [];
-    const items = await this.repo.list(
-      {
-        taskType: q.task_type,
-        status: q.status,
-        tenant: q.tenant,
-        label: q.label ? { key, value: rest.join(':') } : undefined,
-        createdFrom: q.created_from ? Date.parse(q.created_from) : undefined,
-        createdTo: q.created_to ? Date.parse(q.created_to) : undefined,
-      },
-      q.cursor,
-      limit + 1,
-    );
+    const items = await this.repo.list(taskFilterOf(q), q.cursor, limit + 1);
     const more = items.length > limit;
     const page = more ? items.slice(0, limit) : items;
     return { items: page, nextCursor: more ? page[page.length - 1].taskId : null };

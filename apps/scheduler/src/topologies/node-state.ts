@@ -1,4 +1,4 @@
-import { TaskStatus } from '@baton/task-contract';
+import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { NodeDef, kindOf } from './topology-definition';
 
 /**
@@ -43,7 +43,7 @@ export interface NodeRow {
 export interface NodeTask {
   taskId: string;
   status: TaskStatus;
-  outcome: TaskStatus | null;
+  outcome: TaskOutcome | null;
   result: Record<string, unknown> | null;
   error: { message: string; code?: string | null } | null;
   attempt: number;

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
+  CANCELLED_OUTCOME,
   ContractErrorCode,
   ContractException,
   RepetitionKind,
@@ -327,7 +328,11 @@ export class TopologyDriver implements TaskChangeConsumer {
         to: TaskStatus.FINISH,
         via: [ok ? TaskStatus.SUCCESS : TaskStatus.FAIL],
         patch: {
-          outcome: ok ? TaskStatus.SUCCESS : TaskStatus.FAIL,
+          outcome: ok
+            ? TaskStatus.SUCCESS
+            : f.outcome === 'CANCELLED'
+              ? CANCELLED_OUTCOME
+              : TaskStatus.FAIL,
           result: { nodes: counts },
           error: ok
             ? null

@@ -3,6 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
 import { Access, TenantFields } from '../auth';
 import { ApiErrors } from '../common';
+import { taskFilterOf } from '../tasks';
 import { ListRunsQuery, toRunDto } from './dto/topology-run.mapping';
 import { SignalDto, TopologyRunDto, TopologyRunPageDto } from './dto/topology.dto';
 import { RunRepairs } from './run-repairs';
@@ -20,19 +21,13 @@ export class TopologyRunsController {
   @Access('read')
   @Get()
   @TenantFields('query.tenant')
-  @ApiOperation({ summary: 'list runs, newest first, by definition, status, tenant, label, time' })
+  @ApiOperation({
+    summary: 'list runs, newest first, by definition, status, outcome, tenant, label, time',
+  })
   @ApiOkResponse({ type: TopologyRunPageDto })
   async list(@Query() q: ListRunsQuery): Promise<Envelope<TopologyRunPageDto>> {
-    const [key, ...rest] = q.label ? q.label.split(':') : [];
     const page = await this.runs.list(
-      {
-        name: q.name,
-        tenant: q.tenant,
-        status: q.status,
-        label: q.label ? { key, value: rest.join(':') } : undefined,
-        createdFrom: q.created_from ? Date.parse(q.created_from) : undefined,
-        createdTo: q.created_to ? Date.parse(q.created_to) : undefined,
-      },
+      { ...taskFilterOf(q), name: q.name },
       q.cursor,
       q.limit ?? 50,
     );

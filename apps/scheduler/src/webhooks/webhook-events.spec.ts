@@ -1,4 +1,4 @@
-import { TaskStatus } from '@baton/task-contract';
+import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange } from '../task-store';
 import { newTask } from '../task-store/testing/new-task';
@@ -12,7 +12,7 @@ const S = TaskStatus;
 
 describe('webhook events', () => {
   it('names the events of each move', () => {
-    const t = (from: TaskStatus | null, to: TaskStatus, outcome: TaskStatus | null = null) =>
+    const t = (from: TaskStatus | null, to: TaskStatus, outcome: TaskOutcome | null = null) =>
       eventTypes({ from, to, outcome }, null);
     expect(t(null, S.INIT)).toEqual(['task.created', 'task.status_changed']);
     expect(t(S.INIT, S.CREATE)).toEqual(['task.status_changed']);
@@ -27,6 +27,26 @@ describe('webhook events', () => {
       'task.finished',
     ]);
     expect(t(S.ROLLBACK, S.FINISH, S.ROLLBACK)).toContain('task.failed');
+    // A topology run's centre task: the run's own events besides the task's.
+    expect(eventTypes({ from: S.FAIL, to: S.FINISH, outcome: S.FAIL }, null, true)).toEqual([
+      'task.status_changed',
+      'task.failed',
+      'task.finished',
+      'topology.run.finished',
+      'topology.run.failed',
+    ]);
+    expect(eventTypes({ from: S.RUNNING, to: S.FINISH, outcome: S.SUCCESS }, null, true)).toEqual([
+      'task.status_changed',
+      'task.succeeded',
+      'task.finished',
+      'topology.run.finished',
+    ]);
+    // A cancel is an end of its own, not a failure.
+    expect(t(S.FAIL, S.FINISH, 'CANCELLED')).toEqual([
+      'task.status_changed',
+      'task.cancelled',
+      'task.finished',
+    ]);
     expect(eventTypes({ from: S.RUNNING, to: S.FAIL, outcome: null }, 'deadline_timeout')).toEqual([
       'task.status_changed',
       'task.timed_out',

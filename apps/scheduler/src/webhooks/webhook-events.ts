@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { monotonicFactory } from 'ulid';
-import { TaskStatus } from '@baton/task-contract';
+import { CANCELLED_OUTCOME, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
 import { TaskDto, toTaskDto } from '../tasks';
@@ -13,10 +13,11 @@ import { WebhooksRepository } from './webhooks.repository';
 /** Error codes of a failure by timeout (FailurePolicy). */
 const TIMEOUT_CODES = new Set(['deadline_timeout', 'heartbeat_timeout', 'queue_timeout']);
 
-/** The events a status change is. */
+/** The events a status change is (`run`: the task is a topology run's centre task). */
 export function eventTypes(
   c: Pick<TaskStatusChange, 'from' | 'to' | 'outcome'>,
   errorCode: string | null,
+  run = false,
 ): WebhookEventType[] {
   const types: WebhookEventType[] = [];
   if (c.from === null) types.push('task.created');
@@ -27,7 +28,12 @@ export function eventTypes(
     if (c.outcome === TaskStatus.SUCCESS) types.push('task.succeeded');
     if (c.outcome === TaskStatus.FAIL || c.outcome === TaskStatus.ROLLBACK)
       types.push('task.failed');
+    if (c.outcome === CANCELLED_OUTCOME) types.push('task.cancelled');
     types.push('task.finished');
+    if (run) {
+      types.push('topology.run.finished');
+      if (c.outcome === TaskStatus.FAIL) types.push('topology.run.failed');
+    }
   }
   return types;
 }
@@ -117,7 +123,11 @@ export class WebhookEvents implements TaskChangeWriter {
     for (const c of changes) {
       const callback = c.to === TaskStatus.FINISH ? c.task.callbackUrl : null;
       if (subs.length === 0 && callback === null) continue;
-      const types = eventTypes(c, c.task.error?.code ?? null);
+      const types = eventTypes(
+        c,
+        c.task.error?.code ?? null,
+        c.task.repetition === RepetitionKind.TOPOLOGY,
+      );
       const scope = { tenant: c.tenant, task_type: c.taskType, labels: c.task.labels };
       let data: TaskDto | undefined;
       // Events of one move go out in the order eventTypes lists them: each its own place.

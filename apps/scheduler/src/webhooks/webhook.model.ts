@@ -4,8 +4,11 @@ export const WEBHOOK_EVENTS = [
   'task.status_changed',
   'task.succeeded',
   'task.failed',
+  'task.cancelled',
   'task.finished',
   'task.timed_out',
+  'topology.run.finished',
+  'topology.run.failed',
   'worker.unhealthy',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number] | 'webhook.test';

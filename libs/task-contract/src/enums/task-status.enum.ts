@@ -53,3 +53,27 @@ export function exactTaskStatus(value: unknown): TaskStatus | undefined {
   if ((TASK_STATUSES as readonly string[]).includes(value)) return value as TaskStatus;
   return value === 'Postpose' ? TaskStatus.POSTPONE : undefined;
 }
+
+/**
+ * How a task ended, once it is decided: SUCCESS, FAIL or ROLLBACK (statuses it went through), or
+ * CANCELLED: stopped because someone asked, which is not a failure and not a status of its own
+ * (the task moves through FAIL to FINISH like a failure does, with this outcome).
+ */
+export type TaskOutcome =
+  TaskStatus.SUCCESS | TaskStatus.FAIL | TaskStatus.ROLLBACK | typeof CANCELLED_OUTCOME;
+
+export const CANCELLED_OUTCOME = 'CANCELLED' as const;
+
+export const TASK_OUTCOMES: readonly TaskOutcome[] = [
+  TaskStatus.SUCCESS,
+  TaskStatus.FAIL,
+  TaskStatus.ROLLBACK,
+  CANCELLED_OUTCOME,
+];
+
+/** Reads an outcome from a query string, in any case; `undefined` for anything else. */
+export function parseTaskOutcome(value: unknown): TaskOutcome | undefined {
+  if (typeof value !== 'string') return undefined;
+  const upper = value.trim().toUpperCase();
+  return (TASK_OUTCOMES as readonly string[]).includes(upper) ? (upper as TaskOutcome) : undefined;
+}

@@ -2,12 +2,16 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsDateString, IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import {
+  TASK_OUTCOMES,
   TASK_STATUSES,
   TASK_TYPE_PATTERN,
+  TaskOutcome,
   TaskStatus,
+  parseTaskOutcome,
   parseTaskStatus,
 } from '@baton/task-contract';
 import { DecimalInt, TENANT_PATTERN } from '../../common';
+import { TaskFilter } from '../../task-store';
 
 /** Query string of `GET /v1/tasks`. */
 export class ListTasksQuery {
@@ -28,6 +32,20 @@ export class ListTasksQuery {
   )
   @IsIn(TASK_STATUSES as TaskStatus[], { each: true })
   status?: TaskStatus[];
+
+  @ApiPropertyOptional({
+    description:
+      'comma-separated outcomes of finished tasks: SUCCESS, FAIL, ROLLBACK, CANCELLED (stopped by request)',
+    example: 'FAIL,CANCELLED',
+  })
+  @IsOptional()
+  @Transform(({ value }: { value: unknown }) =>
+    String(value)
+      .split(',')
+      .map((s) => parseTaskOutcome(s) ?? s.trim()),
+  )
+  @IsIn(TASK_OUTCOMES as TaskOutcome[], { each: true })
+  outcome?: TaskOutcome[];
 
   @ApiPropertyOptional({
     pattern: TENANT_PATTERN.source,
@@ -64,4 +82,18 @@ export class ListTasksQuery {
   @Min(1)
   @Max(500)
   limit?: number;
+}
+
+/** The repository's filter for a list query. */
+export function taskFilterOf(q: ListTasksQuery): TaskFilter {
+  const [key, ...rest] = q.label ? q.label.split(':') : [];
+  return {
+    taskType: q.task_type,
+    status: q.status,
+    outcome: q.outcome,
+    tenant: q.tenant,
+    label: q.label ? { key, value: rest.join(':') } : undefined,
+    createdFrom: q.created_from ? Date.parse(q.created_from) : undefined,
+    createdTo: q.created_to ? Date.parse(q.created_to) : undefined,
+  };
 }

@@ -1,5 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
+import {
+  BlockingKind,
+  RepetitionKind,
+  TASK_OUTCOMES,
+  TaskOutcome,
+  TaskStatus,
+} from '@baton/task-contract';
 import { TaskAttemptModel, TaskEventModel, TaskModel } from '../../task-store';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -15,11 +21,13 @@ export class TaskDto {
   >;
   @ApiProperty({ enum: TaskStatus, enumName: 'TaskStatus' }) task_status!: TaskStatus;
   @ApiPropertyOptional({
-    enum: TaskStatus,
+    enum: TASK_OUTCOMES,
+    enumName: 'TaskOutcome',
     nullable: true,
-    description: 'SUCCESS, FAIL or ROLLBACK once decided',
+    description:
+      'once decided: SUCCESS, FAIL, ROLLBACK (undone), or CANCELLED (stopped because someone asked: not a failure)',
   })
-  outcome!: TaskStatus | null;
+  outcome!: TaskOutcome | null;
   @ApiProperty({ type: 'integer' }) version!: number;
   @ApiProperty({ type: 'integer' }) attempt!: number;
   @ApiProperty({ type: 'integer' }) important_level!: number;

@@ -11,7 +11,7 @@ import {
   MaxLength,
   Min,
 } from 'class-validator';
-import { TaskStatus } from '@baton/task-contract';
+import { TASK_OUTCOMES, TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { TENANT_PATTERN } from '../../common';
 import { TOPOLOGY_NAME, TRIGGER_RULES } from '../topology-definition';
 import { TopologyVersion } from '../topologies.repository';
@@ -201,7 +201,8 @@ export class RunNodeDto {
   @ApiProperty() key!: string;
   @ApiProperty({ enum: ['task', 'switch', 'topology', 'wait'] }) kind!: string;
   @ApiProperty({ type: [String] }) depends_on!: string[];
-  @ApiProperty({ enum: ['PENDING', 'ACTIVE', 'SUCCESS', 'FAILED', 'SKIPPED'] }) status!: string;
+  @ApiProperty({ enum: ['PENDING', 'ACTIVE', 'SUCCESS', 'FAILED', 'SKIPPED', 'ROLLED_BACK'] })
+  status!: string;
   @ApiProperty({
     nullable: true,
     type: String,
@@ -238,7 +239,13 @@ export class TopologyRunDto {
   @ApiProperty() version!: number;
   @ApiProperty() tenant!: string;
   @ApiProperty({ enum: TaskStatus }) status!: TaskStatus;
-  @ApiProperty({ nullable: true, enum: TaskStatus, type: String }) outcome!: TaskStatus | null;
+  @ApiProperty({
+    nullable: true,
+    enum: TASK_OUTCOMES,
+    enumName: 'TaskOutcome',
+    description: 'once decided: SUCCESS, FAIL, ROLLBACK, or CANCELLED (the run was cancelled)',
+  })
+  outcome!: TaskOutcome | null;
   @ApiProperty() cancel_requested!: boolean;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } })
