@@ -2,15 +2,19 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { AuthModule, TenantScopes } from '../auth';
 import { TasksModule } from '../tasks';
+import { TopologiesModule } from '../topologies';
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersController } from './timers.controller';
 import { TimersRepository } from './timers.repository';
 import { TimersService } from './timers.service';
 
-/** The Producer: timer definitions and their fires, each fire a task created exactly once. */
+/**
+ * The Producer: timer definitions and their fires, each fire a task created (or a topology run
+ * started) exactly once.
+ */
 @Module({
-  imports: [AuthModule, TasksModule],
+  imports: [AuthModule, TasksModule, TopologiesModule],
   controllers: [TimersController],
   providers: [TimersRepository, ProducerOwnership, ProducerService, TimersService],
 })

@@ -9,10 +9,11 @@ import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contr
 import { Clock, crashPoint } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { TaskActionsService, TasksService } from '../tasks';
+import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
+import { TopologyRunsService } from '../topologies';
 import { ProducerOwnership } from './ownership';
 import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
-import { TimerModel } from './timer.model';
+import { TimerModel, TopologyTemplate, isTopologyTemplate } from './timer.model';
 import { TimersRepository } from './timers.repository';
 
 /** The idempotency key of one fire: the unique (tenant, key) index makes every slot fire once. */
@@ -50,6 +51,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     private readonly ownership: ProducerOwnership,
     private readonly tasks: TasksService,
     private readonly actions: TaskActionsService,
+    private readonly topologies: TopologyRunsService,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -123,11 +125,14 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   }
 
   /**
-   * How long before its slot a timer's fire is written. Only `allow` timers fire ahead: the other
-   * overlap policies judge the previous fire's task at the slot itself.
+   * How long before its slot a timer's fire is written. Only `allow` timers of tasks fire ahead:
+   * the other overlap policies judge the previous fire's task at the slot itself, and a topology
+   * run starts when it is written.
    */
   private lead(t: TimerModel): number {
-    return t.overlapPolicy === 'allow' ? this.config.producer.leadMs : 0;
+    return t.overlapPolicy === 'allow' && !isTopologyTemplate(t.template)
+      ? this.config.producer.leadMs
+      : 0;
   }
 
   /** When the timer may fire next here: its slot less the lead, or later after a failure. */
@@ -279,13 +284,17 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     );
   }
 
-  /** Cancels the previous fire's task; while it is being driven (409) it is tried again, up to 10 s. */
+  /**
+   * Cancels the previous fire's task (while it is being driven, 409, it is tried again, up to
+   * 10 s), or its topology run.
+   */
   private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
-    await this.actions
-      .cancelWhenFree(previous, `producer:${this.config.instanceId}`, 10_000)
-      .catch((err: unknown) =>
-        this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),
-      );
+    const cancel = isTopologyTemplate(t.template)
+      ? this.topologies.cancel(previous)
+      : this.actions.cancelWhenFree(previous, `producer:${this.config.instanceId}`, 10_000);
+    await cancel.catch((err: unknown) =>
+      this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),
+    );
   }
 
   /**
@@ -310,35 +319,10 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
         this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
       }
     }
-    // A fire ahead of its slot waits for it: the task starts at the slot, not when it was written.
-    const ahead = slot > this.clock.now();
-    const body = {
-      ...t.template,
-      ...(ahead
-        ? {
-            process_arg: {
-              ...(t.template.process_arg ?? {}),
-              start_time: new Date(slot).toISOString(),
-            },
-          }
-        : {}),
-      tenant: t.tenant,
-      idempotency_key: fireKey(t.timerId, slot),
-      labels: {
-        ...(t.template.labels ?? {}),
-        timer_id: t.timerId,
-        fire_time: new Date(slot).toISOString(),
-      },
-    };
     try {
-      const { task, created } = await this.tasks.create(body, {
-        repetition: RepetitionKind.TIMED,
-        actor: `producer:${this.config.instanceId}`,
-      });
-      this.metrics.inc(created ? 'baton_timer_fires_total' : 'baton_timer_fire_duplicates_total', {
-        timer: t.timerId,
-      });
-      return { taskId: task.taskId, created };
+      return isTopologyTemplate(t.template)
+        ? await this.startRun(t, t.template, slot)
+        : await this.createTask(t, t.template, slot);
     } catch (err) {
       if (!(err instanceof ContractException) || err.httpStatus >= 500) throw err;
       this.metrics.inc('baton_timer_fire_refused_total', { timer: t.timerId });
@@ -347,5 +331,63 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       );
       return 'skipped';
     }
+  }
+
+  private counted(t: TimerModel, created: boolean): void {
+    this.metrics.inc(created ? 'baton_timer_fires_total' : 'baton_timer_fire_duplicates_total', {
+      timer: t.timerId,
+    });
+  }
+
+  /** A run of the timer's topology, keyed by the slot like a task (one run per slot). */
+  private async startRun(
+    t: TimerModel,
+    template: TopologyTemplate,
+    slot: number,
+  ): Promise<{ taskId: string; created: boolean }> {
+    const { name, version, input, labels } = template.topology;
+    const { state, created } = await this.topologies.start(name, {
+      input: input ?? {},
+      version,
+      tenant: t.tenant,
+      idempotencyKey: fireKey(t.timerId, slot),
+      labels: { ...(labels ?? {}), timer_id: t.timerId, fire_time: new Date(slot).toISOString() },
+      actor: `producer:${this.config.instanceId}`,
+    });
+    this.counted(t, created);
+    return { taskId: state.run.runId, created };
+  }
+
+  private async createTask(
+    t: TimerModel,
+    template: CreateTaskDto,
+    slot: number,
+  ): Promise<{ taskId: string; created: boolean }> {
+    // A fire ahead of its slot waits for it: the task starts at the slot, not when it was written.
+    const ahead = slot > this.clock.now();
+    const body = {
+      ...template,
+      ...(ahead
+        ? {
+            process_arg: {
+              ...(template.process_arg ?? {}),
+              start_time: new Date(slot).toISOString(),
+            },
+          }
+        : {}),
+      tenant: t.tenant,
+      idempotency_key: fireKey(t.timerId, slot),
+      labels: {
+        ...(template.labels ?? {}),
+        timer_id: t.timerId,
+        fire_time: new Date(slot).toISOString(),
+      },
+    };
+    const { task, created } = await this.tasks.create(body, {
+      repetition: RepetitionKind.TIMED,
+      actor: `producer:${this.config.instanceId}`,
+    });
+    this.counted(t, created);
+    return { taskId: task.taskId, created };
   }
 }

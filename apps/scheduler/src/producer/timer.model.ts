@@ -9,6 +9,22 @@ export type MisfirePolicy = 'fire_once' | 'fire_all' | 'skip';
 export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'allow', 'cancel_previous'];
 export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['fire_once', 'fire_all', 'skip'];
 
+/** What a timer whose fires start topology runs stores instead of a task's body. */
+export interface TopologyTemplate {
+  topology: {
+    name: string;
+    version?: number;
+    input?: Record<string, unknown>;
+    labels?: Record<string, string>;
+    tenant?: string;
+  };
+}
+
+export type TimerTemplate = CreateTaskDto | TopologyTemplate;
+
+export const isTopologyTemplate = (t: TimerTemplate): t is TopologyTemplate =>
+  (t as Partial<TopologyTemplate>).topology !== undefined;
+
 /** A timed definition: a task template and when to create it (docs/architecture.md). */
 export interface TimerModel {
   timerId: string;
@@ -24,8 +40,8 @@ export interface TimerModel {
   misfirePolicy: MisfirePolicy;
   /** A slot later than this when it is reached is a misfire (the owner was down or taking over). */
   misfireGraceMs: number;
-  /** The body of the task each fire creates. */
-  template: CreateTaskDto;
+  /** The body of the task each fire creates, or the topology run each fire starts. */
+  template: TimerTemplate;
   /** The next slot to fire; null when the schedule has no more. */
   nextFireAt: number | null;
   lastFireAt: number | null;

@@ -40,7 +40,7 @@ export class TimersController {
   ) {}
 
   @Post('timers')
-  @TenantFields('body.task.tenant')
+  @TenantFields('body.task.tenant', 'body.topology.tenant')
   @Audited('timer.create', 'timer_id')
   @HttpCode(201)
   @ApiOperation({
@@ -72,7 +72,7 @@ export class TimersController {
   }
 
   @Patch('timers/:timer_id')
-  @TenantFields('body.task.tenant')
+  @TenantFields('body.task.tenant', 'body.topology.tenant')
   @ApiErrors(ContractErrorCode.VERSION_CONFLICT)
   @Audited('timer.update', 'timer_id')
   @ApiOperation({ summary: 'change a timer; enabled=false stops it, true starts it again' })

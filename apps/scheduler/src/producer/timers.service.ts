@@ -6,15 +6,22 @@ import {
   TaskStatus,
 } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
-import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
+import { TaskActionsService, TasksService } from '../tasks';
+import { TopologyRunsService } from '../topologies';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
 import { ProducerService } from './producer.service';
 import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';
-import { TimerModel } from './timer.model';
+import { TimerModel, TimerTemplate, isTopologyTemplate } from './timer.model';
 import { TimersRepository } from './timers.repository';
 
 const invalid = (message: string, data?: Record<string, unknown>): ContractException =>
   new ContractException(ContractErrorCode.VALIDATION_FAILED, message, data);
+
+const tenantOf = (t: TimerTemplate): string =>
+  (isTopologyTemplate(t) ? t.topology.tenant : t.tenant) ?? 'default';
+
+const withTenant = (t: TimerTemplate, tenant: string): TimerTemplate =>
+  isTopologyTemplate(t) ? { topology: { ...t.topology, tenant } } : { ...t, tenant };
 
 /** Compare-and-sets an update makes before it answers 409. */
 const UPDATE_TRIES = 5;
@@ -26,6 +33,7 @@ export class TimersService {
     private readonly repo: TimersRepository,
     private readonly tasks: TasksService,
     private readonly actions: TaskActionsService,
+    private readonly topologies: TopologyRunsService,
     private readonly producer: ProducerService,
     private readonly ids: IdGenerator,
     private readonly clock: Clock,
@@ -37,18 +45,20 @@ export class TimersService {
     const endAt = dto.end_at ? Date.parse(dto.end_at) : null;
     const schedule = this.schedule(dto.schedule, startAt, now);
     this.checkWindow(startAt, endAt);
-    await this.checkTemplate(dto.task);
+    const template = this.templateOf(dto);
+    const tenant = tenantOf(template);
+    await this.checkTemplate(template, tenant);
     const base = { schedule, startAt, endAt };
     const timer: TimerModel = {
       timerId: this.ids.taskId(),
       name: dto.name,
-      tenant: dto.task.tenant ?? 'default',
+      tenant,
       ...base,
       enabled: dto.enabled ?? true,
       overlapPolicy: dto.overlap_policy ?? 'allow',
       misfirePolicy: dto.misfire_policy ?? 'fire_once',
       misfireGraceMs: dto.misfire_grace_ms ?? 5000,
-      template: dto.task,
+      template,
       nextFireAt: firstFire(schedule, base, now),
       lastFireAt: null,
       lastTaskId: null,
@@ -107,13 +117,15 @@ export class TimersService {
     const endAt = dto.end_at !== undefined ? instant(dto.end_at) : t.endAt;
     const schedule = dto.schedule ? this.schedule(dto.schedule, startAt, now) : t.schedule;
     this.checkWindow(startAt, endAt);
-    if (dto.task) {
+    const template = dto.task || dto.topology ? this.templateOf(dto) : undefined;
+    if (template) {
       // The fire key is unique per tenant: another tenant would let a fired slot fire again.
-      if (dto.task.tenant !== undefined && dto.task.tenant !== t.tenant)
+      const asked = isTopologyTemplate(template) ? template.topology.tenant : template.tenant;
+      if (asked !== undefined && asked !== t.tenant)
         throw invalid(
-          `a timer's tenant cannot change (it is ${t.tenant}); create a new timer for ${dto.task.tenant}`,
+          `a timer's tenant cannot change (it is ${t.tenant}); create a new timer for ${asked}`,
         );
-      await this.checkTemplate({ ...dto.task, tenant: t.tenant });
+      await this.checkTemplate(template, t.tenant);
     }
     const enabled = dto.enabled ?? t.enabled;
     const base = { schedule, startAt, endAt };
@@ -128,7 +140,7 @@ export class TimersService {
       ...t,
       ...base,
       name: dto.name ?? t.name,
-      template: dto.task ? { ...dto.task, tenant: t.tenant } : t.template,
+      template: template ? withTenant(template, t.tenant) : t.template,
       enabled,
       overlapPolicy: dto.overlap_policy ?? t.overlapPolicy,
       misfirePolicy: dto.misfire_policy ?? t.misfirePolicy,
@@ -214,8 +226,30 @@ export class TimersService {
       throw invalid('end_at is before start_at');
   }
 
-  /** The template must create a task today (type registered, http_url, sizes); the key is ours. */
-  private async checkTemplate(task: CreateTaskDto): Promise<void> {
+  /** Exactly one of a task and a topology. */
+  private templateOf(dto: UpdateTimerDto): TimerTemplate {
+    if ((dto.task === undefined) === (dto.topology === undefined))
+      throw invalid(
+        'a timer fires a task or a topology run: give exactly one of task and topology',
+      );
+    return dto.task ?? { topology: dto.topology as NonNullable<UpdateTimerDto['topology']> };
+  }
+
+  /**
+   * The template must create a task today (type registered, http_url, sizes), or start a run of a
+   * definition the tenant has; the key is ours.
+   */
+  private async checkTemplate(template: TimerTemplate, tenant: string): Promise<void> {
+    if (isTopologyTemplate(template)) {
+      const { name, version } = template.topology;
+      await this.topologies.startable(name, tenant, version).catch((err: unknown) => {
+        throw err instanceof ContractException
+          ? invalid(`topology: ${err.message}`, { topology: name })
+          : err;
+      });
+      return;
+    }
+    const task = { ...template, tenant };
     if (task.idempotency_key !== undefined)
       throw invalid(
         'task.idempotency_key is set by the Producer (timer:<id>:<slot>); leave it out',

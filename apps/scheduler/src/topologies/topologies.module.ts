@@ -30,6 +30,8 @@ import { RunRepairs } from './run-repairs';
     TopologySweeper,
     RunRepairs,
   ],
+  // The Producer starts runs of timers whose template is a topology.
+  exports: [TopologyRunsService],
 })
 export class TopologiesModule implements OnModuleInit {
   constructor(

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, TaskStatus } from '@baton/task-contract';
 import { Clock, DEFAULT_TENANT } from '../common';
 import { TransactionRunner } from '../database';
-import { TaskModel, TasksRepository, isUniqueViolation } from '../task-store';
+import { TaskFilter, TaskModel, TasksRepository, isUniqueViolation } from '../task-store';
 import { CENTRE_TASK_TYPE } from '../task-types';
 import { TasksService } from '../tasks';
 import { NodeView } from './node-state';
@@ -32,6 +32,8 @@ export interface StartRun {
   labels?: Record<string, string>;
   version?: number;
   idempotencyKey?: string;
+  /** Who starts it, for the lifecycle log (default: the API). */
+  actor?: string;
 }
 
 /** Starting runs, reading them, and what people may do to them. */
@@ -54,10 +56,7 @@ export class TopologyRunsService {
       const known = await this.tasks.findByIdempotencyKey(tenant, req.idempotencyKey);
       if (known) return { state: await this.get(known.taskId), created: false };
     }
-    const def = await this.defs.get(name, req.version);
-    if (!def) throw topologyNotFound(name, req.version);
-    // Another tenant's definition is not there for this one (as its routes answer).
-    if (def.tenant !== null && def.tenant !== tenant) throw topologyNotFound(name, req.version);
+    const def = await this.startable(name, tenant, req.version);
     const centre = this.creator.centre({
       name: def.name,
       version: def.version,
@@ -71,7 +70,7 @@ export class TopologyRunsService {
     const run = this.runOf(def, centre, req.input);
     try {
       await this.tx.run(async (m) => {
-        await this.creator.insertWithin(m, [centre], 'api');
+        await this.creator.insertWithin(m, [centre], req.actor ?? 'api');
         await this.runs.insertRun(m, run, centre.createdAt);
       });
     } catch (err) {
@@ -83,6 +82,17 @@ export class TopologyRunsService {
     }
     await this.creator.committed([centre]);
     return { state: { run, centre }, created: true };
+  }
+
+  /**
+   * The definition a run of `name` would start for `tenant`: refused (404) when there is none, or
+   * when it is another tenant's (as its routes answer).
+   */
+  async startable(name: string, tenant: string, version?: number): Promise<TopologyVersion> {
+    const def = await this.defs.get(name, version);
+    if (!def || (def.tenant !== null && def.tenant !== tenant))
+      throw topologyNotFound(name, version);
+    return def;
   }
 
   private runOf(
@@ -117,14 +127,7 @@ export class TopologyRunsService {
   }
 
   async list(
-    filter: {
-      name?: string;
-      tenant?: string;
-      status?: TaskStatus[];
-      label?: { key: string; value: string };
-      createdFrom?: number;
-      createdTo?: number;
-    },
+    filter: Omit<TaskFilter, 'taskType' | 'taskName'> & { name?: string },
     cursor: string | undefined,
     limit: number,
   ): Promise<{ items: RunState[]; nextCursor: string | null }> {

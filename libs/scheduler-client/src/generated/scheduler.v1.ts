@@ -697,7 +697,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** list runs, newest first, by definition, status, tenant, label, time */
+        /** list runs, newest first, by definition, status, outcome, tenant, label, time */
         get: operations["TopologyRunsController_list"];
         put?: never;
         post?: never;
@@ -1313,6 +1313,11 @@ export interface components {
         };
         /** @enum {string} */
         TaskStatus: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
+        /**
+         * @description once decided: SUCCESS, FAIL, ROLLBACK (undone), or CANCELLED (stopped because someone asked: not a failure)
+         * @enum {string}
+         */
+        TaskOutcome: "SUCCESS" | "FAIL" | "ROLLBACK" | "CANCELLED";
         TaskDto: {
             task_id: string;
             task_type: string;
@@ -1322,11 +1327,8 @@ export interface components {
                 [key: string]: string;
             };
             task_status: components["schemas"]["TaskStatus"];
-            /**
-             * @description SUCCESS, FAIL or ROLLBACK once decided
-             * @enum {string|null}
-             */
-            outcome?: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE" | null;
+            /** @description once decided: SUCCESS, FAIL, ROLLBACK (undone), or CANCELLED (stopped because someone asked: not a failure) */
+            outcome?: components["schemas"]["TaskOutcome"] | null;
             version: number;
             attempt: number;
             important_level: number;
@@ -1475,11 +1477,31 @@ export interface components {
              */
             at?: string;
         };
+        TimerTopologyDto: {
+            /**
+             * @description what {{input.…}} placeholders read
+             * @default {}
+             */
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description a version of the definition (default: the newest) */
+            version?: number;
+            /** @default default */
+            tenant?: string;
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description the definition */
+            name: string;
+        };
         CreateTimerDto: {
             name: string;
             schedule: components["schemas"]["ScheduleDto"];
-            /** @description the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`) */
-            task: components["schemas"]["CreateTaskDto"];
+            /** @description the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`); exactly one of task and topology */
+            task?: components["schemas"]["CreateTaskDto"];
+            /** @description the topology run each fire starts, keyed like a task (`timer:<id>:<slot ms>`), at its slot; exactly one of task and topology */
+            topology?: components["schemas"]["TimerTopologyDto"];
             /**
              * Format: date-time
              * @description no slot before this instant (null: no bound; a PATCH with null removes it)
@@ -1515,7 +1537,8 @@ export interface components {
             name: string;
             tenant: string;
             schedule: components["schemas"]["ScheduleDto"];
-            task: components["schemas"]["CreateTaskDto"];
+            task: components["schemas"]["CreateTaskDto"] | null;
+            topology: components["schemas"]["TimerTopologyDto"] | null;
             /** Format: date-time */
             start_at: string | null;
             /** Format: date-time */
@@ -1549,8 +1572,10 @@ export interface components {
         UpdateTimerDto: {
             name?: string;
             schedule?: components["schemas"]["ScheduleDto"];
-            /** @description the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`) */
+            /** @description the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`); exactly one of task and topology */
             task?: components["schemas"]["CreateTaskDto"];
+            /** @description the topology run each fire starts, keyed like a task (`timer:<id>:<slot ms>`), at its slot; exactly one of task and topology */
+            topology?: components["schemas"]["TimerTopologyDto"];
             /**
              * Format: date-time
              * @description no slot before this instant (null: no bound; a PATCH with null removes it)
@@ -1809,7 +1834,7 @@ export interface components {
             kind: "task" | "switch" | "topology" | "wait";
             depends_on: string[];
             /** @enum {string} */
-            status: "PENDING" | "ACTIVE" | "SUCCESS" | "FAILED" | "SKIPPED";
+            status: "PENDING" | "ACTIVE" | "SUCCESS" | "FAILED" | "SKIPPED" | "ROLLED_BACK";
             /** @description its task (a child run for a topology node) */
             task_id: string | null;
             /** @enum {string|null} */
@@ -1840,8 +1865,8 @@ export interface components {
             tenant: string;
             /** @enum {string} */
             status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
-            /** @enum {string|null} */
-            outcome: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE" | null;
+            /** @description once decided: SUCCESS, FAIL, ROLLBACK, or CANCELLED (the run was cancelled) */
+            outcome: components["schemas"]["TaskOutcome"] | null;
             cancel_requested: boolean;
             error: string | null;
             labels: {
@@ -1884,8 +1909,8 @@ export interface components {
              * @example https://hooks.example.com/baton
              */
             url: string;
-            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `worker.unhealthy` */
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `worker.unhealthy` */
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
             /**
              * @description only tasks of these types (none: every type)
              * @default []
@@ -1908,7 +1933,7 @@ export interface components {
         WebhookWithSecretDto: {
             webhook_id: string;
             url: string;
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
             task_types: string[];
             labels: {
                 [key: string]: string;
@@ -1939,7 +1964,7 @@ export interface components {
         WebhookDto: {
             webhook_id: string;
             url: string;
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
             task_types: string[];
             labels: {
                 [key: string]: string;
@@ -1975,8 +2000,8 @@ export interface components {
         UpdateWebhookDto: {
             /** @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it */
             url?: string;
-            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `worker.unhealthy` */
-            events?: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.finished" | "task.timed_out" | "worker.unhealthy")[];
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `worker.unhealthy` */
+            events?: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
             /** @description only tasks of these types (none: every type) */
             task_types?: string[];
             /** @description only tasks carrying every one of these labels (same value) */
@@ -2841,6 +2866,8 @@ export interface operations {
                 task_type?: string;
                 /** @description comma-separated statuses (Postpose is read as POSTPONE) */
                 status?: string[];
+                /** @description comma-separated outcomes of finished tasks: SUCCESS, FAIL, ROLLBACK, CANCELLED (stopped by request) */
+                outcome?: string[];
                 /** @description only this tenant's (a key of one tenant sees its own only) */
                 tenant?: string;
                 /** @description key:value */
@@ -4213,6 +4240,8 @@ export interface operations {
             query?: {
                 /** @description comma-separated statuses (Postpose is read as POSTPONE) */
                 status?: string[];
+                /** @description comma-separated outcomes of finished tasks: SUCCESS, FAIL, ROLLBACK, CANCELLED (stopped by request) */
+                outcome?: string[];
                 /** @description only this tenant's (a key of one tenant sees its own only) */
                 tenant?: string;
                 /** @description key:value */

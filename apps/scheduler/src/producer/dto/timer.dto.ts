@@ -9,21 +9,31 @@ import {
   IsOptional,
   IsString,
   Length,
+  Matches,
   Max,
   MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { CreateTaskDto } from '../../tasks';
+import { StartRunDto, TOPOLOGY_NAME } from '../../topologies';
 import {
   MISFIRE_POLICIES,
   MisfirePolicy,
   OVERLAP_POLICIES,
   OverlapPolicy,
   TimerModel,
+  isTopologyTemplate,
 } from '../timer.model';
 
 const KINDS = ['cron', 'interval', 'once'] as const;
+
+/** A timer's fires start runs of this definition. */
+export class TimerTopologyDto extends StartRunDto {
+  @ApiProperty({ description: 'the definition', pattern: TOPOLOGY_NAME.source })
+  @Matches(TOPOLOGY_NAME, { message: 'topology.name must be a topology name' })
+  name!: string;
+}
 
 /** When a timer fires. Exactly the fields of its kind are allowed. */
 export class ScheduleDto {
@@ -80,15 +90,27 @@ export class CreateTimerDto {
   @Type(() => ScheduleDto)
   schedule!: ScheduleDto;
 
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: CreateTaskDto,
     description:
-      'the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`)',
+      'the task each fire creates (its idempotency_key is set by the Producer: `timer:<id>:<slot ms>`); exactly one of task and topology',
   })
+  @IsOptional()
   @IsObject()
   @ValidateNested()
   @Type(() => CreateTaskDto)
-  task!: CreateTaskDto;
+  task?: CreateTaskDto;
+
+  @ApiPropertyOptional({
+    type: TimerTopologyDto,
+    description:
+      'the topology run each fire starts, keyed like a task (`timer:<id>:<slot ms>`), at its slot; exactly one of task and topology',
+  })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TimerTopologyDto)
+  topology?: TimerTopologyDto;
 
   @ApiPropertyOptional({
     type: String,
@@ -156,7 +178,8 @@ export class TimerDto {
   @ApiProperty() name!: string;
   @ApiProperty() tenant!: string;
   @ApiProperty({ type: ScheduleDto }) schedule!: ScheduleDto;
-  @ApiProperty({ type: CreateTaskDto }) task!: CreateTaskDto;
+  @ApiProperty({ type: CreateTaskDto, nullable: true }) task!: CreateTaskDto | null;
+  @ApiProperty({ type: TimerTopologyDto, nullable: true }) topology!: TimerTopologyDto | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) start_at!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) end_at!: string | null;
   @ApiProperty() enabled!: boolean;
@@ -196,7 +219,8 @@ export function toTimerDto(t: TimerModel): TimerDto {
         : s.kind === 'interval'
           ? { kind: 'interval', every_ms: s.everyMs, at: new Date(s.anchor).toISOString() }
           : { kind: 'once', at: new Date(s.at).toISOString() },
-    task: t.template,
+    task: isTopologyTemplate(t.template) ? null : t.template,
+    topology: isTopologyTemplate(t.template) ? (t.template.topology as TimerTopologyDto) : null,
     start_at: iso(t.startAt),
     end_at: iso(t.endAt),
     enabled: t.enabled,

@@ -1,0 +1,108 @@
+/**
+ * Reading and writing topology definition files for `npm run topology` (bin/topology.ts): JSON or
+ * YAML, one definition per document (a YAML file may hold several, separated by `---`; a JSON file
+ * one definition or an array of them).
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+
+export type Definition = Record<string, unknown> & { name: string; nodes: unknown[] };
+
+export class FileProblem extends Error {}
+
+const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+
+/** The definition files a path names: the file itself, or a folder's files (sorted, not nested). */
+export function filesOf(path: string): string[] {
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st) throw new FileProblem(`${path}: no such file or folder`);
+  if (!st.isDirectory()) return [path];
+  return readdirSync(path)
+    .filter((f) => EXTENSIONS.has(extname(f).toLowerCase()))
+    .sort()
+    .map((f) => join(path, f));
+}
+
+/** The definitions in one file, each checked to be an object with a name and nodes. */
+export function readDefinitions(file: string): Definition[] {
+  const text = readFileSync(file, 'utf8');
+  let docs: unknown[];
+  if (extname(file).toLowerCase() === '.json') {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      docs = Array.isArray(parsed) ? parsed : [parsed];
+    } catch (err) {
+      throw new FileProblem(`${file}: not JSON: ${(err as Error).message}`);
+    }
+  } else {
+    docs = [];
+    for (const doc of parseAllDocuments(text)) {
+      if (doc.errors.length > 0)
+        throw new FileProblem(`${file}: not YAML: ${doc.errors[0].message}`);
+      const value: unknown = doc.toJS();
+      if (value !== null && value !== undefined) docs.push(value);
+    }
+  }
+  return docs.map((d, i) => {
+    const where = docs.length > 1 ? `${file} (definition ${i + 1})` : file;
+    if (typeof d !== 'object' || d === null || Array.isArray(d))
+      throw new FileProblem(`${where}: a definition is an object`);
+    const def = d as Record<string, unknown>;
+    if (typeof def.name !== 'string' || !Array.isArray(def.nodes))
+      throw new FileProblem(`${where}: a definition has a name and a list of nodes`);
+    return def as Definition;
+  });
+}
+
+/** The definitions a definition runs as sub-topologies. */
+function subsOf(def: Definition): string[] {
+  return def.nodes
+    .map((n) => (n as { topology?: { name?: unknown } } | null)?.topology?.name)
+    .filter((x): x is string => typeof x === 'string');
+}
+
+/**
+ * The definitions in an order the scheduler can save them: one that runs another of the set as a
+ * sub-topology after it (saving checks that a sub-topology is defined). A name twice, or a loop
+ * among them, is refused.
+ */
+export function inSaveOrder(defs: readonly Definition[]): Definition[] {
+  const byName = new Map<string, Definition>();
+  for (const d of defs) {
+    if (byName.has(d.name)) throw new FileProblem(`definition ${d.name} is given twice`);
+    byName.set(d.name, d);
+  }
+  const out: Definition[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (d: Definition, path: string[]): void => {
+    if (state.get(d.name) === 'done') return;
+    if (state.get(d.name) === 'visiting')
+      throw new FileProblem(`definitions run each other: ${[...path, d.name].join(' -> ')}`);
+    state.set(d.name, 'visiting');
+    for (const sub of subsOf(d)) {
+      const dep = byName.get(sub);
+      if (dep) visit(dep, [...path, d.name]);
+    }
+    state.set(d.name, 'done');
+    out.push(d);
+  };
+  for (const d of defs) visit(d, []);
+  return out;
+}
+
+/** What export writes of a stored version: the body `apply` takes, nothing the server added. */
+export function definitionBody(stored: Record<string, unknown>): Definition {
+  const body: Record<string, unknown> = { name: stored.name };
+  if (stored.description) body.description = stored.description;
+  if (stored.rollback_on_failure) body.rollback_on_failure = true;
+  if (stored.tenant) body.tenant = stored.tenant;
+  body.nodes = stored.nodes;
+  return body as Definition;
+}
+
+/** Definitions as a file's text: YAML documents separated by `---`, or JSON. */
+export function formatDefinitions(defs: readonly Definition[], format: 'yaml' | 'json'): string {
+  if (format === 'json') return `${JSON.stringify(defs.length === 1 ? defs[0] : defs, null, 2)}\n`;
+  return defs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
+}
