@@ -80,7 +80,8 @@ export function inSaveOrder(defs: readonly Definition[]): Definition[] {
     if (state.get(d.name) === 'visiting')
       throw new FileProblem(`definitions run each other: ${[...path, d.name].join(' -> ')}`);
     state.set(d.name, 'visiting');
-    for (const sub of subsOf(d)) {
+    // A definition may run itself (the depth limit ends it): that needs nothing saved first.
+    for (const sub of subsOf(d).filter((s) => s !== d.name)) {
       const dep = byName.get(sub);
       if (dep) visit(dep, [...path, d.name]);
     }

@@ -350,6 +350,29 @@ describe.each([
     expect((await api.call('POST', `/v1/topology-runs/${id}/cancel`)).status).toBe(409);
   });
 
+  it('cancels a running sub-topology with its parent run', async () => {
+    await define({ name: 'slow-child', nodes: [{ key: 'wait', task: sleeping(60) }] });
+    await define({
+      name: 'slow-parent',
+      nodes: [{ key: 'sub', topology: { name: 'slow-child', input: {} } }],
+    });
+    const id = await start('slow-parent');
+    const childId = await eventually(
+      async () => {
+        const sub = node(await run(id), 'sub').task_id;
+        return sub && node(await run(sub), 'wait').task_id ? sub : undefined;
+      },
+      20_000,
+      "the child run's node starting",
+    );
+    expect((await api.call('POST', `/v1/topology-runs/${id}/cancel`)).status).toBe(200);
+    const parent = await finished(id);
+    const child = await finished(childId);
+    expect([parent.outcome, child.outcome]).toEqual(['CANCELLED', 'CANCELLED']);
+    const t = await api.task(node(child, 'wait').task_id as string);
+    expect(t).toMatchObject({ cancel_requested: true, outcome: 'CANCELLED' });
+  });
+
   it('retries a failed run from its failed node: the nodes before it do not run again', async () => {
     await define({
       name: 'retry',

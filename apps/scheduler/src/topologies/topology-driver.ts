@@ -45,6 +45,9 @@ const toNodeTask = (t: TaskModel): NodeTask => ({
   pendingAction: t.pendingAction,
 });
 
+/** How long a node task being driven is asked again to cancel. */
+const CANCEL_WITHIN_MS = 10_000;
+
 /**
  * Drives topology runs. It is a consumer of the task store's durable change feed: a node task's
  * move to FINISH, and a centre task's creation or return to RUNNING, are written to the outbox in
@@ -184,12 +187,51 @@ export class TopologyDriver implements TaskChangeConsumer {
         this.logger.warn(`run ${runId}: re-run of node task ${r.taskId} failed: ${String(err)}`);
       });
     for (const r of decided.rollbacks) await this.rollBack(runId, r.row, r.taskId);
-    for (const id of decided.cancel)
-      await this.actions.cancel(id, TOPOLOGY_ACTOR).catch((err: unknown) => {
-        this.logger.warn(`run ${runId}: cancel of node task ${id} failed: ${String(err)}`);
-      });
+    await Promise.all(
+      decided.cancel.map((id) =>
+        this.cancelNode(id).catch((err: unknown) => {
+          this.logger.warn(`run ${runId}: cancel of node task ${id} failed: ${String(err)}`);
+        }),
+      ),
+    );
     if (decided.finish && !again) await this.finish(run, decided.finish, counts);
     return again;
+  }
+
+  /**
+   * A node's task through the contract, asked again while it is being driven (a task just
+   * created or moving answers 409 for a moment: nothing would ask again until the node ends);
+   * a sub-topology node's child run as a run.
+   */
+  private async cancelNode(taskId: string): Promise<void> {
+    const t = await this.tasks.findById(taskId);
+    if (t?.repetition === RepetitionKind.TOPOLOGY) await this.cancelRun(taskId, TOPOLOGY_ACTOR);
+    else await this.actions.cancelWhenFree(taskId, TOPOLOGY_ACTOR, CANCEL_WITHIN_MS);
+  }
+
+  /**
+   * Stops a run: no node starts any more, and its running nodes (child runs too) are cancelled.
+   * False when it had finished already.
+   */
+  async cancelRun(runId: string, actor: string): Promise<boolean> {
+    for (;;) {
+      const centre = await this.tasks.findById(runId);
+      if (!centre || centre.status === TaskStatus.FINISH) return false;
+      if (centre.cancelRequested) break;
+      const moved = await this.tasks.apply(
+        centre,
+        {
+          patch: { cancelRequested: true },
+          note: true,
+          reason: 'cancel requested: no node starts any more, running nodes are cancelled',
+          actor,
+        },
+        this.clock.now(),
+      );
+      if (moved) break;
+    }
+    await this.evaluate(runId);
+    return true;
   }
 
   /**

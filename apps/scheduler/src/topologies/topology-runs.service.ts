@@ -148,21 +148,7 @@ export class TopologyRunsService {
   /** Stops a run: no node starts any more, running node tasks are cancelled through the contract. */
   async cancel(runId: string): Promise<RunState> {
     const { centre } = await this.get(runId, false);
-    if (centre.status === TaskStatus.FINISH) throw this.over(centre, 'cancel');
-    if (!centre.cancelRequested) {
-      const moved = await this.tasks.apply(
-        centre,
-        {
-          patch: { cancelRequested: true },
-          note: true,
-          reason: 'cancel requested: no node starts any more, running nodes are cancelled',
-          actor: 'api',
-        },
-        this.clock.now(),
-      );
-      if (!moved) return this.cancel(runId);
-    }
-    await this.driver.evaluate(runId);
+    if (!(await this.driver.cancelRun(runId, 'api'))) throw this.over(centre, 'cancel');
     return this.get(runId);
   }
 
