@@ -22,16 +22,20 @@ export class Overload implements OnModuleDestroy {
     this.histogram = monitorEventLoopDelay({ resolution: 20 });
     this.histogram.enable();
     let last = performance.now();
+    let lastLate = 0;
     this.timer = setInterval(() => {
       // The histogram holds the delays seen since the last read (nanoseconds). A late loop is
       // remembered for a little while (halved every sample), so a burst is not let in at once.
-      // This tick's own lateness counts too: one long block can land in the histogram's next
-      // window, where the samples after it dilute its mean below the limit.
+      // The ticks' own lateness counts too (the histogram's mean is diluted by the many short
+      // delays between blocks), when two ticks in a row were late: one late tick is a stall (a
+      // start-up, a long collection), late ticks in a row are a loop that cannot keep up.
       const now = performance.now();
       const late = Math.max(0, now - last - SAMPLE_MS);
       last = now;
+      const sustained = Math.min(late, lastLate);
+      lastLate = late;
       const mean = this.histogram.count > 0 ? this.histogram.mean / 1e6 : 0;
-      this.lag = Math.max(mean, late, this.lag / 2);
+      this.lag = Math.max(mean, sustained, this.lag / 2);
       this.histogram.reset();
     }, SAMPLE_MS);
     this.timer.unref();
