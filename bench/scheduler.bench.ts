@@ -29,40 +29,40 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
-import Redis from 'ioredis';
 import { createPool, Pool, RowDataPacket } from 'mysql2/promise';
-import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
-import { createDataSource } from '../apps/scheduler/src/database';
-import { ENTITIES } from '../apps/scheduler/src/entities';
 import {
-  BENCH_ADMIN_KEY,
   BenchError,
   Child,
   DbCounters,
-  cpuMs,
   dbCounters,
-  machineCpuMs,
   inParallel,
   percentile,
   pidOf,
   rowFigures,
   SERVICE_NODE_ARGS,
-  sleep,
   startBenchWorker,
   startChild,
   waitForFinish,
 } from './bench-support';
-import type { PipelineCommand, PipelineReply } from './bullmq-pipeline';
+import {
+  askPipeline,
+  BENCH_MYSQL,
+  benchClient as client,
+  cpuSnapshot,
+  createBenchDatabase,
+  deadlineIn,
+  deleteRedisKeys,
+  envInt as int,
+  onCleanup,
+  Probe,
+  runBench,
+  schedulerSettings,
+  startBenchScheduler,
+  taskBatches,
+  waitForHealthyWorker,
+} from './bench-harness';
 
 const env = process.env;
-
-function int(name: string, fallback: number, min = 1): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new BenchError(`${name} must be an integer >= ${min}`);
-  return n;
-}
 
 const TASKS = int('BENCH_TASKS', 20_000);
 const WARMUP = int('BENCH_WARMUP', 1000, 0);
@@ -79,23 +79,7 @@ const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 const BATON_DB = `baton_bench_${RUN_ID}`;
 const BULL_DB = `baton_bench_${RUN_ID}_bull`;
 const KEY_PREFIX = `bench:${RUN_ID}`;
-const MYSQL = { host: '127.0.0.1', port: 3306, user: 'root', password: '' };
-const deadline = Date.now() + TIME_LIMIT_MS;
-
-/** Scheduler settings: tuned for throughput; an exported BATON_* of the same name wins. */
-const SCHEDULER_DEFAULTS: Record<string, string> = {
-  BATON_RUNNER_CONCURRENCY: String(CONCURRENCY),
-  BATON_MYSQL_POOL: String(POOL),
-  // One shard: a claim is one script call instead of a peek at every shard plus a claim.
-  BATON_QUEUE_SHARDS: '1',
-  BATON_DISPATCH_INTERVAL_MS: '1000',
-  BATON_DISPATCH_BATCH: '1000',
-  BATON_CHECKER_INTERVAL_MS: '1000',
-  BATON_CLAIM_LEASE_MS: '30000',
-  BATON_CALL_TIMEOUT_MS: '10000',
-  // keys: every create carries the bench's API key, as in production; off: the API open.
-  BATON_API_AUTH: 'keys',
-};
+const deadline = deadlineIn(TIME_LIMIT_MS);
 
 interface Figures {
   system: string;
@@ -118,109 +102,7 @@ interface Figures {
   sqlPerTask: Record<string, number>;
 }
 
-const cleanups: { what: string; run: () => Promise<void> }[] = [];
-let cleaning: Promise<void> | undefined;
-
-/** Undoes everything the run made, newest first; every step is tried. */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const c of cleanups.reverse()) {
-      try {
-        await Promise.race([
-          c.run(),
-          sleep(20_000).then(() => {
-            throw new BenchError('took over 20 s');
-          }),
-        ]);
-      } catch (err) {
-        console.error(`cleanup: ${c.what}: ${(err as Error).message}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-
-function onCleanup(what: string, run: () => Promise<void>): void {
-  cleanups.push({ what, run });
-}
-
-function checkTime(what: string): void {
-  if (Date.now() > deadline)
-    throw new BenchError(`time limit of ${TIME_LIMIT_MS} ms reached before ${what}`);
-}
-
-// ---- setup ----------------------------------------------------------------------------------
-
-async function createDatabases(admin: Pool): Promise<void> {
-  for (const name of [BATON_DB, BULL_DB]) {
-    await admin.query(`CREATE DATABASE ${name}`);
-    onCleanup(`drop database ${name}`, async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    });
-  }
-  // The pipeline writes the scheduler's schema, made by the scheduler's own migrations.
-  const ds = createDataSource(
-    { type: 'mysql', ...MYSQL, database: BULL_DB, poolSize: 2 },
-    ENTITIES,
-  );
-  await ds.initialize();
-  try {
-    await ds.runMigrations();
-  } finally {
-    await ds.destroy();
-  }
-}
-
-async function deleteRedisKeys(): Promise<void> {
-  const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    let rounds = 0;
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${KEY_PREFIX}:*`, 'COUNT', 1000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0' && ++rounds < 100_000);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** The bench submits work the way a team would: through the scheduler client. */
-function client(base: string): SchedulerClient {
-  return new SchedulerClient({ urls: [base], timeoutMs: 60_000, apiKey: BENCH_ADMIN_KEY });
-}
-
-async function waitForHealthyWorker(scheduler: string, workerId: string): Promise<void> {
-  const until = Date.now() + 30_000;
-  while (Date.now() < until) {
-    const workers = await client(scheduler).listWorkers();
-    if (workers.some((w) => w.worker_id === workerId && w.health === 'healthy')) return;
-    await sleep(100);
-  }
-  throw new BenchError(`worker ${workerId} not healthy on the scheduler within 30 s`);
-}
-
 // ---- measuring ------------------------------------------------------------------------------
-
-interface Probe {
-  apps: Record<string, number | undefined>;
-  mariadb: number | undefined;
-  redis: number | undefined;
-}
-
-function cpuSnapshot(p: Probe): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(p.apps)) out[name] = cpuMs(pid);
-  out.mariadb = cpuMs(p.mariadb);
-  out.redis = cpuMs(p.redis);
-  const usage = process.cpuUsage();
-  out.bench = (usage.user + usage.system) / 1000;
-  const machine = machineCpuMs();
-  out.machineBusy = machine.busy;
-  out.machineTotal = machine.total;
-  return out;
-}
 
 async function figures(
   system: string,
@@ -274,19 +156,6 @@ async function figures(
   };
 }
 
-function batches(prefix: string, tasks: number): CreateTask[][] {
-  const out: CreateTask[][] = [];
-  for (let i = 0; i < tasks; i += BATCH) {
-    out.push(
-      Array.from({ length: Math.min(BATCH, tasks - i) }, (_, k) => ({
-        create_info: { task_type: 'demo.echo', task_name: `${prefix}${i + k}` },
-        params: { i: i + k },
-      })),
-    );
-  }
-  return out;
-}
-
 async function runBaton(
   scheduler: Child,
   probe: Probe,
@@ -295,8 +164,8 @@ async function runBaton(
   tasks: number,
   finishedBefore: number,
 ): Promise<Figures> {
-  checkTime(`baton ${prefix}`);
-  const work = batches(prefix, tasks);
+  deadline.check(`baton ${prefix}`);
+  const work = taskBatches(prefix, tasks, BATCH);
   const counters0 = await dbCounters(db);
   const cpu0 = cpuSnapshot(probe);
   const startedAt = Date.now();
@@ -307,7 +176,7 @@ async function runBaton(
     });
   });
   const createdAt = Date.now();
-  await waitForFinish(db, finishedBefore + tasks, deadline, `baton ${prefix}`);
+  await waitForFinish(db, finishedBefore + tasks, deadline.at, `baton ${prefix}`);
   const cpu1 = cpuSnapshot(probe);
   const counters1 = await dbCounters(db);
   return figures(
@@ -331,23 +200,11 @@ async function runBull(
   tasks: number,
   finishedBefore: number,
 ): Promise<Figures> {
-  checkTime(`bullmq ${prefix}`);
+  deadline.check(`bullmq ${prefix}`);
   const counters0 = await dbCounters(db);
   const cpu0 = cpuSnapshot(probe);
-  const created = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
-    const onMessage = (m: PipelineReply): void => {
-      if (m.type === 'created') resolve(m);
-      else if (m.type === 'error') reject(new BenchError(`bullmq pipeline: ${m.message}`));
-      else return;
-      pipeline.proc.off('message', onMessage);
-    };
-    pipeline.proc.on('message', onMessage);
-    pipeline.proc.once('exit', () =>
-      reject(new BenchError(`bullmq pipeline exited:\n${pipeline.output()}`)),
-    );
-  });
-  pipeline.proc.send({ type: 'run', prefix, tasks } satisfies PipelineCommand);
-  const finished = waitForFinish(db, finishedBefore + tasks, deadline, `bullmq ${prefix}`);
+  const created = askPipeline(pipeline, { type: 'run', prefix, tasks }, 'created');
+  const finished = waitForFinish(db, finishedBefore + tasks, deadline.at, `bullmq ${prefix}`);
   const [{ startedAt, endedAt }] = await Promise.all([created, finished]);
   const cpu1 = cpuSnapshot(probe);
   const counters1 = await dbCounters(db);
@@ -424,16 +281,16 @@ function ratios(baton: Figures, bull: Figures): string {
 // ---- main -----------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const admin = createPool({ ...MYSQL, connectionLimit: 2 });
+  const admin = createPool({ ...BENCH_MYSQL, connectionLimit: 2 });
   onCleanup('close admin pool', () => admin.end());
-  onCleanup('delete Redis keys', deleteRedisKeys);
+  onCleanup('delete Redis keys', () => deleteRedisKeys(KEY_PREFIX));
   const [[server]] = await admin.query<RowDataPacket[]>(
     'SELECT VERSION() AS v, @@innodb_flush_log_at_trx_commit AS flush, @@sync_binlog AS sb, @@log_bin AS lb',
   );
-  await createDatabases(admin);
+  await createBenchDatabase(admin, BATON_DB, false);
+  await createBenchDatabase(admin, BULL_DB, true);
 
-  const schedulerEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(SCHEDULER_DEFAULTS)) schedulerEnv[k] = env[k] ?? v;
+  const schedulerEnv = schedulerSettings(CONCURRENCY, POOL);
   const receiver = env.BENCH_WEBHOOK ? await deadReceiver(env.BENCH_WEBHOOK) : undefined;
   if (receiver) schedulerEnv.BATON_WEBHOOK_ALLOW = 'localhost';
   const workerId = `bench-worker-${RUN_ID}`;
@@ -459,31 +316,14 @@ async function main(): Promise<void> {
       `MySQL pool ${POOL}, removeOnComplete, 1 attempt`,
   );
 
-  const scheduler = await startChild(
-    'scheduler',
-    'dist/apps/scheduler/src/main.js',
-    {
-      SCHEDULER_PORT: '0',
-      BATON_INSTANCE_ID: `bench-${RUN_ID}`,
-      BATON_DB: 'mysql',
-      BATON_MYSQL_DATABASE: BATON_DB,
-      BATON_DB_MIGRATE: 'true',
-      BATON_QUEUE: 'redis',
-      BATON_QUEUE_PREFIX: `${KEY_PREFIX}:q`,
-      BATON_LOCK: 'redis',
-      BATON_LOCK_PREFIX: `${KEY_PREFIX}:lock:`,
-      BATON_AUTH_MODE: 'hmac',
-      BATON_AUTH_SECRET: SECRET,
-      BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
-      ...schedulerEnv,
-    },
-    {
-      nodeArgs: [
-        ...SERVICE_NODE_ARGS,
-        ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
-      ],
-    },
-  );
+  const scheduler = await startBenchScheduler({
+    runId: RUN_ID,
+    database: BATON_DB,
+    keyPrefix: KEY_PREFIX,
+    secret: SECRET,
+    settings: schedulerEnv,
+    extraNodeArgs: PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+  });
   onCleanup('stop scheduler', () => scheduler.stop());
   const worker = await startBenchWorker(
     workerId,
@@ -510,7 +350,7 @@ async function main(): Promise<void> {
   const results: Figures[] = [];
 
   if (SYSTEMS.includes('baton')) {
-    const db = createPool({ ...MYSQL, database: BATON_DB, connectionLimit: 2 });
+    const db = createPool({ ...BENCH_MYSQL, database: BATON_DB, connectionLimit: 2 });
     onCleanup('close baton pool', () => db.end());
     const probe: Probe = {
       apps: { scheduler: scheduler.pid, worker: worker.pid },
@@ -540,7 +380,7 @@ async function main(): Promise<void> {
   await scheduler.stop();
 
   if (SYSTEMS.includes('bullmq')) {
-    const db = createPool({ ...MYSQL, database: BULL_DB, connectionLimit: 2 });
+    const db = createPool({ ...BENCH_MYSQL, database: BULL_DB, connectionLimit: 2 });
     onCleanup('close bullmq pool', () => db.end());
     const pipeline = await startChild(
       'bullmq pipeline',
@@ -585,30 +425,7 @@ async function main(): Promise<void> {
   }
 }
 
-const watchdog = setTimeout(() => {
-  console.error(`time limit of ${TIME_LIMIT_MS} ms (+60 s) exceeded: aborting`);
-  void cleanup().finally(() => process.exit(2));
-}, TIME_LIMIT_MS + 60_000);
-watchdog.unref();
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-main()
-  .catch((err: unknown) => {
-    console.error(`benchmark failed: ${err instanceof Error ? err.message : String(err)}`);
-    process.exitCode = 1;
-  })
-  .finally(() =>
-    cleanup().finally(() => {
-      clearTimeout(watchdog);
-      // Keep-alive sockets of the HTTP client must not hold the process open.
-      process.exit();
-    }),
-  );
+runBench(main, TIME_LIMIT_MS);
 
 /** A webhook receiver that answers every delivery with `mode` (an HTTP status) or never. */
 async function deadReceiver(mode: string): Promise<{ url: string; hits: () => number }> {

@@ -1,0 +1,286 @@
+/**
+ * The set-up the benchmarks that set Baton against BullMQ share (bench/scheduler.bench.ts,
+ * bench/topology.bench.ts): integer knobs, the clean-up list and the wrapper that runs a bench
+ * under its time limit, the databases and Redis keys of a run, the scheduler as they start it,
+ * calls to it, the IPC of the BullMQ pipeline, and CPU snapshots of the processes under test.
+ */
+import Redis from 'ioredis';
+import { Pool } from 'mysql2/promise';
+import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
+import { createDataSource } from '../apps/scheduler/src/database';
+import { ENTITIES } from '../apps/scheduler/src/entities';
+import {
+  BENCH_ADMIN_KEY,
+  BenchError,
+  Child,
+  cpuMs,
+  machineCpuMs,
+  SERVICE_NODE_ARGS,
+  sleep,
+  startChild,
+} from './bench-support';
+import type { PipelineCommand, PipelineReply } from './bullmq-pipeline';
+
+const env = process.env;
+
+export const BENCH_MYSQL = { host: '127.0.0.1', port: 3306, user: 'root', password: '' };
+
+/** An integer knob from the environment: `fallback` when unset, at least `min`. */
+export function envInt(name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new BenchError(`${name} must be an integer >= ${min}`);
+  return n;
+}
+
+// ---- clean-up and the time limit -------------------------------------------------------------
+
+const cleanups: { what: string; run: () => Promise<void> }[] = [];
+let cleaning: Promise<void> | undefined;
+
+/** Undoes everything the run made, newest first; every step is tried. */
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await Promise.race([
+          c.run(),
+          sleep(20_000).then(() => {
+            throw new BenchError('took over 20 s');
+          }),
+        ]);
+      } catch (err) {
+        console.error(`cleanup: ${c.what}: ${(err as Error).message}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+export function onCleanup(what: string, run: () => Promise<void>): void {
+  cleanups.push({ what, run });
+}
+
+/** The instant a bench must be done by, and a check made before each step. */
+export interface Deadline {
+  at: number;
+  check(what: string): void;
+}
+
+export function deadlineIn(limitMs: number): Deadline {
+  const at = Date.now() + limitMs;
+  return {
+    at,
+    check(what: string): void {
+      if (Date.now() > at)
+        throw new BenchError(`time limit of ${limitMs} ms reached before ${what}`);
+    },
+  };
+}
+
+/**
+ * Runs a bench's `main`, then the clean-up, whatever happened: on failure, on SIGINT/SIGTERM, and
+ * when the time limit (plus a minute for the clean-up) passes.
+ */
+export function runBench(main: () => Promise<void>, timeLimitMs: number): void {
+  const watchdog = setTimeout(() => {
+    console.error(`time limit of ${timeLimitMs} ms (+60 s) exceeded: aborting`);
+    void cleanup().finally(() => process.exit(2));
+  }, timeLimitMs + 60_000);
+  watchdog.unref();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: cleaning up`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+  main()
+    .catch((err: unknown) => {
+      console.error(`benchmark failed: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    })
+    .finally(() =>
+      cleanup().finally(() => {
+        clearTimeout(watchdog);
+        // Keep-alive sockets of the HTTP client must not hold the process open.
+        process.exit();
+      }),
+    );
+}
+
+// ---- databases, Redis, the scheduler ----------------------------------------------------------
+
+/**
+ * A database dropped at clean-up. `migrate`: made with the scheduler's schema by the scheduler's
+ * own migrations (for the BullMQ pipeline, which writes that schema); otherwise left empty for
+ * the scheduler to migrate.
+ */
+export async function createBenchDatabase(
+  admin: Pool,
+  name: string,
+  migrate: boolean,
+): Promise<void> {
+  await admin.query(`CREATE DATABASE ${name}`);
+  onCleanup(`drop database ${name}`, async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+  });
+  if (!migrate) return;
+  const ds = createDataSource(
+    { type: 'mysql', ...BENCH_MYSQL, database: name, poolSize: 2 },
+    ENTITIES,
+  );
+  await ds.initialize();
+  try {
+    await ds.runMigrations();
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/** Deletes every Redis key holding `:<prefix>:` (the queue's, the locks', BullMQ's). */
+export async function deleteRedisKeys(prefix: string): Promise<void> {
+  const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    let rounds = 0;
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}:*`, 'COUNT', 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0' && ++rounds < 100_000);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Scheduler settings tuned for throughput; an exported BATON_* of the same name wins. */
+export function schedulerSettings(concurrency: number, pool: number): Record<string, string> {
+  const defaults: Record<string, string> = {
+    BATON_RUNNER_CONCURRENCY: String(concurrency),
+    BATON_MYSQL_POOL: String(pool),
+    // One shard: a claim is one script call instead of a peek at every shard plus a claim.
+    BATON_QUEUE_SHARDS: '1',
+    BATON_DISPATCH_INTERVAL_MS: '1000',
+    BATON_DISPATCH_BATCH: '1000',
+    BATON_CHECKER_INTERVAL_MS: '1000',
+    BATON_CLAIM_LEASE_MS: '30000',
+    BATON_CALL_TIMEOUT_MS: '10000',
+    // keys: every create carries the bench's API key, as in production; off: the API open.
+    BATON_API_AUTH: 'keys',
+  };
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(defaults)) out[k] = env[k] ?? v;
+  return out;
+}
+
+/** The scheduler on MariaDB (`database`, migrated at start), Redis queue and locks, HMAC. */
+export function startBenchScheduler(opts: {
+  runId: string;
+  database: string;
+  keyPrefix: string;
+  secret: string;
+  settings: Record<string, string>;
+  extraNodeArgs?: string[];
+}): Promise<Child> {
+  return startChild(
+    'scheduler',
+    'dist/apps/scheduler/src/main.js',
+    {
+      SCHEDULER_PORT: '0',
+      BATON_INSTANCE_ID: `bench-${opts.runId}`,
+      BATON_DB: 'mysql',
+      BATON_MYSQL_DATABASE: opts.database,
+      BATON_DB_MIGRATE: 'true',
+      BATON_QUEUE: 'redis',
+      BATON_QUEUE_PREFIX: `${opts.keyPrefix}:q`,
+      BATON_LOCK: 'redis',
+      BATON_LOCK_PREFIX: `${opts.keyPrefix}:lock:`,
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: opts.secret,
+      BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
+      ...opts.settings,
+    },
+    { nodeArgs: [...SERVICE_NODE_ARGS, ...(opts.extraNodeArgs ?? [])] },
+  );
+}
+
+/** The bench submits work the way a team would: through the scheduler client. */
+export function benchClient(base: string): SchedulerClient {
+  return new SchedulerClient({ urls: [base], timeoutMs: 60_000, apiKey: BENCH_ADMIN_KEY });
+}
+
+export async function waitForHealthyWorker(scheduler: string, workerId: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (Date.now() < until) {
+    const workers = await benchClient(scheduler).listWorkers();
+    if (workers.some((w) => w.worker_id === workerId && w.health === 'healthy')) return;
+    await sleep(100);
+  }
+  throw new BenchError(`worker ${workerId} not healthy on the scheduler within 30 s`);
+}
+
+/** `tasks` sync `demo.echo` creates named `<prefix><i>`, in batches of at most `batch`. */
+export function taskBatches(prefix: string, tasks: number, batch: number): CreateTask[][] {
+  const out: CreateTask[][] = [];
+  for (let i = 0; i < tasks; i += batch) {
+    out.push(
+      Array.from({ length: Math.min(batch, tasks - i) }, (_, k) => ({
+        create_info: { task_type: 'demo.echo', task_name: `${prefix}${i + k}` },
+        params: { i: i + k },
+      })),
+    );
+  }
+  return out;
+}
+
+// ---- the BullMQ pipeline's IPC -----------------------------------------------------------------
+
+/**
+ * Sends a command to the BullMQ pipeline (bench/bullmq-pipeline.ts) and resolves with its reply
+ * of type `want`; rejects on an `error` reply or when the pipeline exits.
+ */
+export function askPipeline<T extends PipelineReply['type']>(
+  pipeline: Child,
+  cmd: PipelineCommand,
+  want: T,
+): Promise<Extract<PipelineReply, { type: T }>> {
+  const reply = new Promise<Extract<PipelineReply, { type: T }>>((resolve, reject) => {
+    const onExit = (): void =>
+      reject(new BenchError(`bullmq pipeline exited:\n${pipeline.output()}`));
+    const onMessage = (m: PipelineReply): void => {
+      if (m.type === want) resolve(m as Extract<PipelineReply, { type: T }>);
+      else if (m.type === 'error') reject(new BenchError(`bullmq pipeline: ${m.message}`));
+      else return;
+      pipeline.proc.off('message', onMessage);
+      pipeline.proc.off('exit', onExit);
+    };
+    pipeline.proc.on('message', onMessage);
+    pipeline.proc.once('exit', onExit);
+  });
+  pipeline.proc.send(cmd);
+  return reply;
+}
+
+// ---- CPU ----------------------------------------------------------------------------------------
+
+/** The processes whose CPU a run counts: the apps by name, and the MariaDB and Redis servers. */
+export interface Probe {
+  apps: Record<string, number | undefined>;
+  mariadb: number | undefined;
+  redis: number | undefined;
+}
+
+/** CPU ms so far of each process of `p`, this bench's own (`bench`) and the machine's. */
+export function cpuSnapshot(p: Probe): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(p.apps)) out[name] = cpuMs(pid);
+  out.mariadb = cpuMs(p.mariadb);
+  out.redis = cpuMs(p.redis);
+  const usage = process.cpuUsage();
+  out.bench = (usage.user + usage.system) / 1000;
+  const machine = machineCpuMs();
+  out.machineBusy = machine.busy;
+  out.machineTotal = machine.total;
+  return out;
+}
