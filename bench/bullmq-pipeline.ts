@@ -8,27 +8,37 @@
  * - process (one BullMQ job): worker `create` -> CREATE (row + event, one transaction) -> attempt
  *   row -> RUNNING (row + event) -> worker `run` -> SUCCESS (row + event) -> attempt end ->
  *   FINISH (row + event). The same HTTP calls through the repo's WorkerClient (HMAC, fence 1),
- *   the same rows, compare-and-set on version like Baton's.
+ *   the same rows, compare-and-set on version like Baton's;
+ * - flow (bench/topology.bench.ts): the rows of every task of a flow (bench/bullmq-flows.ts), in
+ *   batches as above, then the flow in one `FlowProducer.add`; each of its jobs is processed as
+ *   above by the same worker, a parent once its children completed.
  *
- * Driven over IPC by bench/scheduler.bench.ts: `ready` -> `run` -> `created` ... `stop`.
+ * Driven over IPC by bench/scheduler.bench.ts, bench/scale.bench.ts and bench/topology.bench.ts:
+ * `ready` -> `run` -> `created` (or `flow` -> `flowed`) ... `stop`.
  * Environment: BENCH_MYSQL_DATABASE, BENCH_BULL_PREFIX, BENCH_WORKER_URL, BATON_AUTH_SECRET,
  * BENCH_CONCURRENCY, BENCH_POOL, BENCH_BATCH, BENCH_CREATE_IN_FLIGHT.
  */
-import { Queue, Worker } from 'bullmq';
+import { FlowProducer, Queue, Worker } from 'bullmq';
 import { createPool, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import { monotonicFactory } from 'ulid';
 import { WorkerClient } from '@baton/task-contract';
 import { inParallel } from './bench-support';
+import { buildFlow, FlowShape } from './bullmq-flows';
 
 /** `at`: the jobs are delayed jobs due at that instant (epoch ms), as tasks with a start_time. */
 export type PipelineCommand =
-  { type: 'run'; prefix: string; tasks: number; at?: number } | { type: 'stop' };
+  | { type: 'run'; prefix: string; tasks: number; at?: number }
+  | { type: 'flow'; shape: FlowShape; prefix: string; nodes: number }
+  | { type: 'stop' };
+/** `flowed`: the flow is added; `last` is the task id of the job that ends it. */
 export type PipelineReply =
   | { type: 'ready' }
   | { type: 'created'; startedAt: number; endedAt: number }
+  | { type: 'flowed'; startedAt: number; endedAt: number; last: string }
   | { type: 'error'; message: string };
 
-interface JobData {
+/** The data of one job: the task it is. */
+export interface JobData {
   taskId: string;
   name: string;
   params: Record<string, unknown>;
@@ -252,6 +262,8 @@ async function main(): Promise<void> {
   worker.on('failed', (job, err) => console.error(`job ${job?.id ?? '?'} failed: ${err.message}`));
   await worker.waitUntilReady();
   await queue.waitUntilReady();
+  const flows = new FlowProducer({ connection, prefix });
+  await flows.waitUntilReady();
 
   const run = async (runPrefix: string, tasks: number, at?: number): Promise<void> => {
     const batches: JobData[][] = [];
@@ -283,14 +295,28 @@ async function main(): Promise<void> {
     send({ type: 'created', startedAt, endedAt: Date.now() });
   };
 
+  const flow = async (shape: FlowShape, flowPrefix: string, nodes: number): Promise<void> => {
+    const built = buildFlow(shape, QUEUE, flowPrefix, nodes, nextId);
+    const batches: JobData[][] = [];
+    for (let i = 0; i < built.tasks.length; i += batch)
+      batches.push(built.tasks.slice(i, i + batch));
+    const startedAt = Date.now();
+    await inParallel(batches, inFlight, (jobs) => insertBatch(jobs, Date.now()));
+    await flows.add(built.flow);
+    send({ type: 'flowed', startedAt, endedAt: Date.now(), last: built.last.taskId });
+  };
+
+  const failed = (err: unknown): void =>
+    send({ type: 'error', message: err instanceof Error ? err.message : String(err) });
   process.on('message', (cmd: PipelineCommand) => {
     if (cmd.type === 'run') {
-      run(cmd.prefix, cmd.tasks, cmd.at).catch((err: unknown) =>
-        send({ type: 'error', message: err instanceof Error ? err.message : String(err) }),
-      );
+      run(cmd.prefix, cmd.tasks, cmd.at).catch(failed);
+    } else if (cmd.type === 'flow') {
+      flow(cmd.shape, cmd.prefix, cmd.nodes).catch(failed);
     } else {
       void (async () => {
         await worker.close();
+        await flows.close();
         await queue.close();
         await client.close();
         await db.end();
