@@ -450,6 +450,46 @@ describe.each([
     expect(runsOf([node(third, 'E').task_id]).length).toBe(1);
   });
 
+  it('skips a failed node of a running run: the node after it runs, and the run succeeds', async () => {
+    await define({
+      name: 'skip-live',
+      nodes: [
+        { key: 'A', task: echo() },
+        { key: 'C', depends_on: ['A'], task: failing() },
+        { key: 'E', depends_on: ['C'], task: echo() },
+        // Keeps the run going until the test lets it end.
+        { key: 'hold', depends_on: ['A'], wait: { signal: 'go' } },
+      ],
+    });
+    const id = await start('skip-live');
+    await eventually(
+      async () => {
+        const r = await run(id);
+        return node(r, 'C').status === 'FAILED' && node(r, 'E').status === 'SKIPPED'
+          ? true
+          : undefined;
+      },
+      30_000,
+      'C failing and E skipped for it',
+    );
+    expect((await api.call('POST', `/v1/topology-runs/${id}/nodes/C/skip`)).status).toBe(200);
+    const e = await eventually(
+      async () => {
+        const n = node(await run(id), 'E');
+        return n.status === 'SUCCESS' ? n : undefined;
+      },
+      30_000,
+      'E running after C was skipped',
+    );
+    expect(e.task_id).not.toBeNull();
+    expect(
+      (await api.call('POST', `/v1/topology-runs/${id}/signal`, { signal: 'go' })).status,
+    ).toBe(200);
+    const r = await finished(id);
+    expect(r.outcome).toBe('SUCCESS');
+    expect(node(r, 'C').status).toBe('SKIPPED');
+  });
+
   it('rolls back the succeeded nodes of a failed run in reverse order (saga)', async () => {
     const undoable = (extra: Json = {}): Json => ({
       create_info: { task_type: 'demo.rollback' },

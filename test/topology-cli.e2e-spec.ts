@@ -176,6 +176,11 @@ nodes:
       }),
     ).toBe(400);
     expect(await bad({ topology: { name: 'no-such-flow' } })).toBe(400);
+    // Labels its runs could not hold are refused at save, not at every fire.
+    expect(await bad({ topology: { name: 'nightly', labels: { 'a:b': 'x' } } })).toBe(400);
+    expect(
+      (await api.call('POST', '/v1/topologies/nightly/runs', { labels: { team: 42 } })).status,
+    ).toBe(400);
 
     const timer = await api.call<{ timer_id: string; topology: Json; task: unknown }>(
       'POST',

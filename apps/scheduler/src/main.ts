@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { createSchedulerApp } from './bootstrap';
+import { Overload } from './common';
 import { loadSchedulerConfig } from './config';
 
 async function main(): Promise<void> {
@@ -13,6 +14,7 @@ async function main(): Promise<void> {
   await app.init();
   const hooked = Date.now();
   await app.listen(config.port, config.host);
+  app.get(Overload).started();
   const listening = Date.now();
   // Tests and the launcher wait for this line.
   Logger.log(`scheduler ${config.instanceId} listening on ${await app.getUrl()}`, 'Scheduler');

@@ -15,14 +15,14 @@ const SAMPLE_MS = 500;
 export class Overload implements OnModuleDestroy {
   private requests = 0;
   private lag = 0;
+  private last = performance.now();
+  private lastLate = 0;
   private readonly histogram: IntervalHistogram;
   private readonly timer: NodeJS.Timeout;
 
   constructor(@Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig) {
     this.histogram = monitorEventLoopDelay({ resolution: 20 });
     this.histogram.enable();
-    let last = performance.now();
-    let lastLate = 0;
     this.timer = setInterval(() => {
       // The histogram holds the delays seen since the last read (nanoseconds). A late loop is
       // remembered for a little while (halved every sample), so a burst is not let in at once.
@@ -30,15 +30,26 @@ export class Overload implements OnModuleDestroy {
       // delays between blocks), when two ticks in a row were late: one late tick is a stall (a
       // start-up, a long collection), late ticks in a row are a loop that cannot keep up.
       const now = performance.now();
-      const late = Math.max(0, now - last - SAMPLE_MS);
-      last = now;
-      const sustained = Math.min(late, lastLate);
-      lastLate = late;
+      const late = Math.max(0, now - this.last - SAMPLE_MS);
+      this.last = now;
+      const sustained = Math.min(late, this.lastLate);
+      this.lastLate = late;
       const mean = this.histogram.count > 0 ? this.histogram.mean / 1e6 : 0;
       this.lag = Math.max(mean, sustained, this.lag / 2);
       this.histogram.reset();
     }, SAMPLE_MS);
     this.timer.unref();
+  }
+
+  /**
+   * The process listens now: what its start-up cost the event loop (loading code, building
+   * modules, a busy machine's stalls meanwhile) is not load, and must not refuse its first requests.
+   */
+  started(): void {
+    this.lag = 0;
+    this.lastLate = 0;
+    this.last = performance.now();
+    this.histogram.reset();
   }
 
   onModuleDestroy(): void {

@@ -10,6 +10,7 @@ import { Clock, crashPoint } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
+import type { TaskModel } from '../task-store';
 import { TopologyRunsService } from '../topologies';
 import { ProducerOwnership } from './ownership';
 import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
@@ -288,12 +289,15 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
    * Cancels the previous fire's task (while it is being driven, 409, it is tried again, up to
    * 10 s), or its topology run.
    */
-  private async cancelPrevious(t: TimerModel, previous: string): Promise<void> {
-    const cancel = isTopologyTemplate(t.template)
-      ? this.topologies.cancel(previous)
-      : this.actions.cancelWhenFree(previous, `producer:${this.config.instanceId}`, 10_000);
+  private async cancelPrevious(t: TimerModel, previous: TaskModel): Promise<void> {
+    // By what the previous fire made: the timer may have changed kind since.
+    const actor = `producer:${this.config.instanceId}`;
+    const cancel =
+      previous.repetition === RepetitionKind.TOPOLOGY
+        ? this.topologies.cancel(previous.taskId, actor)
+        : this.actions.cancelWhenFree(previous.taskId, actor, 10_000);
     await cancel.catch((err: unknown) =>
-      this.logger.warn(`timer ${t.timerId}: cancelling ${previous}: ${String(err)}`),
+      this.logger.warn(`timer ${t.timerId}: cancelling ${previous.taskId}: ${String(err)}`),
     );
   }
 
@@ -315,7 +319,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
           return 'skipped';
         }
         // In the background: a task being driven answers 409 for a moment, and the fire must not wait.
-        void this.cancelPrevious(t, previous);
+        void this.cancelPrevious(t, prev);
         this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
       }
     }

@@ -241,8 +241,9 @@ export class TimersService {
    */
   private async checkTemplate(template: TimerTemplate, tenant: string): Promise<void> {
     if (isTopologyTemplate(template)) {
-      const { name, version } = template.topology;
-      await this.topologies.startable(name, tenant, version).catch((err: unknown) => {
+      const { name, version, input, labels } = template.topology;
+      const start = { input: input ?? {}, labels: labels ?? {} };
+      await this.topologies.startable(name, tenant, version, start).catch((err: unknown) => {
         throw err instanceof ContractException
           ? invalid(`topology: ${err.message}`, { topology: name })
           : err;

@@ -79,15 +79,24 @@ export class OutcomeActions {
    * A new attempt of a finished task: same id, attempt + 1 with a new fence, its history kept, its
    * params changed if given. It starts as any start does (start checks, limits, lock keys, a
    * worker) with a fresh retry budget: the attempts before it do not count against max_retry.
+   * With `fromAttempt`, only a task finished at that attempt is re-run (a caller that may ask
+   * twice for one re-run).
    */
   async rerun(
     taskId: string,
     params: Record<string, unknown> | undefined,
     actor = ACTOR,
+    fromAttempt?: number,
   ): Promise<TaskModel> {
     if (params) this.factory.checkParamsSize(params);
     const t = await this.steps.free(taskId);
     if (t.status !== TaskStatus.FINISH || t.pendingAction !== null) throw illegal('re-run', t);
+    if (fromAttempt !== undefined && t.attempt !== fromAttempt)
+      throw new ContractException(
+        ContractErrorCode.ILLEGAL_TRANSITION,
+        `task ${t.taskId} is at attempt ${t.attempt}: its re-run from attempt ${fromAttempt} was made already`,
+        { task_id: t.taskId, attempt: t.attempt },
+      );
     const next = await this.steps.change(
       t,
       {

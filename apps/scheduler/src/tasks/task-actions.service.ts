@@ -247,8 +247,13 @@ export class TaskActionsService {
     return this.outcomes.rollback(taskId, actor);
   }
 
-  rerun(taskId: string, params?: Record<string, unknown>, actor = ACTOR): Promise<TaskModel> {
-    return this.outcomes.rerun(taskId, params, actor);
+  rerun(
+    taskId: string,
+    params?: Record<string, unknown>,
+    actor = ACTOR,
+    fromAttempt?: number,
+  ): Promise<TaskModel> {
+    return this.outcomes.rerun(taskId, params, actor, fromAttempt);
   }
 
   async changeParams(

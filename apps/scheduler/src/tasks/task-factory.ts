@@ -69,20 +69,7 @@ export class TaskFactory {
       );
     const params = dto.params ?? {};
     this.checkParamsSize(params);
-    for (const [k, v] of Object.entries(dto.labels ?? {})) {
-      if (
-        typeof v !== 'string' ||
-        k.length === 0 ||
-        k.length > 100 ||
-        v.length > 200 ||
-        k.includes(':')
-      ) {
-        throw new ContractException(
-          ContractErrorCode.VALIDATION_FAILED,
-          `label ${JSON.stringify(k)} must map a name (no ':') to a string of at most 200 characters`,
-        );
-      }
-    }
+    this.checkLabels(dto.labels ?? {});
     const arg = dto.process_arg ?? {};
     const startTime = arg.start_time ? Date.parse(arg.start_time) : null;
     const initial = arg.task_status ?? TaskStatus.INIT;
@@ -148,7 +135,7 @@ export class TaskFactory {
     controlTaskId: string | null;
     now: number;
   }): TaskModel {
-    this.checkParamsSize(args.input);
+    this.checkRunStart(args.input, args.labels);
     return {
       taskId: this.ids.taskId(),
       taskType: CENTRE_TASK_TYPE,
@@ -211,6 +198,29 @@ export class TaskFactory {
         ContractErrorCode.PAYLOAD_TOO_LARGE,
         `params must be at most ${MAX_PARAMS_BYTES} bytes of JSON`,
       );
+    }
+  }
+
+  /** A run's input and labels, checked as a task's params and labels are. */
+  checkRunStart(input: Record<string, unknown>, labels: Record<string, string>): void {
+    this.checkParamsSize(input);
+    this.checkLabels(labels);
+  }
+
+  private checkLabels(labels: Record<string, unknown>): void {
+    for (const [k, v] of Object.entries(labels)) {
+      if (
+        typeof v !== 'string' ||
+        k.length === 0 ||
+        k.length > 100 ||
+        v.length > 200 ||
+        k.includes(':')
+      ) {
+        throw new ContractException(
+          ContractErrorCode.VALIDATION_FAILED,
+          `label ${JSON.stringify(k)} must map a name (no ':') to a string of at most 200 characters`,
+        );
+      }
     }
   }
 }

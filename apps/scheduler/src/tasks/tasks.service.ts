@@ -50,6 +50,11 @@ export class TasksService {
     return this.factory.centre({ ...args, now: this.clock.now() });
   }
 
+  /** Refuses a run's input or labels that its centre task could not hold. */
+  checkRunStart(input: Record<string, unknown>, labels: Record<string, string>): void {
+    this.factory.checkRunStart(input, labels);
+  }
+
   /** Inserts built tasks in the caller's transaction. */
   insertWithin(m: EntityManager, tasks: readonly TaskModel[], actor: string): Promise<void> {
     return this.repo.insertWithin(m, tasks, 'created', actor);

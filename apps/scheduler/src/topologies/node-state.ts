@@ -99,6 +99,27 @@ export function rerunPending(row: NodeRow, task: NodeTask | undefined): boolean 
   );
 }
 
+/**
+ * Re-runs decided before whose call did not go out (a crash between, a refusal): to ask again,
+ * each only from the attempt its row names.
+ */
+export function pendingKicks(
+  rows: readonly NodeRow[],
+  tasks: ReadonlyMap<string, NodeTask>,
+): { taskId: string; from: number; params: Record<string, unknown> | undefined }[] {
+  const out = [];
+  for (const r of rows) {
+    const t = r.taskId ? tasks.get(r.taskId) : undefined;
+    if (rerunPending(r, t) && t?.status === TaskStatus.FINISH && t.pendingAction === null)
+      out.push({
+        taskId: t.taskId,
+        from: Number(r.result?.from ?? 0),
+        params: r.result?.params as Record<string, unknown> | undefined,
+      });
+  }
+  return out;
+}
+
 function rowStatus(row: NodeRow, tasks: ReadonlyMap<string, NodeTask>): NodeStatus {
   switch (row.state) {
     case 'task':

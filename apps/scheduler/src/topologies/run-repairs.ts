@@ -46,16 +46,34 @@ export class RunRepairs {
     const children: string[] = [];
     await this.tx.run(async (m) => {
       await this.runs.lock(m, runId);
+      // Under the run's lock: a retry asked twice (or racing a re-run) finds the run reopened.
+      const now = (await this.tasks.findByIds([runId], m))[0];
+      if (!now || now.status !== TaskStatus.FINISH || now.outcome === TaskStatus.SUCCESS)
+        throw this.illegal(
+          now ?? centre,
+          'retry',
+          'only a run that finished without success is retried',
+        );
       const rows = await this.runs.nodes(runId, m);
       const tasks = await this.taskMap(rows, m);
+      const busy = rows.find((r) => {
+        const t = r.taskId ? tasks.get(r.taskId) : undefined;
+        return t !== undefined && (t.status !== TaskStatus.FINISH || t.pendingAction !== null);
+      });
+      if (busy)
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `node ${busy.key} of run ${runId} is still running: wait for it`,
+          { run_id: runId, node: busy.key },
+        );
       const wake: NodeRow[] = [];
       const drop: NodeRow[] = [];
       for (const r of rows) {
         const t = r.taskId ? tasks.get(r.taskId) : undefined;
-        if (t?.repetition === RepetitionKind.TOPOLOGY) {
+        if (r.state === 'skipped' && r.result?.by === 'api') {
+          // Skipped by a person: it stays skipped (a sub-topology too).
+        } else if (t?.repetition === RepetitionKind.TOPOLOGY) {
           if (t.outcome !== TaskStatus.SUCCESS) children.push(t.taskId);
-        } else if (r.state === 'skipped' && r.result?.by === 'api') {
-          // Skipped by a person: it stays skipped.
         } else if (r.state === 'failed' || (r.state === 'skipped' && !t)) drop.push(r);
         else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state === 'skipped')) wake.push(r);
         else if (t && handlers.has(r.key)) wake.push(r);
@@ -78,7 +96,7 @@ export class RunRepairs {
 
   /** Re-runs one node and every node after it; the nodes before it keep what they did. */
   async rerunNode(runId: string, key: string): Promise<void> {
-    const { run, spec, centre } = await this.load(runId);
+    const { run, spec } = await this.load(runId);
     const node = spec.nodes.find((n) => n.key === key);
     if (!node) throw this.noNode(runId, key);
     const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
@@ -119,9 +137,8 @@ export class RunRepairs {
           this.clock.now(),
         );
     });
-    if (centre.status === TaskStatus.FINISH)
-      await this.reopen(run.runId, `re-run from node ${key}`);
-    else await this.driver.evaluate(runId);
+    // Reopens the run if it finished meanwhile; else it only evaluates.
+    await this.reopen(run.runId, `re-run from node ${key}`);
   }
 
   /**
@@ -153,6 +170,20 @@ export class RunRepairs {
       const skipped = { state: 'skipped' as const, result: { by: 'api' } };
       if (row) await this.runs.moveNode(m, runId, key, 0, row.state, skipped, now);
       else await this.runs.insertNodes(m, runId, [{ key, item: 0, taskId: null, ...skipped }], now);
+      // The nodes after it that its failure skipped are decided again, now that it counts as done.
+      const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
+      const ancestors = ancestorSets(spec.nodes, byKey);
+      await this.runs.deleteNodes(
+        m,
+        runId,
+        rows.filter(
+          (r) =>
+            ancestors.get(r.key)?.has(key) &&
+            r.state === 'skipped' &&
+            r.taskId === null &&
+            r.result?.by !== 'api',
+        ),
+      );
     });
     if (centre.status !== TaskStatus.FINISH) await this.driver.evaluate(runId);
   }
@@ -181,6 +212,8 @@ export class RunRepairs {
         },
         now,
       );
+      // A crash before this leaves the run inactive: the move's change (durable with it) has
+      // the driver evaluate the run, which marks it active again.
       if (moved) {
         await this.runs.setActive(runId, true, now);
         break;

@@ -99,14 +99,16 @@ export class TopologyDriver implements TaskChangeConsumer {
   /** One evaluation; true when starts were found that were not made ready (look again). */
   private async evaluateOnce(runId: string): Promise<boolean> {
     const run = await this.runs.get(runId);
-    if (!run?.active) return false;
+    if (!run) return false;
     let centre = await this.tasks.findById(runId);
     if (!centre) return false;
     const now = this.clock.now();
     if (centre.status === TaskStatus.FINISH) {
-      await this.runs.setActive(runId, false, now);
+      if (run.active) await this.runs.setActive(runId, false, now);
       return false;
     }
+    // Reopened (a retry, a re-run) by a request that died before it marked the run active.
+    if (!run.active) await this.runs.setActive(runId, true, now);
     const spec = (await this.defs.get(run.name, run.version))?.spec;
     if (!spec) throw new Error(`run ${runId}: definition ${run.name} v${run.version} is gone`);
     if (centre.status === TaskStatus.INIT) {
@@ -181,8 +183,10 @@ export class TopologyDriver implements TaskChangeConsumer {
     if (created.length > 0) await this.creator.committed(created);
     if (!plan) return false;
     const decided: Plan = plan;
+    // Only from the attempt the row names: a re-run asked for twice (two evaluations, two
+    // instances) makes one new attempt, never a third after the second has run.
     for (const r of [...decided.reruns, ...decided.kicks])
-      await this.actions.rerun(r.taskId, r.params, TOPOLOGY_ACTOR).catch((err: unknown) => {
+      await this.actions.rerun(r.taskId, r.params, TOPOLOGY_ACTOR, r.from).catch((err: unknown) => {
         // Asked again by the next evaluation (the row says the re-run has not begun).
         this.logger.warn(`run ${runId}: re-run of node task ${r.taskId} failed: ${String(err)}`);
       });

@@ -5,7 +5,7 @@ import {
   NodeTask,
   NodeView,
   failedStatus,
-  rerunPending,
+  pendingKicks,
   viewOf,
 } from './node-state';
 import { sagaStep } from './saga';
@@ -51,7 +51,7 @@ export interface Plan {
   rows: (Pick<NodeRow, 'key' | 'item' | 'state' | 'result'> & { from?: NodeRow['state'] })[];
   reruns: NodeRerun[];
   /** Re-runs decided before whose call did not go out (a crash between): ask again. */
-  kicks: { taskId: string; params: Record<string, unknown> | undefined }[];
+  kicks: { taskId: string; from: number; params: Record<string, unknown> | undefined }[];
   /** Active node tasks to cancel (the run is being cancelled). */
   cancel: string[];
   /** Succeeded node tasks to roll back now (a failed run whose definition asks for it). */
@@ -124,11 +124,6 @@ export function evaluate(
   const dormant = new Map(
     rows.filter((r) => r.state === 'dormant').map((r) => [`${r.key}:${r.item}`, r]),
   );
-  for (const r of rows) {
-    const t = r.taskId ? tasks.get(r.taskId) : undefined;
-    if (rerunPending(r, t) && t?.status === 'FINISH' && t.pendingAction === null)
-      plan.kicks.push({ taskId: t.taskId, params: r.result?.params as Record<string, unknown> });
-  }
   const scope = (extra?: Partial<PlaceholderScope>): PlaceholderScope => ({
     input: run.input,
     run: { id: run.runId, name: run.name, version: run.version },
@@ -177,6 +172,7 @@ export function evaluate(
     return plan;
   }
   if (run.paused) return plan;
+  plan.kicks = pendingKicks(rows, tasks);
 
   const chosenBy = switchChoices(spec, views);
   const pass = (nodes: readonly NodeDef[]): void => {

@@ -123,7 +123,7 @@ export class TopologyRunsController {
       'skip a pending or failed node: it is SKIPPED, and its dependants go on as if it had succeeded',
   })
   @ApiOkResponse({ type: TopologyRunDto })
-  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION, ContractErrorCode.VALIDATION_FAILED)
   async skip(
     @Param('run_id') runId: string,
     @Param('node') node: string,

@@ -88,7 +88,13 @@ export class TopologyRunsService {
    * The definition a run of `name` would start for `tenant`: refused (404) when there is none, or
    * when it is another tenant's (as its routes answer).
    */
-  async startable(name: string, tenant: string, version?: number): Promise<TopologyVersion> {
+  async startable(
+    name: string,
+    tenant: string,
+    version?: number,
+    start?: { input: Record<string, unknown>; labels: Record<string, string> },
+  ): Promise<TopologyVersion> {
+    if (start) this.creator.checkRunStart(start.input, start.labels);
     const def = await this.defs.get(name, version);
     if (!def || (def.tenant !== null && def.tenant !== tenant))
       throw topologyNotFound(name, version);
@@ -146,9 +152,9 @@ export class TopologyRunsService {
   }
 
   /** Stops a run: no node starts any more, running node tasks are cancelled through the contract. */
-  async cancel(runId: string): Promise<RunState> {
+  async cancel(runId: string, actor = 'api'): Promise<RunState> {
     const { centre } = await this.get(runId, false);
-    if (!(await this.driver.cancelRun(runId, 'api'))) throw this.over(centre, 'cancel');
+    if (!(await this.driver.cancelRun(runId, actor))) throw this.over(centre, 'cancel');
     return this.get(runId);
   }
 

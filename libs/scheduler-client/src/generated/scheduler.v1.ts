@@ -4566,7 +4566,7 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40000-40003"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
