@@ -5,7 +5,7 @@
  * calls to it, the IPC of the BullMQ pipeline, and CPU snapshots of the processes under test.
  */
 import Redis from 'ioredis';
-import { Pool } from 'mysql2/promise';
+import { Pool, createPool } from 'mysql2/promise';
 import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createDataSource } from '../apps/scheduler/src/database';
 import { ENTITIES } from '../apps/scheduler/src/entities';
@@ -283,4 +283,39 @@ export function cpuSnapshot(p: Probe): Record<string, number> {
   out.machineBusy = machine.busy;
   out.machineTotal = machine.total;
   return out;
+}
+
+/**
+ * The BullMQ pipeline process (bench/bullmq-pipeline.ts) over its own database, calling the same
+ * worker, with a small pool of this process's own to read its rows; both are closed at cleanup.
+ */
+export async function startBullPipeline(opts: {
+  database: string;
+  keyPrefix: string;
+  workerUrl: string;
+  secret: string;
+  concurrency: number;
+  pool: number;
+  batch: number;
+  inFlight: number;
+}): Promise<{ db: Pool; pipeline: Child }> {
+  const db = createPool({ ...BENCH_MYSQL, database: opts.database, connectionLimit: 2 });
+  onCleanup('close bullmq pool', () => db.end());
+  const pipeline = await startChild(
+    'bullmq pipeline',
+    'dist/bench/bullmq-pipeline.js',
+    {
+      BENCH_MYSQL_DATABASE: opts.database,
+      BENCH_BULL_PREFIX: `${opts.keyPrefix}:bull`,
+      BENCH_WORKER_URL: opts.workerUrl,
+      BATON_AUTH_SECRET: opts.secret,
+      BENCH_CONCURRENCY: String(opts.concurrency),
+      BENCH_POOL: String(opts.pool),
+      BENCH_BATCH: String(opts.batch),
+      BENCH_CREATE_IN_FLIGHT: String(opts.inFlight),
+    },
+    { ipc: true, nodeArgs: SERVICE_NODE_ARGS },
+  );
+  onCleanup('stop bullmq pipeline', () => pipeline.stop());
+  return { db, pipeline };
 }

@@ -56,7 +56,6 @@ import {
   rowFigures,
   SERVICE_NODE_ARGS,
   startBenchWorker,
-  startChild,
   statusCounts,
   waitForFinish,
 } from './bench-support';
@@ -76,6 +75,7 @@ import {
   startBenchScheduler,
   taskBatches,
   waitForHealthyWorker,
+  startBullPipeline,
 } from './bench-harness';
 import type { PipelineCommand } from './bullmq-pipeline';
 import {
@@ -354,24 +354,16 @@ async function main(): Promise<void> {
   await scheduler.stop();
 
   if (SYSTEMS.includes('bullmq')) {
-    const db = createPool({ ...BENCH_MYSQL, database: BULL_DB, connectionLimit: 2 });
-    onCleanup('close bullmq pool', () => db.end());
-    const pipeline = await startChild(
-      'bullmq pipeline',
-      'dist/bench/bullmq-pipeline.js',
-      {
-        BENCH_MYSQL_DATABASE: BULL_DB,
-        BENCH_BULL_PREFIX: `${KEY_PREFIX}:bull`,
-        BENCH_WORKER_URL: worker.url,
-        BATON_AUTH_SECRET: SECRET,
-        BENCH_CONCURRENCY: String(CONCURRENCY),
-        BENCH_POOL: String(POOL),
-        BENCH_BATCH: String(BATCH),
-        BENCH_CREATE_IN_FLIGHT: String(IN_FLIGHT),
-      },
-      { ipc: true, nodeArgs: SERVICE_NODE_ARGS },
-    );
-    onCleanup('stop bullmq pipeline', () => pipeline.stop());
+    const { db, pipeline } = await startBullPipeline({
+      database: BULL_DB,
+      keyPrefix: KEY_PREFIX,
+      workerUrl: worker.url,
+      secret: SECRET,
+      concurrency: CONCURRENCY,
+      pool: POOL,
+      batch: BATCH,
+      inFlight: IN_FLIGHT,
+    });
     const probe = { apps: { pipeline: pipeline.pid, worker: worker.pid }, ...servers };
     results.push(...(await rounds(bullmq(pipeline, db, probe))));
   }
