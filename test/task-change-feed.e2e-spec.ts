@@ -75,7 +75,7 @@ describe.each([
     const task = await api.task(id);
     expect(task.task_status).toBe('FINISH');
     // This instance never drove the task: what it counts came to it through the outbox.
-    const finished = 'baton_tasks_finished_total{outcome="SUCCESS",type="demo.echo"}';
+    const finished = 'baton_tasks_finished_total{task_type="demo.echo",outcome="SUCCESS"}';
     await eventually(
       async () => ((await counter(healthy.url, finished)) >= 1 ? true : undefined),
       30_000,

@@ -24,6 +24,7 @@ export class WorkerAppModule {
           ],
           auth: config.auth,
           store: config.store,
+          capacity: config.capacity,
           runLog: config.runLogPath
             ? new FileRunLog(config.runLogPath, config.workerId)
             : undefined,

@@ -6,6 +6,7 @@ import {
   AcquireOptions,
   Lease,
   LockDriverName,
+  LockObserver,
   LockProvider,
   TryAcquireOptions,
 } from './lock-provider.interface';
@@ -17,6 +18,11 @@ import {
 export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
   abstract readonly driver: LockDriverName;
   protected closed = false;
+  private observer: LockObserver | undefined;
+
+  observe(observer: LockObserver): void {
+    this.observer = observer;
+  }
 
   abstract acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null>;
 
@@ -52,9 +58,33 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     }
   }
 
+  /** `acquire` and `tryAcquire`, timed for the observer. */
   private async take(
     keys: string | readonly string[],
     options: AcquireOptions,
+  ): Promise<Lease | null> {
+    const observer = this.observer;
+    if (!observer) return this.takeOnce(keys, options);
+    const started = performance.now();
+    let acquiredAt = started;
+    const since = (t: number) => (performance.now() - t) / 1000;
+    try {
+      const lease = await this.takeOnce(keys, options, () =>
+        observer.released(this.driver, since(acquiredAt)),
+      );
+      observer.acquired(this.driver, lease ? 'acquired' : 'busy', since(started));
+      acquiredAt = performance.now();
+      return lease;
+    } catch (err) {
+      observer.acquired(this.driver, 'error', since(started));
+      throw err;
+    }
+  }
+
+  private async takeOnce(
+    keys: string | readonly string[],
+    options: AcquireOptions,
+    onReleased?: () => void,
   ): Promise<Lease | null> {
     if (this.closed)
       throw new LockException(LockErrorCode.CLOSED, `${this.driver} provider is closed`);
@@ -75,7 +105,8 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
       const keeper = await this.takeAll(ordered, ttlMs, deadline);
       if (keeper === null) return null;
       if (keeper !== RETRY) {
-        return new BatonLease(keeper.keys, ttlMs, keeper.expiresAt(), options.autoRenew ?? false);
+        const renew = options.autoRenew ?? false;
+        return new BatonLease(keeper.keys, ttlMs, keeper.expiresAt(), renew, onReleased);
       }
       // A key was lost while the later ones were awaited: everything was freed, start over.
       if (Date.now() >= deadline) return null;

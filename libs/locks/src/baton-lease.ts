@@ -26,6 +26,8 @@ export class BatonLease implements Lease {
     private readonly ttlMs: number,
     expiresAt: number,
     autoRenew: boolean,
+    /** Called once, when the release is done (for the time the lease was held). */
+    private readonly onReleased?: () => void,
   ) {
     this.keys = held.map((h) => h.key);
     this.fences = new Map(held.map((h) => [h.key, h.fence]));
@@ -135,6 +137,7 @@ export class BatonLease implements Lease {
     }
     this.released = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.onReleased?.();
     if (refused !== undefined) throw refused;
   }
 

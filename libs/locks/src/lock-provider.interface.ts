@@ -61,10 +61,20 @@ export interface Lease {
   onLost(listener: LeaseLostListener): () => void;
 }
 
+/** Told how each acquire ended and how long leases were held (for metrics). Must not throw. */
+export interface LockObserver {
+  /** An acquire ended: `busy` when a key stayed held by someone else for the whole wait. */
+  acquired(driver: LockDriverName, result: 'acquired' | 'busy' | 'error', seconds: number): void;
+  /** A lease was released after being held `seconds`. */
+  released(driver: LockDriverName, seconds: number): void;
+}
+
 /** Pluggable distributed (or local) locks with leases and fencing tokens. */
 export interface LockProvider {
   /** The driver behind this provider. */
   readonly driver: LockDriverName;
+  /** Sets the observer of acquires and releases (one; a later call replaces it). */
+  observe(observer: LockObserver): void;
   /**
    * Takes every key or none. Multiple keys are taken in one fixed (sorted) order so two callers
    * with overlapping sets never deadlock; on timeout the keys already taken are released.

@@ -28,6 +28,8 @@ export * from './worker/task-record';
 export * from './worker/task-worker.service';
 export * from './worker/task-worker.module';
 export * from './worker/task-worker.controller';
+export * from './worker/worker-metrics';
+export * from './worker/worker-metrics.controller';
 export * from './worker/contract-exception.filter';
 export * from './worker/worker-callbacks.interface';
 export * from './worker/stores/task-store.interface';

@@ -14,6 +14,7 @@ import { Audit1764800000000 } from './migrations/1764800000000-Audit';
 import { LogRuleTenant1764900000000 } from './migrations/1764900000000-LogRuleTenant';
 import { Webhooks1765000000000 } from './migrations/1765000000000-Webhooks';
 import { Topologies1765100000000 } from './migrations/1765100000000-Topologies';
+import { TaskCounts1765200000000 } from './migrations/1765200000000-TaskCounts';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   LogRuleTenant1764900000000,
   Webhooks1765000000000,
   Topologies1765100000000,
+  TaskCounts1765200000000,
 ];
 
 /**

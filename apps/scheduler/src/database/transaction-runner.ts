@@ -21,6 +21,8 @@ function rolledBack(err: unknown): boolean {
 @Injectable()
 export class TransactionRunner {
   private readonly serial: KeyedMutex | undefined;
+  /** What to do once each running transaction commits, by its manager (dropped if it rolls back). */
+  private readonly commitHooks = new WeakMap<EntityManager, (() => void)[]>();
 
   constructor(private readonly db: DataSource) {
     this.serial = db.options.type === 'better-sqlite3' ? new KeyedMutex() : undefined;
@@ -47,15 +49,43 @@ export class TransactionRunner {
     });
   }
 
+  /**
+   * Runs `hook` once the transaction of `m` has committed (never if it rolls back, and once for
+   * the try that commits when a deadlock made it run again): for counting what committed. Outside
+   * a transaction of this runner, at once.
+   */
+  afterCommit(m: EntityManager, hook: () => void): void {
+    const hooks = this.commitHooks.get(m);
+    if (hooks) hooks.push(hook);
+    else hook();
+  }
+
   async run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    if (this.serial) return this.serial.run('sqlite', () => this.db.transaction(work));
+    if (this.serial) return this.serial.run('sqlite', () => this.once(work));
     for (let tries = 1; ; tries++) {
       try {
-        return await this.db.transaction(work);
+        return await this.once(work);
       } catch (err) {
         if (tries >= TRIES || !rolledBack(err)) throw err;
         await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * tries));
       }
     }
+  }
+
+  /** One transaction, then its commit hooks. */
+  private async once<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    const hooks: (() => void)[] = [];
+    const result = await this.db.transaction((m) => {
+      this.commitHooks.set(m, hooks);
+      return work(m);
+    });
+    for (const hook of hooks) {
+      try {
+        hook();
+      } catch {
+        // A hook counts what committed: it must not turn a committed write into a failure.
+      }
+    }
+    return result;
   }
 }

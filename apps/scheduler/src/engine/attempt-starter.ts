@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { TaskStatus } from '@baton/task-contract';
 import { Clock } from '../common';
+import { Metrics } from '../metrics';
 import { TaskModel, TasksRepository } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
 import { TenantLimits, TenantLimitsService } from '../tenants';
@@ -44,6 +45,9 @@ class Gate {
   }
 }
 
+/** What keeps a task from starting now (`baton_task_start_waits_total{reason}`). */
+type WaitReason = 'start_time' | 'rate_limit' | 'concurrency_limit' | 'lock_key' | 'no_worker';
+
 /**
  * Whether an attempt may start now, and on which worker: start time, rate limits, the queue
  * timeout, the type's concurrency, the task's lock keys, a healthy worker with a free slot.
@@ -65,7 +69,14 @@ export class AttemptStarter {
     private readonly attempts: AttemptRunner,
     private readonly clock: Clock,
     @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
+    private readonly metrics: Metrics,
   ) {}
+
+  /** The task waits in POSTPONE until `until`, counted by what stands in the way. */
+  private wait(t: TaskModel, until: number, reason: WaitReason, why: string): Promise<Step> {
+    this.metrics.inc('baton_task_start_waits_total', { task_type: t.taskType, reason });
+    return this.steps.postpone(t, until, why);
+  }
 
   /** INIT, POSTPONE, NONE, or a re-drive of CREATE/PREPARE after a crash: (re)create on a worker and run. */
   async startAttempt(t: TaskModel): Promise<Step> {
@@ -84,9 +95,10 @@ export class AttemptStarter {
     // Claimed a moment early (EARLY_CLAIM_MS) goes on: the worker is called on the instant itself
     // (runAttempt), with the checks and the opening write done before it.
     if (t.startTime !== null && t.startTime - now > EARLY_CLAIM_MS) {
-      return this.steps.postpone(
+      return this.wait(
         t,
         t.startTime,
+        'start_time',
         `waiting for start_time ${new Date(t.startTime).toISOString()}`,
       );
     }
@@ -97,9 +109,10 @@ export class AttemptStarter {
     if (limits.length > 0) {
       const wait = await this.limiter.take(t.taskId, limits);
       if (wait > 0)
-        return this.steps.postpone(
+        return this.wait(
           t,
           now + wait,
+          'rate_limit',
           `rate limit: ${limits.map((l) => `${l.key} at ${l.perSecond}/s`).join(', ')}`,
         );
     }
@@ -121,18 +134,20 @@ export class AttemptStarter {
       ...(tenant.concurrency !== null ? [`tenant:${t.tenant}`] : []),
     ]);
     if (!gated)
-      return this.steps.postpone(
+      return this.wait(
         t,
         now + backoff(type, 1),
+        'concurrency_limit',
         `concurrency limit: the count of ${t.taskType} / tenant ${t.tenant} is busy`,
       );
     if (
       type.concurrencyLimit !== null &&
       (await this.tasks.countStarted({ taskType: t.taskType }, t.taskId)) >= type.concurrencyLimit
     ) {
-      return this.steps.postpone(
+      return this.wait(
         t,
         now + backoff(type, 1),
+        'concurrency_limit',
         `${t.taskType} is at its concurrency limit of ${type.concurrencyLimit}`,
       );
     }
@@ -140,18 +155,20 @@ export class AttemptStarter {
       tenant.concurrency !== null &&
       (await this.tasks.countStarted({ tenant: t.tenant }, t.taskId)) >= tenant.concurrency
     ) {
-      return this.steps.postpone(
+      return this.wait(
         t,
         now + backoff(type, 1),
+        'concurrency_limit',
         `tenant ${t.tenant} is at its concurrency limit of ${tenant.concurrency}`,
       );
     }
     if (t.lockKeys.length > 0) {
       const held = await this.leases.acquire(t.taskId, t.lockKeys, (t.lockTimeout ?? 60) * 1000);
       if (!held)
-        return this.steps.postpone(
+        return this.wait(
           t,
           now + backoff(type, 1),
+          'lock_key',
           `lock key held: ${t.lockKeys.join(', ')}`,
         );
       // The lease says no other starter is here now; the rows say whether a task that started
@@ -161,9 +178,10 @@ export class AttemptStarter {
         await this.leases.release(t.taskId);
         // Lock keys name real resources, shared by every tenant; another tenant's task is not named.
         const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
-        return this.steps.postpone(
+        return this.wait(
           t,
           now + backoff(type, 1),
+          'lock_key',
           `lock key held by ${ours ? `task ${holder}` : 'a task of another tenant'}: ${t.lockKeys.join(', ')}`,
         );
       }
@@ -175,9 +193,10 @@ export class AttemptStarter {
       : await this.pickForNewAttempt(t);
     if (!worker) {
       await this.leases.release(t.taskId);
-      return this.steps.postpone(
+      return this.wait(
         t,
         now + backoff(type, 1),
+        'no_worker',
         `no healthy ${t.taskType} worker with free capacity`,
       );
     }

@@ -1,4 +1,5 @@
 import { LookupFunction } from 'node:net';
+import { Metrics } from '../metrics';
 import { Module } from '@nestjs/common';
 import { guardedLookup, WorkerClient } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
@@ -34,11 +35,13 @@ import { WorkerStateAdoption } from './worker-state-adoption';
   providers: [
     {
       provide: WORKER_CLIENT,
-      inject: [SCHEDULER_CONFIG],
+      inject: [SCHEDULER_CONFIG, Metrics],
       // Each connection to a worker is checked on the address it is made to: a registered name
       // that resolves outside the worker networks now (169.254.169.254, say) is refused.
-      useFactory: (config: SchedulerConfig) =>
+      useFactory: (config: SchedulerConfig, metrics: Metrics) =>
         new WorkerClient({
+          onCall: (action, outcome, ms) =>
+            metrics.observe('baton_worker_call_duration_seconds', { action, outcome }, ms / 1000),
           auth: config.auth,
           timeoutMs: config.runner.callTimeoutMs,
           lookup: guardedLookup({

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common';
+import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
 import { TaskTypeModel } from '../task-types';
@@ -15,6 +16,7 @@ export class LeaseKeeper {
     private readonly steps: TaskSteps,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -40,9 +42,13 @@ export class LeaseKeeper {
           // Checked under the step lock: a step that let the task rest gave the claim up.
           (latest) => latest.owner === this.config.instanceId,
         )
-        .catch((err: unknown) =>
-          this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`),
-        );
+        .then((renewed) =>
+          this.metrics.inc('baton_lease_renewals_total', { result: renewed ? 'renewed' : 'lost' }),
+        )
+        .catch((err: unknown) => {
+          this.metrics.inc('baton_lease_renewals_total', { result: 'error' });
+          this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`);
+        });
     }, every);
     return {
       stop: async () => {

@@ -50,7 +50,7 @@ export class PermanentLives {
 
   /** One more life of a permanent task began its wait. */
   countRestart(t: TaskModel): void {
-    this.metrics.inc('baton_permanent_restarts_total', { type: t.taskType });
+    this.metrics.inc('baton_permanent_restarts_total', { task_type: t.taskType });
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../common';
+import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel, TasksRepository } from '../task-store';
 import { DRIVABLE, EARLY_CLAIM_MS } from './engine-rules';
@@ -31,6 +32,7 @@ export class TaskClaims {
     private readonly steps: TaskSteps,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /** The task claimed if it is drivable, due and free; undefined when it is not. */
@@ -70,6 +72,10 @@ export class TaskClaims {
         now + EARLY_CLAIM_MS,
       );
       const byId = new Map(rows.map((r) => [r.taskId, r]));
+      if (rows.length > 0)
+        this.metrics.inc('baton_claims_total', { result: 'claimed' }, rows.length);
+      if (rows.length < batch.length)
+        this.metrics.inc('baton_claims_total', { result: 'missed' }, batch.length - rows.length);
       for (const b of batch) {
         const claimed = byId.get(b.taskId);
         if (claimed) this.steps.track(claimed);

@@ -31,7 +31,8 @@ const zero = (): SourceCounts => ({
   rejected: 0,
 });
 
-const NAMES = Object.keys(zero()) as CounterName[];
+/** Every count the LogDumper keeps per source. */
+export const COUNTER_NAMES = Object.keys(zero()) as CounterName[];
 
 /** The `Metrics` counter that holds one of the LogDumper's counts, labelled by source. */
 export const metricName = (name: CounterName): string => `baton_log_records_${name}_total`;
@@ -52,7 +53,7 @@ export class LogDumperCounters {
   /** A copy: callers cannot change the counts. */
   snapshot(): { sources: Record<string, SourceCounts>; totals: SourceCounts } {
     const bySource = new Map<string, SourceCounts>();
-    for (const name of NAMES) {
+    for (const name of COUNTER_NAMES) {
       for (const { labels, value } of this.metrics.series(metricName(name))) {
         const source = labels.source;
         if (source === undefined) continue;
@@ -65,7 +66,7 @@ export class LogDumperCounters {
     const sources: Record<string, SourceCounts> = {};
     for (const [id, c] of [...bySource.entries()].sort(([a], [b]) => a.localeCompare(b))) {
       sources[id] = c;
-      for (const k of NAMES) totals[k] += c[k];
+      for (const k of COUNTER_NAMES) totals[k] += c[k];
     }
     return { sources, totals };
   }

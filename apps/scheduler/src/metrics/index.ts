@@ -1,2 +1,4 @@
 export * from './metrics';
 export * from './metrics.module';
+export * from './cached';
+export * from './families';

@@ -1,7 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { Metrics } from './metrics';
-import { prometheusText } from './prometheus-text';
 import { Access } from '../auth';
 
 @ApiTags('metrics')
@@ -14,12 +13,14 @@ export class MetricsController {
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiProduces('text/plain')
   @ApiOperation({
-    summary: "this instance's counters, in the Prometheus text format",
+    summary: "this instance's metrics, in the Prometheus text format",
     description:
-      'Counters of this scheduler process since it started (tasks finished, as relayed to it, timer fires, LogDumper records, group-commit retries): sum them over instances.',
+      'Counters and histograms of this scheduler process since it started (task transitions, worker calls, claims, locks, timer fires, LogDumper records, webhook deliveries): sum them over instances. ' +
+      'Gauges read from the database (`baton_tasks`, `baton_task_backlog`, `baton_workers`) are the same on every instance: take their max. Process metrics (`process_*`, `nodejs_*`) too. ' +
+      'Each family says which it is in its HELP line.',
   })
   @ApiOkResponse({ schema: { type: 'string' }, description: 'the Prometheus text format' })
-  scrape(): string {
-    return prometheusText(this.metrics.all(), this.metrics.gaugeNames());
+  scrape(): Promise<string> {
+    return this.metrics.scrape();
   }
 }

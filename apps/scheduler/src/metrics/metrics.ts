@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { FAMILIES, Family } from './families';
 
 /** One labelled series of a counter. */
 export interface Series {
@@ -6,25 +8,37 @@ export interface Series {
   value: number;
 }
 
+/** Reads gauges when `/metrics` is scraped (from the database, a queue): the series to show. */
+export type GaugeSource = () => Promise<readonly Series[]>;
+
+type Stored = { name: string; labels: Series['labels']; value: number };
+
 /**
- * Every counter of the scheduler in one place, named like Prometheus counters
- * (`baton_timer_fires_total{timer="..."}`), so the observability issue only has to expose them.
- * Views of one module (the LogDumper's `/v1/logs/stats`) are read from here, not kept apart.
+ * Every metric of the scheduler in one place, shown by `GET /metrics` through prom-client. Counters
+ * and gauges set by the code are kept here, in a map that costs one lookup per `inc`, and handed to
+ * prom-client when a scrape asks; histograms are prom-client's own; gauges read from elsewhere
+ * (`source`) are read at scrape time. Views of one module (the LogDumper's `/v1/logs/stats`) are
+ * read from here, not kept apart. Every name must be a family of `FAMILIES`.
  */
 @Injectable()
-export class Metrics {
-  /** Keyed `name{label="value",...}`; each series keeps its name and labels for `series()`. */
-  private readonly counters = new Map<
-    string,
-    { name: string; labels: Series['labels']; value: number }
-  >();
+export class Metrics implements OnModuleDestroy {
+  /** By `key`; each series keeps its name and labels for `series()`. */
+  private readonly counters = new Map<string, Stored>();
   private readonly gauges = new Set<string>();
+  private readonly histograms = new Map<string, Histogram>();
+  /** A histogram's series by `key`: observed without prom-client hashing the labels each time. */
+  private readonly observers = new Map<string, { observe(value: number): void }>();
+  private readonly sources = new Map<string, GaugeSource>();
+  /** The families handed to prom-client so far (a family is registered once, when first used). */
+  private readonly registered = new Set<string>();
+  readonly registry = new Registry();
+  private processMetrics = false;
 
   inc(name: string, labels: Record<string, string> = {}, by = 1): void {
     const key = Metrics.key(name, labels);
     const c = this.counters.get(key);
     if (c) c.value += by;
-    else this.counters.set(key, { name, labels: Object.freeze({ ...labels }), value: by });
+    else this.add(key, name, labels, by);
   }
 
   /** A gauge: the series is set to `value` (a level, e.g. a queue's depth), not added to. */
@@ -33,7 +47,58 @@ export class Metrics {
     const key = Metrics.key(name, labels);
     const c = this.counters.get(key);
     if (c) c.value = value;
-    else this.counters.set(key, { name, labels: Object.freeze({ ...labels }), value });
+    else this.add(key, name, labels, value);
+  }
+
+  /** One observation of a histogram (a duration in seconds, mostly). */
+  observe(name: string, labels: Record<string, string>, value: number): void {
+    const key = Metrics.key(name, labels);
+    const series = this.observers.get(key);
+    if (series) return series.observe(value);
+    let h = this.histograms.get(name);
+    if (!h) {
+      const f = Metrics.family(name);
+      h = new Histogram({
+        name,
+        help: f.help,
+        labelNames: [...f.labels],
+        buckets: [...(f.buckets ?? [])],
+        registers: [this.registry],
+      });
+      this.histograms.set(name, h);
+      this.registered.add(name);
+    }
+    const child = h.labels(labels);
+    this.observers.set(key, child);
+    child.observe(value);
+  }
+
+  /**
+   * A gauge whose series are read when `/metrics` is scraped. The source caches what it reads
+   * when reading costs (the database): scrapes come every few seconds from every Prometheus.
+   */
+  source(name: string, read: GaugeSource): void {
+    if (this.sources.has(name)) throw new Error(`metric ${name} has a source already`);
+    this.sources.set(name, read);
+    const f = Metrics.family(name);
+    this.registered.add(name);
+    new Gauge({
+      name,
+      help: f.help,
+      labelNames: [...f.labels],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const s of await read()) this.set(s.labels, s.value);
+      },
+    });
+  }
+
+  /** Process metrics (CPU, memory, event loop, handles): on in the application, not in tests. */
+  collectProcessMetrics(): void {
+    if (this.processMetrics) return;
+    this.processMetrics = true;
+    collectDefaultMetrics({ register: this.registry });
   }
 
   /** Names set with `set` (gauges); every other name is a counter. */
@@ -53,30 +118,71 @@ export class Metrics {
     return out;
   }
 
-  /** Every series of every counter, by counter name (copies). */
-  all(): Map<string, Series[]> {
-    const out = new Map<string, Series[]>();
-    for (const c of this.counters.values()) {
-      const list = out.get(c.name) ?? [];
-      list.push({ labels: { ...c.labels }, value: c.value });
-      out.set(c.name, list);
-    }
-    return out;
-  }
-
-  /** Every counter, keyed `name{label="value",...}`, sorted. */
+  /** Every counter and gauge set here, keyed `name{label="value",...}`, sorted. */
   snapshot(): Record<string, number> {
     return Object.fromEntries(
-      [...this.counters.entries()]
-        .map(([k, c]) => [k, c.value] as const)
+      [...this.counters.values()]
+        .map((c) => {
+          const labels = Object.entries(c.labels).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+          return [labels.length ? `${c.name}{${labels.join(',')}}` : c.name, c.value] as const;
+        })
         .sort(([a], [b]) => a.localeCompare(b)),
     );
   }
 
+  /** Everything, in the Prometheus text format. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  onModuleDestroy(): void {
+    this.registry.clear();
+  }
+
+  /** A new series; its family goes to prom-client the first time one of its series appears. */
+  private add(key: string, name: string, labels: Record<string, string>, value: number): void {
+    const f = Metrics.family(name);
+    // In the family's order: the text format shows labels in the order a series has them.
+    const ordered = Object.fromEntries(
+      f.labels.filter((l) => l in labels).map((l) => [l, labels[l]]),
+    );
+    this.counters.set(key, { name, labels: Object.freeze({ ...ordered, ...labels }), value });
+    if (this.registered.has(name)) return;
+    this.registered.add(name);
+    const store = this.counters;
+    const config = { name, help: f.help, labelNames: [...f.labels], registers: [this.registry] };
+    if (f.kind === 'counter')
+      new Counter({
+        ...config,
+        collect() {
+          this.reset();
+          for (const c of store.values()) if (c.name === name) this.inc(c.labels, c.value);
+        },
+      });
+    else
+      new Gauge({
+        ...config,
+        collect() {
+          this.reset();
+          for (const c of store.values()) if (c.name === name) this.set(c.labels, c.value);
+        },
+      });
+  }
+
+  private static family(name: string): Family {
+    const f = (FAMILIES as Record<string, Family>)[name];
+    if (!f) throw new Error(`metric ${name} is not a family of metrics/families.ts`);
+    return f;
+  }
+
+  /** A series' key: the name, then its label values in the family's order (one per label). */
   private static key(name: string, labels: Record<string, string>): string {
-    const parts = Object.keys(labels)
-      .sort()
-      .map((k) => `${k}=${JSON.stringify(labels[k])}`);
-    return parts.length ? `${name}{${parts.join(',')}}` : name;
+    let key = name;
+    for (const l of Metrics.family(name).labels) key += `\u0001${labels[l] ?? ''}`;
+    return key;
   }
 }

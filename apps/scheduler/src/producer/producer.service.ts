@@ -337,10 +337,13 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     }
   }
 
-  private counted(t: TimerModel, created: boolean): void {
+  private counted(t: TimerModel, created: boolean, slot: number): void {
     this.metrics.inc(created ? 'baton_timer_fires_total' : 'baton_timer_fire_duplicates_total', {
       timer: t.timerId,
     });
+    // A slot fired ahead (its task waits for the slot's time) is on time.
+    const late = Math.max(0, this.clock.now() - slot) / 1000;
+    if (created) this.metrics.observe('baton_timer_lateness_seconds', {}, late);
   }
 
   /** A run of the timer's topology, keyed by the slot like a task (one run per slot). */
@@ -358,7 +361,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       labels: { ...(labels ?? {}), timer_id: t.timerId, fire_time: new Date(slot).toISOString() },
       actor: `producer:${this.config.instanceId}`,
     });
-    this.counted(t, created);
+    this.counted(t, created, slot);
     return { taskId: state.run.runId, created };
   }
 
@@ -391,7 +394,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       repetition: RepetitionKind.TIMED,
       actor: `producer:${this.config.instanceId}`,
     });
-    this.counted(t, created);
+    this.counted(t, created, slot);
     return { taskId: task.taskId, created };
   }
 }

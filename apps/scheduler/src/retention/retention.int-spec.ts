@@ -61,6 +61,7 @@ describe.each([
       'baton_idempotency',
       'baton_task',
       'baton_task_type',
+      'baton_task_count',
     ])
       await store.exec(`DELETE FROM ${table}`);
   });
@@ -152,10 +153,16 @@ describe.each([
     await type('demo.echo', null);
     const old = await stored('demo.echo', 31);
     const young = await stored('demo.echo', 29);
+    const finished = async () =>
+      (await store.counts.totals()).find((c) => c.taskType === 'demo.echo' && c.status === 'FINISH')
+        ?.n;
+    expect(await finished()).toBe(2);
     const pass = await service().runOnce();
     expect(pass.purged).toBe(1);
     await expect(gone(old)).resolves.toBe(true);
     await expect(intact(young)).resolves.toBe(true);
+    // The maintained count of FINISH tasks lost the one purged.
+    expect(await finished()).toBe(1);
   });
 
   it("follows each type's own retention: days, the default, or 0 for forever", async () => {

@@ -4,7 +4,7 @@ import { Metrics } from '../metrics';
 import { NewTaskStatusChange, TaskChangeConsumer, TaskStatusChange } from '../task-store';
 
 /**
- * Counts tasks that ended, by type and outcome (`baton_tasks_finished_total{type,outcome}`), from
+ * Counts tasks that ended, by type and outcome (`baton_tasks_finished_total{task_type,outcome}`), from
  * the durable change feed: a task that finished just before a crash is counted by the instance
  * that relays the change next, so over all instances no ended task goes uncounted.
  */
@@ -21,7 +21,7 @@ export class OutcomeCounter implements TaskChangeConsumer {
   async handle(changes: readonly TaskStatusChange[]): Promise<void> {
     for (const c of changes)
       this.metrics.inc('baton_tasks_finished_total', {
-        type: c.taskType,
+        task_type: c.taskType,
         outcome: c.outcome ?? 'unknown',
       });
   }

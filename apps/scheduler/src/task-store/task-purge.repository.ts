@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { SqlRunner } from './sql-runner';
+import { TaskCountsRepository } from './task-counts.repository';
 
 /** A purged task as it stood: its row, lifecycle log, attempts and labels (for the export). */
 export interface PurgedTask {
@@ -23,6 +25,8 @@ export class TaskPurgeRepository {
   constructor(
     private readonly tx: TransactionRunner,
     private readonly sql: SqlRunner,
+    private readonly counts: TaskCountsRepository,
+    private readonly db: DataSource,
   ) {}
 
   /** Ids of up to `limit` FINISH tasks of `taskType` finished before `before`, oldest first. */
@@ -68,12 +72,15 @@ export class TaskPurgeRepository {
       const p = marks(ids.length);
       const { records } = await this.sql.exec(
         m,
-        `SELECT task_id, tenant, idempotency_key FROM baton_task
-          WHERE task_id IN (${p}) AND status = 'FINISH'`,
+        // Locked (on MySQL): a purge running beside this one waits, then finds them gone, so
+        // each task leaves the counts once.
+        `SELECT task_id, task_type, tenant, idempotency_key FROM baton_task
+          WHERE task_id IN (${p}) AND status = 'FINISH'${this.db.options.type === 'better-sqlite3' ? '' : ' FOR UPDATE'}`,
         [...ids],
       );
       const doomed = records as {
         task_id: string;
+        task_type: string;
         tenant: string;
         idempotency_key: string | null;
       }[];
@@ -93,6 +100,12 @@ export class TaskPurgeRepository {
         m,
         `DELETE FROM baton_task WHERE task_id IN (${q}) AND status = 'FINISH'`,
         doomedIds,
+      );
+      const byType = new Map<string, number>();
+      for (const d of doomed) byType.set(d.task_type, (byType.get(d.task_type) ?? 0) - 1);
+      await this.counts.add(
+        m,
+        [...byType].map(([taskType, n]) => ({ taskType, status: 'FINISH', n })),
       );
       return affected ?? doomedIds.length;
     });

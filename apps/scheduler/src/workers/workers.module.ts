@@ -1,6 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
 import { RequestVerifier, WorkerAuthGuard } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { Metrics, cachedFor } from '../metrics';
 import { TaskTypesModule } from '../task-types';
 import { WorkerHealthWatch } from './worker-health-watch';
 import { WorkersController } from './workers.controller';
@@ -27,4 +28,27 @@ import { WorkersService } from './workers.service';
   ],
   exports: [WorkersService, WorkerHealthWatch, RequestVerifier, WorkerAuthGuard],
 })
-export class WorkersModule {}
+export class WorkersModule implements OnModuleInit {
+  constructor(
+    private readonly workers: WorkersService,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** `baton_workers{task_type,health}`: the registry as every instance reads it. */
+  onModuleInit(): void {
+    this.metrics.source(
+      'baton_workers',
+      cachedFor(5000, async () => {
+        const counts = new Map<string, { task_type: string; health: string; n: number }>();
+        for (const { worker, health } of await this.workers.list())
+          for (const task_type of worker.taskTypes) {
+            const key = `${task_type}\u0000${health}`;
+            const c = counts.get(key) ?? { task_type, health, n: 0 };
+            c.n++;
+            counts.set(key, c);
+          }
+        return [...counts.values()].map(({ n, ...labels }) => ({ labels, value: n }));
+      }),
+    );
+  }
+}

@@ -12,8 +12,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * this instance's counters, in the Prometheus text format
-         * @description Counters of this scheduler process since it started (tasks finished, as relayed to it, timer fires, LogDumper records, group-commit retries): sum them over instances.
+         * this instance's metrics, in the Prometheus text format
+         * @description Counters and histograms of this scheduler process since it started (task transitions, worker calls, claims, locks, timer fires, LogDumper records, webhook deliveries): sum them over instances. Gauges read from the database (`baton_tasks`, `baton_task_backlog`, `baton_workers`) are the same on every instance: take their max. Process metrics (`process_*`, `nodejs_*`) too. Each family says which it is in its HELP line.
          */
         get: operations["MetricsController_scrape"];
         put?: never;

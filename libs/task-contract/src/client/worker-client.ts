@@ -7,7 +7,29 @@ import {
   SummaryDto,
   TaskViewDto,
 } from '../dto/worker-responses.dto';
+import {
+  WorkerCallError,
+  WorkerTimeoutError,
+  WorkerUnavailableError,
+} from '../errors/worker-call.errors';
 import { CallOptions, JsonHttp, JsonHttpOptions } from './json-http';
+
+/** How a call to a worker ended, for metrics: an answer, a refusal, no worker, no answer in time. */
+export type WorkerCallOutcome = 'ok' | 'refused' | 'unreachable' | 'timeout' | 'error';
+
+export interface WorkerClientOptions extends JsonHttpOptions {
+  /**
+   * Told of every call once it ended: its action (`create`, `query`, `running`, `status`, ...),
+   * how it ended and how long it took (ms). Must not throw.
+   */
+  onCall?: (action: string, outcome: WorkerCallOutcome, ms: number) => void;
+}
+
+function outcomeOf(err: unknown): WorkerCallOutcome {
+  if (err instanceof WorkerTimeoutError) return 'timeout';
+  if (err instanceof WorkerUnavailableError) return 'unreachable';
+  return err instanceof WorkerCallError ? 'refused' : 'error';
+}
 
 const taskPath = (taskType: string): string => `/v1/task/${encodeURIComponent(taskType)}`;
 
@@ -22,9 +44,11 @@ const taskPath = (taskType: string): string => `/v1/task/${encodeURIComponent(ta
  */
 export class WorkerClient {
   private readonly http: JsonHttp;
+  private readonly onCall: WorkerClientOptions['onCall'];
 
-  constructor(options: JsonHttpOptions) {
+  constructor(options: WorkerClientOptions) {
     this.http = new JsonHttp(options);
+    this.onCall = options.onCall;
   }
 
   create(
@@ -33,7 +57,7 @@ export class WorkerClient {
     body: CreateTaskRequestDto,
     opts: CallOptions,
   ): Promise<TaskViewDto> {
-    return this.http.call('POST', baseUrl, taskPath(taskType), {}, body, opts);
+    return this.call('create', 'POST', baseUrl, taskPath(taskType), {}, body, opts);
   }
 
   async query(
@@ -42,7 +66,8 @@ export class WorkerClient {
     filter: { task_id?: string; task_name?: string },
     opts: CallOptions,
   ): Promise<TaskViewDto[]> {
-    const res = await this.http.call<QueryResultDto>(
+    const res = await this.call<QueryResultDto>(
+      'query',
       'GET',
       baseUrl,
       taskPath(taskType),
@@ -91,7 +116,7 @@ export class WorkerClient {
     body: NotifyRequestDto,
     opts: CallOptions,
   ): Promise<TaskViewDto> {
-    return this.http.call('PUT', baseUrl, taskPath(taskType), { task_id: taskId }, body, opts);
+    return this.call('notify', 'PUT', baseUrl, taskPath(taskType), { task_id: taskId }, body, opts);
   }
 
   /** create + run in one request (optional call create_run): the answer is the run's. */
@@ -101,7 +126,8 @@ export class WorkerClient {
     body: CreateTaskRequestDto,
     opts: CallOptions,
   ): Promise<TaskViewDto> {
-    return this.http.call('POST', baseUrl, taskPath(taskType), { action: 'running' }, body, opts);
+    const query = { action: 'running' };
+    return this.call('create_run', 'POST', baseUrl, taskPath(taskType), query, body, opts);
   }
 
   run(baseUrl: string, taskType: string, taskId: string, opts: CallOptions): Promise<TaskViewDto> {
@@ -175,7 +201,8 @@ export class WorkerClient {
     action: string,
     opts: CallOptions,
   ): Promise<T> {
-    return this.http.call(
+    return this.call(
+      action,
       'GET',
       baseUrl,
       taskPath(taskType),
@@ -193,7 +220,8 @@ export class WorkerClient {
     body: object,
     opts: CallOptions,
   ): Promise<TaskViewDto> {
-    return this.http.call(
+    return this.call(
+      action,
       'PUT',
       baseUrl,
       taskPath(taskType),
@@ -201,5 +229,19 @@ export class WorkerClient {
       body,
       opts,
     );
+  }
+
+  /** One call, told to `onCall` when it ended. */
+  private async call<T>(action: string, ...args: Parameters<JsonHttp['call']>): Promise<T> {
+    if (!this.onCall) return this.http.call<T>(...args);
+    const started = performance.now();
+    try {
+      const answer = await this.http.call<T>(...args);
+      this.onCall(action, 'ok', performance.now() - started);
+      return answer;
+    } catch (err) {
+      this.onCall(action, outcomeOf(err), performance.now() - started);
+      throw err;
+    }
   }
 }

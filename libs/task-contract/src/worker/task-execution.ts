@@ -14,6 +14,7 @@ export class TaskExecution {
     readonly taskId: string,
     readonly attempt: number,
     readonly fence: number,
+    readonly taskType = '',
   ) {}
 
   pause(): void {

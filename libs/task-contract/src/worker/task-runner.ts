@@ -43,6 +43,13 @@ export class TaskRunner {
     private readonly callbacks: WorkerCallbacks | undefined,
   ) {}
 
+  /** Runs going on in this process, by task type. */
+  runningByType(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const e of this.executions.values()) out.set(e.taskType, (out.get(e.taskType) ?? 0) + 1);
+    return out;
+  }
+
   /** The run of this task going on in this process, if any. */
   execution(taskId: string): TaskExecution | undefined {
     return this.executions.get(taskId);
@@ -87,7 +94,7 @@ export class TaskRunner {
       record.error = null;
       record.progress = { percent: 0, step: null, message: null, updated_at: null };
       await this.ledger.write(record);
-      const execution = new TaskExecution(taskId, record.attempt, fence);
+      const execution = new TaskExecution(taskId, record.attempt, fence, taskType);
       this.executions.set(taskId, execution);
       execution.done = this.execute(handler, record, execution);
       return { record, execution };

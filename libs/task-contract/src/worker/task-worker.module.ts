@@ -4,6 +4,7 @@ import { AuthConfig, RequestVerifier } from './auth/request-auth';
 import { RunLogListener, TaskHandler } from './task-handler.interface';
 import { TaskWorkerController } from './task-worker.controller';
 import { TaskWorkerService } from './task-worker.service';
+import { WorkerMetricsController } from './worker-metrics.controller';
 import { TaskStore, TaskStoreConfig } from './stores/task-store.interface';
 import { createTaskStore } from './stores/task-store.factory';
 import { WorkerAuthGuard } from './worker-auth.guard';
@@ -23,6 +24,8 @@ export interface TaskWorkerOptions {
   callbacks?: WorkerCallbacks;
   /** For tests: the time source. */
   clock?: () => number;
+  /** Runs taken at once, as declared at registration: shown at `GET /metrics`. */
+  capacity?: number;
 }
 
 const MIN_SECRET_LENGTH = 16;
@@ -44,7 +47,7 @@ function checkAuth(auth: AuthConfig): void {
 
 /**
  * Mounts the whole worker contract (docs/architecture.md) for the given handlers:
- * `POST|GET|PUT /v1/task/{task_type}`. The app must be created with `{ rawBody: true }` and
+ * `POST|GET|PUT /v1/task/{task_type}`, and the worker's metrics at `GET /metrics`. The app must be created with `{ rawBody: true }` and
  * should use `ContractExceptionFilter` globally so every error carries the envelope.
  *
  * @example
@@ -56,7 +59,7 @@ export class TaskWorkerModule {
     checkAuth(options.auth);
     return {
       module: TaskWorkerModule,
-      controllers: [TaskWorkerController],
+      controllers: [TaskWorkerController, WorkerMetricsController],
       providers: [
         {
           provide: TaskWorkerService,
@@ -67,6 +70,7 @@ export class TaskWorkerModule {
               options.runLog,
               options.callbacks,
               options.clock,
+              options.capacity,
             ),
         },
         {

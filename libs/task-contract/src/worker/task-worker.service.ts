@@ -24,6 +24,7 @@ import { TaskLedger } from './task-ledger';
 import { TaskLifecycle } from './task-lifecycle';
 import { TaskReads } from './task-reads';
 import { TaskRecord, toTaskView } from './task-record';
+import { WorkerMetrics } from './worker-metrics';
 import { TaskRunner } from './task-runner';
 import { TaskStore } from './stores/task-store.interface';
 import { WorkerCallbacks } from './worker-callbacks.interface';
@@ -61,6 +62,8 @@ export class TaskWorkerService implements OnModuleDestroy {
   private readonly runner: TaskRunner;
   private readonly lifecycle: TaskLifecycle;
   private readonly reads: TaskReads;
+  /** This worker's metrics (`GET /metrics`): runs going on, capacity, every call timed. */
+  readonly metrics: WorkerMetrics;
 
   constructor(
     handlers: readonly TaskHandler[],
@@ -68,12 +71,20 @@ export class TaskWorkerService implements OnModuleDestroy {
     runLog: RunLogListener | undefined,
     callbacks: WorkerCallbacks | undefined,
     clock: () => number = Date.now,
+    /** The capacity the worker declares, shown as `baton_worker_capacity`. */
+    capacity?: number,
   ) {
     this.handlers = new TaskHandlerRegistry(handlers);
     this.ledger = new TaskLedger(store, clock);
     this.runner = new TaskRunner(this.ledger, runLog, callbacks);
     this.lifecycle = new TaskLifecycle(this.ledger, this.runner);
     this.reads = new TaskReads(this.ledger, this.runner);
+    const types = this.handlers.describe().map((d) => d.task_type);
+    this.metrics = new WorkerMetrics(() => {
+      const running = new Map(types.map((t) => [t, 0]));
+      for (const [t, n] of this.runner.runningByType()) running.set(t, n);
+      return running;
+    }, capacity);
   }
 
   /** Task types this worker serves, as it declares them to the scheduler. */
@@ -84,6 +95,7 @@ export class TaskWorkerService implements OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     await this.runner.stopAll();
     await this.ledger.close();
+    this.metrics.registry.clear();
   }
 
   // ---- create ---------------------------------------------------------------------------------
@@ -93,7 +105,18 @@ export class TaskWorkerService implements OnModuleDestroy {
    * prepare). A repeat of an attempt that is already past CREATE answers what is there.
    * `callerGone` tells whether the caller went away meanwhile (TaskRunner.run).
    */
-  async createAndRun(
+  createAndRun(
+    taskType: string,
+    fence: number,
+    body: unknown,
+    callerGone?: () => boolean,
+  ): Promise<TaskViewDto> {
+    return this.metrics.time('create_run', () =>
+      this.createThenRun(taskType, fence, body, callerGone),
+    );
+  }
+
+  private async createThenRun(
     taskType: string,
     fence: number,
     body: unknown,
@@ -106,7 +129,7 @@ export class TaskWorkerService implements OnModuleDestroy {
         `${taskType} cannot be created and run in one call: it is async or has a prepare step`,
       );
     }
-    const created = await this.create(taskType, fence, body);
+    const created = await this.createOnly(taskType, fence, body);
     if (created.task_status !== TaskStatus.CREATE) return created;
     // A timed start may be sent a moment early: the run begins on start_time itself.
     const startTime = (body as CreateTaskRequestDto).process_arg?.start_time;
@@ -118,7 +141,11 @@ export class TaskWorkerService implements OnModuleDestroy {
     return this.runner.run(handler, taskType, created.task_id, fence, callerGone);
   }
 
-  async create(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
+  create(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
+    return this.metrics.time('create', () => this.createOnly(taskType, fence, body));
+  }
+
+  private async createOnly(taskType: string, fence: number, body: unknown): Promise<TaskViewDto> {
     const handler = this.handlers.get(taskType);
     const req = validateDto(CreateTaskRequestDto, body);
     if (req.create_info.task_type !== taskType) {
@@ -132,48 +159,68 @@ export class TaskWorkerService implements OnModuleDestroy {
 
   // ---- reads ----------------------------------------------------------------------------------
 
-  async query(
+  query(
     taskType: string,
     taskId: string | undefined,
     taskName: string | undefined,
   ): Promise<QueryResultDto> {
-    this.handlers.get(taskType);
-    return this.reads.query(taskType, taskId, taskName);
+    return this.metrics.time('query', async () => {
+      this.handlers.get(taskType);
+      return this.reads.query(taskType, taskId, taskName);
+    });
   }
 
-  async status(taskType: string, taskId: string): Promise<StatusDto> {
-    this.handlers.get(taskType);
-    return this.reads.status(taskType, taskId);
+  status(taskType: string, taskId: string): Promise<StatusDto> {
+    return this.metrics.time('status', async () => {
+      this.handlers.get(taskType);
+      return this.reads.status(taskType, taskId);
+    });
   }
 
-  async heartbeat(taskType: string, taskId: string): Promise<HeartbeatDto> {
-    return this.reads.heartbeat(this.handlers.get(taskType), taskId);
+  heartbeat(taskType: string, taskId: string): Promise<HeartbeatDto> {
+    return this.metrics.time('heartbeat', async () =>
+      this.reads.heartbeat(this.handlers.get(taskType), taskId),
+    );
   }
 
-  async progress(taskType: string, taskId: string): Promise<ProgressViewDto> {
-    return this.reads.progress(this.handlers.get(taskType), taskId);
+  progress(taskType: string, taskId: string): Promise<ProgressViewDto> {
+    return this.metrics.time('progress', async () =>
+      this.reads.progress(this.handlers.get(taskType), taskId),
+    );
   }
 
-  async summary(taskType: string, taskId: string): Promise<SummaryDto> {
-    return this.reads.summary(this.handlers.get(taskType), taskId);
+  summary(taskType: string, taskId: string): Promise<SummaryDto> {
+    return this.metrics.time('summary', async () =>
+      this.reads.summary(this.handlers.get(taskType), taskId),
+    );
   }
 
   // ---- changing calls -------------------------------------------------------------------------
 
-  async notify(
+  notify(taskType: string, taskId: string, fence: number, body: unknown): Promise<TaskViewDto> {
+    return this.metrics.time('notify', async () => {
+      const handler = this.handlers.get(taskType);
+      const req = validateDto(NotifyRequestDto, body);
+      return this.ledger.change(taskType, taskId, fence, (r) =>
+        this.lifecycle.notify(handler, r, req),
+      );
+    });
+  }
+
+  act(
     taskType: string,
+    action: StateAction,
     taskId: string,
     fence: number,
     body: unknown,
+    callerGone?: () => boolean,
   ): Promise<TaskViewDto> {
-    const handler = this.handlers.get(taskType);
-    const req = validateDto(NotifyRequestDto, body);
-    return this.ledger.change(taskType, taskId, fence, (r) =>
-      this.lifecycle.notify(handler, r, req),
+    return this.metrics.time(action, () =>
+      this.actOnce(taskType, action, taskId, fence, body, callerGone),
     );
   }
 
-  async act(
+  private async actOnce(
     taskType: string,
     action: StateAction,
     taskId: string,

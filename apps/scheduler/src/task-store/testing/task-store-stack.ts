@@ -4,6 +4,7 @@ import { Metrics } from '../../metrics';
 import { GroupCommitWriter } from '../group-commit.writer';
 import { SqlRunner } from '../sql-runner';
 import { TaskChangeFeed } from '../task-change-feed';
+import { TaskCountsRepository } from '../task-counts.repository';
 import { TaskLogRepository } from '../task-log.repository';
 import { TaskPurgeRepository } from '../task-purge.repository';
 import { TasksRepository } from '../tasks.repository';
@@ -13,12 +14,15 @@ export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
   const tx = new TransactionRunner(ds);
   const sql = new SqlRunner(ds);
   const feed = new TaskChangeFeed(sql);
+  const counts = new TaskCountsRepository(ds, sql);
+  feed.attach(counts);
   const log = new TaskLogRepository(ds, sql, feed);
   const writer = new GroupCommitWriter(ds, tx, sql, log, feed, metrics);
   return {
     tasks: new TasksRepository(ds, tx, sql, writer, log, feed),
     log,
-    purge: new TaskPurgeRepository(tx, sql),
+    purge: new TaskPurgeRepository(tx, sql, counts, ds),
+    counts,
     /** Runs SQL as it is (for a spec's own set-up and checks). */
     exec: (query: string, params: unknown[] = []) => sql.exec(undefined, query, params),
   };
