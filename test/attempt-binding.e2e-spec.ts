@@ -212,7 +212,8 @@ describe('a sync outcome whose scheduler died (mariadb + redis)', () => {
     await new Api(s1.url).waitForWorkers(1);
     const id = await new Api(s1.url).create({
       create_info: { task_type: 'demo.flaky', task_name: 'outlives its scheduler' },
-      params: { fail_times: 0, delay_ms: 5000 },
+      // Long enough to outlast s2's start on a loaded box: s1 must die while the run is under way.
+      params: { fail_times: 0, delay_ms: 25_000 },
       process_arg: { max_retry: 0 },
     });
     await eventually(
@@ -227,6 +228,8 @@ describe('a sync outcome whose scheduler died (mariadb + redis)', () => {
     });
     procs.push(s2);
     await s1.kill9();
+    // Otherwise s1 took the answer itself and this test would prove nothing.
+    expect(runsIn(log, id).some((r) => r.end !== undefined)).toBe(false);
     const api = new Api(s2.url);
     await eventually(
       async () => (runsIn(log, id).some((r) => r.end !== undefined) ? true : undefined),
