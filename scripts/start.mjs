@@ -23,6 +23,8 @@ const shared = {
   ...process.env,
   BATON_AUTH_MODE: process.env.BATON_AUTH_MODE ?? 'hmac',
   BATON_AUTH_SECRET: secret,
+  // Lines for a person at a terminal; a deployment keeps the default, one JSON object a line.
+  BATON_LOG_FORMAT: process.env.BATON_LOG_FORMAT ?? 'pretty',
 };
 const ports = {
   scheduler: process.env.SCHEDULER_PORT ?? '3000',

@@ -10,6 +10,7 @@ import { EngineModule } from './engine';
 import { ENTITIES } from './entities';
 import { HealthModule } from './health';
 import { LogDumperModule } from './logdumper';
+import { LoggingModule } from './logging';
 import { MetricsModule } from './metrics';
 import { ProducerModule } from './producer';
 import { QueueModule } from './queue';
@@ -37,6 +38,7 @@ export class SchedulerAppModule {
       imports: [
         // Infrastructure: config, time and ids, counters, the database, the queue, the locks.
         ConfigModule.forRoot(config),
+        LoggingModule.forConfig(config),
         CommonModule,
         MetricsModule,
         DatabaseModule.forRoot(config.database, ENTITIES),

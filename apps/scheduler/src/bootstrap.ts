@@ -1,6 +1,7 @@
 import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoLogger } from 'nestjs-pino';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import {
@@ -63,11 +64,10 @@ export async function createSchedulerApp(
       // for its keep-alive timeout (72 s), past a Kubernetes grace period.
       forceCloseConnections: true,
     }),
-    {
-      rawBody: true,
-      logger: logger ? ['error', 'warn', 'log'] : ['error'],
-    },
+    // The app's own log (pino, LoggingModule) takes over once built; lines before wait for it.
+    { rawBody: true, ...(logger ? { bufferLogs: true } : { logger: ['error'] }) },
   );
+  if (logger) app.useLogger(app.get(PinoLogger));
   app.useGlobalPipes(
     new FastValidationPipe(
       {

@@ -17,6 +17,7 @@ export * from './dto/envelope.dto';
 export * from './dto/callback.dto';
 export * from './dto/fast-validators';
 export * from './util/headers';
+export * from './util/trace';
 export * from './util/json-shape';
 export * from './util/outgoing-url';
 export * from './util/keyed-mutex';

@@ -10,3 +10,4 @@ export * from './fast-validation.pipe';
 export * from './tenancy';
 export * from './api-errors';
 export * from './nudged-loop';
+export * from './task-log-context';

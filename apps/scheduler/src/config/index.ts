@@ -5,3 +5,4 @@ export * from './outgoing.config';
 export * from './queue.config';
 export * from './scheduler.config';
 export * from './webhooks.config';
+export * from './log.config';

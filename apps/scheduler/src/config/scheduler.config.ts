@@ -5,6 +5,10 @@ import { DatabaseConfig } from './database.config';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
 import { OutgoingConfig, outgoingConfig } from './outgoing.config';
 import { ApiAuthConfig, apiAuthConfig } from './api-auth.config';
+import { LogConfig, logConfig } from './log.config';
+import { Env, SchedulerConfigError, int, oneOf, required } from './env-values';
+
+export { SchedulerConfigError };
 
 /** Everything the scheduler reads from its environment, checked once at boot. */
 export interface SchedulerConfig {
@@ -12,6 +16,7 @@ export interface SchedulerConfig {
   port: number;
   /** Names this instance in claims, logs and the lifecycle log. */
   instanceId: string;
+  log: LogConfig;
   database: DatabaseConfig & { migrate: boolean };
   queue: QueueConfig;
   locks: LockConfig;
@@ -117,39 +122,6 @@ export interface LogDumperConfig {
   streamClaimIdleMs: number;
   /** XREADGROUP BLOCK: how long one read waits for new entries. */
   streamBlockMs: number;
-}
-
-/** A configuration problem: the process must not start. */
-export class SchedulerConfigError extends Error {}
-
-type Env = NodeJS.ProcessEnv;
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new SchedulerConfigError(
-      `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`,
-    );
-  }
-  return n;
-}
-
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name] ?? fallback;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new SchedulerConfigError(
-      `${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return raw as T;
-}
-
-function required(env: Env, name: string, why: string): string {
-  const v = env[name];
-  if (!v) throw new SchedulerConfigError(`${name} is required ${why}`);
-  return v;
 }
 
 function database(env: Env): SchedulerConfig['database'] {
@@ -329,6 +301,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     host: env.SCHEDULER_HOST ?? '127.0.0.1',
     port,
     instanceId: env.BATON_INSTANCE_ID ?? `${hostname()}-${process.pid}`,
+    log: logConfig(env),
     database: database(env),
     queue: queue(env),
     locks: locks(env),

@@ -9,7 +9,7 @@ import {
   WorkerClient,
   waitUntil,
 } from '@baton/task-contract';
-import { Clock, crashPoint } from '../common';
+import { Clock, crashPoint, TaskLogContext } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskChange, TaskModel } from '../task-store';
 import { TaskTypeModel } from '../task-types';
@@ -46,6 +46,7 @@ export class AttemptRunner {
     /** Called once the attempt is written as bound to its worker (or could not be). */
     bound: () => void = () => undefined,
   ): Promise<Step> {
+    TaskLogContext.attempt(attempt);
     const opts = (timeoutMs?: number): CallOptions => ({
       fence: t0.fence,
       requestId: `${t0.taskId}/${attempt}`,

@@ -1,5 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
+import { TaskLogContext } from '../common';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { QueueLanes } from '../queue';
 import { TaskModel } from '../task-store';
 import { TaskTypesService } from '../task-types';
@@ -31,6 +33,8 @@ export { DRIVABLE, EARLY_CLAIM_MS } from './engine-rules';
 export class TaskEngine {
   private readonly logger = new Logger('TaskEngine');
   private readonly driving = new Set<string>();
+  /** Each step of a drive is logged (BATON_LOG_LEVEL=debug). */
+  private readonly debug: boolean;
 
   constructor(
     private readonly claims: TaskClaims,
@@ -42,7 +46,10 @@ export class TaskEngine {
     private readonly policy: FailurePolicy,
     private readonly cleanup: TaskCleanup,
     private readonly lanes: QueueLanes,
-  ) {}
+    @Inject(SCHEDULER_CONFIG) config: SchedulerConfig,
+  ) {
+    this.debug = config.log.level === 'debug' || config.log.level === 'trace';
+  }
 
   /** Claims the task if it is due and free, and drives it until it rests. */
   async drive(taskId: string): Promise<void> {
@@ -75,14 +82,23 @@ export class TaskEngine {
   }
 
   private async driveOnce(taskId: string): Promise<void> {
-    let step: Step | undefined = await this.claims.claim(taskId);
+    const step = await this.claims.claim(taskId);
     if (!step) return;
     // The claim is renewed for as long as this drive goes on: a long run, but also a chain of
     // calls to a slow worker (notify, rollback, clean) that together outlast one lease.
     const type = await this.types.find(step.taskType).catch(() => undefined);
     const renewer = this.leaseKeeper.renewWhileDriving(step, type);
     try {
-      while (!isRest(step)) step = await this.advance(step);
+      // Every line written meanwhile names the task and its attempt; calls carry its trace.
+      const claimed = step;
+      await TaskLogContext.run(claimed.taskId, claimed.attempt, async () => {
+        let s: Step = claimed;
+        while (!isRest(s)) {
+          const from = s.status;
+          s = await this.advance(s);
+          if (this.debug) this.logger.debug(`${from} -> ${isRest(s) ? 'rest' : s.status}`);
+        }
+      });
     } catch (err) {
       // A bug or the database failing: the claim lapses and the Checker brings the task back.
       this.logger.error(

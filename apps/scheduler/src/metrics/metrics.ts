@@ -29,10 +29,18 @@ export class Metrics implements OnModuleDestroy {
   /** A histogram's series by `key`: observed without prom-client hashing the labels each time. */
   private readonly observers = new Map<string, { observe(value: number): void }>();
   private readonly sources = new Map<string, GaugeSource>();
-  /** The families handed to prom-client so far (a family is registered once, when first used). */
-  private readonly registered = new Set<string>();
   readonly registry = new Registry();
   private processMetrics = false;
+
+  /**
+   * Every family is shown from the start, before its first series: a scrape of a fresh process
+   * names them all (and a family without labels reads 0), so rules and dashboards find them.
+   */
+  constructor() {
+    for (const [name, f] of Object.entries(FAMILIES as Record<string, Family>))
+      if (f.kind === 'histogram') this.histogram(name);
+      else this.register(name, f);
+  }
 
   inc(name: string, labels: Record<string, string> = {}, by = 1): void {
     const key = Metrics.key(name, labels);
@@ -55,20 +63,7 @@ export class Metrics implements OnModuleDestroy {
     const key = Metrics.key(name, labels);
     const series = this.observers.get(key);
     if (series) return series.observe(value);
-    let h = this.histograms.get(name);
-    if (!h) {
-      const f = Metrics.family(name);
-      h = new Histogram({
-        name,
-        help: f.help,
-        labelNames: [...f.labels],
-        buckets: [...(f.buckets ?? [])],
-        registers: [this.registry],
-      });
-      this.histograms.set(name, h);
-      this.registered.add(name);
-    }
-    const child = h.labels(labels);
+    const child = this.histogram(name).labels(labels);
     this.observers.set(key, child);
     child.observe(value);
   }
@@ -81,7 +76,8 @@ export class Metrics implements OnModuleDestroy {
     if (this.sources.has(name)) throw new Error(`metric ${name} has a source already`);
     this.sources.set(name, read);
     const f = Metrics.family(name);
-    this.registered.add(name);
+    // Shown from the start as a gauge set here: read from the source instead.
+    this.registry.removeSingleMetric(name);
     new Gauge({
       name,
       help: f.help,
@@ -143,7 +139,7 @@ export class Metrics implements OnModuleDestroy {
     this.registry.clear();
   }
 
-  /** A new series; its family goes to prom-client the first time one of its series appears. */
+  /** A new series of a family set here (a counter or a gauge). */
   private add(key: string, name: string, labels: Record<string, string>, value: number): void {
     const f = Metrics.family(name);
     // In the family's order: the text format shows labels in the order a series has them.
@@ -151,8 +147,26 @@ export class Metrics implements OnModuleDestroy {
       f.labels.filter((l) => l in labels).map((l) => [l, labels[l]]),
     );
     this.counters.set(key, { name, labels: Object.freeze({ ...ordered, ...labels }), value });
-    if (this.registered.has(name)) return;
-    this.registered.add(name);
+  }
+
+  private histogram(name: string): Histogram {
+    let h = this.histograms.get(name);
+    if (!h) {
+      const f = Metrics.family(name);
+      h = new Histogram({
+        name,
+        help: f.help,
+        labelNames: [...f.labels],
+        buckets: [...(f.buckets ?? [])],
+        registers: [this.registry],
+      });
+      this.histograms.set(name, h);
+    }
+    return h;
+  }
+
+  /** A family set here, handed to prom-client: its series are read from `counters` at scrape time. */
+  private register(name: string, f: Family): void {
     const store = this.counters;
     const config = { name, help: f.help, labelNames: [...f.labels], registers: [this.registry] };
     if (f.kind === 'counter')

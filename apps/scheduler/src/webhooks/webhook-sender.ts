@@ -14,7 +14,12 @@ import { Metrics } from '../metrics';
 import { TaskChangeFeed } from '../task-store';
 import { WebhookEvents } from './webhook-events';
 import { WebhookSecrets } from './webhook-secrets';
-import { WebhookAttemptModel, WebhookMessageModel, WebhookModel } from './webhook.model';
+import {
+  WebhookAttemptModel,
+  WebhookKind,
+  WebhookMessageModel,
+  WebhookModel,
+} from './webhook.model';
 import { AttemptRecord, WebhookMessagesRepository } from './webhook-messages.repository';
 import { WebhooksRepository } from './webhooks.repository';
 
@@ -131,6 +136,13 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       keepAliveTimeout: 4000,
     });
     this.loop = new NudgedLoop(this.logger, LINGER_MS, this.cfg.pollMs, () => this.passOnce());
+    // Series known ahead start at 0: a rate over them sees the first failure too.
+    for (const kind of ['subscription', 'callback'] satisfies WebhookKind[]) {
+      for (const result of ['delivered', 'failed'])
+        this.metrics.inc('baton_webhook_attempts_total', { kind, result }, 0);
+      for (const name of ['baton_webhook_given_up_total', 'baton_webhook_retries_total'])
+        this.metrics.inc(name, { kind }, 0);
+    }
   }
 
   async onApplicationBootstrap(): Promise<void> {

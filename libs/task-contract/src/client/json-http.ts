@@ -39,6 +39,8 @@ export interface JsonHttpOptions {
    * address each connection is made to (`guardedLookup`). Default: the system's.
    */
   lookup?: LookupFunction;
+  /** The traceparent of a call that names none (the trace the caller is in); default: a new one. */
+  traceparent?: () => string | undefined;
 }
 
 /** A pool unused this long is closed, so workers that come and go leave no sockets behind. */
@@ -101,7 +103,7 @@ export class JsonHttp {
     const headers: Record<string, string> = {
       [HEADER.FENCE]: String(opts.fence),
       [HEADER.REQUEST_ID]: opts.requestId ?? randomUUID(),
-      [HEADER.TRACEPARENT]: opts.traceparent ?? newTraceparent(),
+      [HEADER.TRACEPARENT]: opts.traceparent ?? this.options.traceparent?.() ?? newTraceparent(),
       accept: 'application/json',
       ...authHeaders(this.options.auth, {
         method,
