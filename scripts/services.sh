@@ -2,7 +2,8 @@
 # Brings up the servers the test suite talks to, on loopback, and fails loudly when one cannot be
 # reached. Idempotent: a service that already answers is left alone, so a second run is fast.
 # ZooKeeper and etcd are installed from Debian packages when absent (the lock conformance suite
-# needs them); MariaDB and Redis are expected to be installed already on this machine kind.
+# needs them), and so is Prometheus (its promtool and server, for the deployment test); MariaDB and
+# Redis are expected to be installed already on this machine kind.
 set -euo pipefail
 
 log() { echo "[services] $*"; }
@@ -118,4 +119,11 @@ if ! command -v python3 >/dev/null 2>&1; then
   apt_install python3
 fi
 
-log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3)"
+# --- promtool and prometheus (the deployment test checks docker/prometheus/alerts.yml with
+# /usr/bin/promtool and runs /usr/bin/prometheus of its own on a free loopback port; none is
+# started here) ---
+if [ ! -x /usr/bin/promtool ] || [ ! -x /usr/bin/prometheus ]; then
+  apt_install prometheus
+fi
+
+log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3); promtool and prometheus are in /usr/bin"
