@@ -4,7 +4,7 @@ import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskTypesService, WorkerRules, rampSide, versionExclusion } from '../task-types';
 import { RegisterWorkerDto } from './dto/worker.dto';
-import { WorkerHealth, exclusionsOf, fleetExclusion, healthOf } from './worker-eligibility';
+import { WorkerHealth, exclusionsOf, healthOf } from './worker-eligibility';
 import { WorkerModel } from './worker.model';
 import { WorkersRepository } from './workers.repository';
 
@@ -171,7 +171,8 @@ export class WorkersService {
     const allowed = (await this.snapshot()).filter(
       (w) =>
         w.taskTypes.includes(taskType) &&
-        fleetExclusion(w, this.health(w, now), now) === null &&
+        this.health(w, now) === 'healthy' &&
+        w.drainingSince === null &&
         versionExclusion(w.version, rules) === null &&
         (!url || w.url === url) &&
         !opts.exclude?.includes(w.workerId),
