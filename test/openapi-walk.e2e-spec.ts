@@ -237,6 +237,19 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       return r.data.run_id;
     };
     const ping = await api.call<{ message_id: string }>('POST', `/v1/webhooks/${webhookId}/test`);
+    // A worker for the fleet's controls (drain, blacklist) to act on, serving a type of its own.
+    const fleetWorker = await send('POST', {
+      path: '/v1/workers',
+      signed: true,
+      body: {
+        worker_id: 'walk-fleet',
+        url: 'http://127.0.0.1:9/',
+        version: '1.0.0',
+        capacity: 1,
+        task_types: [{ task_type: 'demo.fleet', blocking: 'sync', implements: [] }],
+      },
+    });
+    expect(fleetWorker.status).toBe(200);
     return {
       later,
       done,
@@ -314,6 +327,14 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'DELETE /v1/workers/{worker_id}': () => ({
         path: '/v1/workers/walk-registered',
         signed: true,
+      }),
+      'POST /v1/workers/{worker_id}/drain': () => ({ path: '/v1/workers/walk-fleet/drain' }),
+      'DELETE /v1/workers/{worker_id}/drain': () => ({ path: '/v1/workers/walk-fleet/drain' }),
+      'POST /v1/workers/{worker_id}/blacklist': () => ({
+        path: '/v1/workers/walk-fleet/blacklist',
+      }),
+      'DELETE /v1/workers/{worker_id}/blacklist': () => ({
+        path: '/v1/workers/walk-fleet/blacklist',
       }),
       'POST /v1/tasks': () => ({ path: '/v1/tasks' }),
       'GET /v1/tasks': () => ({ path: '/v1/tasks?limit=3&status=FINISH,RUNNING' }),

@@ -43,6 +43,8 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/api-keys': { name: 'beta-made', role: 'admin' },
   'PATCH /v1/task-types/{task_type}': { max_concurrency: 1 },
   'PUT /v1/tenants/{tenant}/limits': { rate_limit_per_sec: 1 },
+  'POST /v1/workers/{worker_id}/drain': {},
+  'POST /v1/workers/{worker_id}/blacklist': { reason: 'foreign' },
   'POST /v1/tasks': echo('foreign', { tenant: 'alpha' }),
   'POST /v1/tasks/batch': { tasks: [echo('mine'), echo('foreign', { tenant: 'alpha' })] },
   'POST /v1/tasks/{task_id}/pause': {},
@@ -92,8 +94,15 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/topology-runs/{run_id}/nodes/{node}/skip': {},
 };
 
-/** Routes over every tenant's data (fleet internals): a tenant's key is refused them. */
-const ALL_TENANTS = new Set(['GET /v1/producer', 'GET /v1/logs/stats']);
+/** Routes over every tenant's data or the shared fleet: a tenant's key is refused them. */
+const ALL_TENANTS = new Set([
+  'GET /v1/producer',
+  'GET /v1/logs/stats',
+  'POST /v1/workers/{worker_id}/drain',
+  'DELETE /v1/workers/{worker_id}/drain',
+  'POST /v1/workers/{worker_id}/blacklist',
+  'DELETE /v1/workers/{worker_id}/blacklist',
+]);
 /** Routes for admins only: refused to every key of one tenant (admin keys span all tenants). */
 const ADMIN_ONLY = /^\/v1\/(api-keys|audit)|^(PATCH|PUT|DELETE) \/v1\/(task-types|tenants)/;
 

@@ -96,6 +96,26 @@ export const REQUEST_EXAMPLES: Record<string, Examples> = {
       summary: 'retry three times, backing off',
       value: { max_retry: 3, backoff_base_ms: 2000 },
     },
+    rollout: {
+      summary: 'workers from 0.1.0 on, not 0.1.3; a tenth of new tasks to 0.2.0 while it rolls out',
+      value: {
+        worker_rules: {
+          min_version: '0.1.0',
+          blocked_versions: ['0.1.3'],
+          ramp: { version: '0.2.0', percent: 10 },
+        },
+      },
+    },
+  },
+  WorkersController_blacklist: {
+    until: {
+      summary: 'keep tasks off a node until a disk is replaced',
+      value: { reason: 'disk errors on /dev/sdb (INC-2041)', until: '2030-01-01T00:00:00Z' },
+    },
+    lifted: {
+      summary: 'keep tasks off a node until the blacklist is lifted (DELETE)',
+      value: { reason: 'kernel upgrade pending' },
+    },
   },
   TenantsController_set: {
     limits: {

@@ -15,6 +15,7 @@ import { LogRuleTenant1764900000000 } from './migrations/1764900000000-LogRuleTe
 import { Webhooks1765000000000 } from './migrations/1765000000000-Webhooks';
 import { Topologies1765100000000 } from './migrations/1765100000000-Topologies';
 import { TaskCounts1765200000000 } from './migrations/1765200000000-TaskCounts';
+import { FleetControl1765300000000 } from './migrations/1765300000000-FleetControl';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   Webhooks1765000000000,
   Topologies1765100000000,
   TaskCounts1765200000000,
+  FleetControl1765300000000,
 ];
 
 /**

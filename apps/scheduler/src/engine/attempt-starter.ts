@@ -186,18 +186,23 @@ export class AttemptStarter {
         );
       }
     }
-    // A re-drive goes back to the worker that already has the attempt; a new attempt may go anywhere.
+    // A re-drive goes back to the worker that already has the attempt, whatever the type's
+    // version rules or a drain say now (they keep new attempts away, not the one it has); a new
+    // attempt goes to a worker they allow.
     const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
-    const worker = sameAttempt
-      ? await this.workers.pick(t.taskType, { url: t.workerUrl })
-      : await this.pickForNewAttempt(t);
+    const worker =
+      sameAttempt && t.workerUrl
+        ? await this.workers.pickBound(t.taskType, t.workerUrl)
+        : await this.pickForNewAttempt(t);
     if (!worker) {
       await this.leases.release(t.taskId);
       return this.wait(
         t,
         now + backoff(type, 1),
         'no_worker',
-        `no healthy ${t.taskType} worker with free capacity`,
+        sameAttempt
+          ? `worker ${t.workerId ?? '?'} of attempt ${t.attempt} is not healthy or has no free slot`
+          : `no ${t.taskType} worker that may take it has a free slot (GET /v1/workers says why a worker is left out)`,
       );
     }
     const attempt = sameAttempt ? t.attempt : t.attempt + 1;
@@ -215,12 +220,13 @@ export class AttemptStarter {
    * not be reached), else to any.
    */
   private async pickForNewAttempt(t: TaskModel): Promise<WorkerModel | undefined> {
-    if (t.requestedUrl) return this.workers.pick(t.taskType, { url: t.requestedUrl });
+    const taskId = t.taskId;
+    if (t.requestedUrl) return this.workers.pick(t.taskType, { taskId, url: t.requestedUrl });
     if (t.workerId) {
-      const other = await this.workers.pick(t.taskType, { exclude: [t.workerId] });
+      const other = await this.workers.pick(t.taskType, { taskId, exclude: [t.workerId] });
       if (other) return other;
     }
-    return this.workers.pick(t.taskType);
+    return this.workers.pick(t.taskType, { taskId });
   }
 
   private rateLimits(t: TaskModel, type: TaskTypeModel, tenant: TenantLimits): RateLimit[] {

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { bigintNumber, jsonText } from '../database';
+import { WorkerRules } from './worker-rules';
 
 /** What to do when a timeout fires: try again, give up, or only tell people. */
 export const TIMEOUT_POLICIES = ['retry', 'fail', 'alert'] as const;
@@ -56,6 +57,10 @@ export class TaskTypeEntity {
   /** Days a FINISH task is kept; null: the instance's default (BATON_RETENTION_DAYS), 0: forever. */
   @Column({ type: 'int', nullable: true })
   retention_days!: number | null;
+
+  /** Which worker versions take new tasks of the type (WorkerRules, JSON); null: any. */
+  @Column({ type: 'text', nullable: true, transformer: jsonText })
+  worker_rules!: WorkerRules | null;
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;

@@ -1,5 +1,6 @@
 import { BlockingKind, ContractCall } from '@baton/task-contract';
 import { TimeoutPolicy } from './task-type.entity';
+import { WorkerRules } from './worker-rules';
 
 /** A task type as services see it. */
 export interface TaskTypeModel {
@@ -20,6 +21,8 @@ export interface TaskTypeModel {
   rateLimitPerSec: number | null;
   /** Days a FINISH task of this type is kept before it is purged; null: the instance's default, 0: kept. */
   retentionDays: number | null;
+  /** Which worker versions take new tasks of this type; null: any. */
+  workerRules: WorkerRules | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -37,4 +40,5 @@ export const TASK_TYPE_DEFAULTS = {
   rollbackOnFail: false,
   rateLimitPerSec: null,
   retentionDays: null,
+  workerRules: null,
 } as const satisfies Partial<TaskTypeModel>;

@@ -19,6 +19,7 @@ const toModel = (e: TaskTypeEntity): TaskTypeModel => ({
   rollbackOnFail: Boolean(e.rollback_on_fail),
   rateLimitPerSec: e.rate_limit_per_sec ?? null,
   retentionDays: e.retention_days ?? null,
+  workerRules: e.worker_rules ?? null,
   createdAt: e.created_at,
   updatedAt: e.updated_at,
 });
@@ -54,6 +55,7 @@ export class TaskTypesRepository {
       rollback_on_fail: m.rollbackOnFail,
       rate_limit_per_sec: m.rateLimitPerSec,
       retention_days: m.retentionDays,
+      worker_rules: m.workerRules,
       created_at: m.createdAt,
       updated_at: m.updatedAt,
     });

@@ -6,9 +6,10 @@ import {
   ContractException,
 } from '@baton/task-contract';
 import { Clock } from '../common';
-import { TaskTypeDefaultsDto, UpdateTaskTypeDto } from './dto/task-type.dto';
+import { TaskTypeDefaultsDto, UpdateTaskTypeDto, toWorkerRules } from './dto/task-type.dto';
 import { TASK_TYPE_DEFAULTS, TaskTypeModel } from './task-type.model';
 import { TaskTypesRepository } from './task-types.repository';
+import { rulesProblem } from './worker-rules';
 
 /** How long a cached type is trusted before it is read again (another instance may change it). */
 const CACHE_MS = 2000;
@@ -118,6 +119,10 @@ export class TaskTypesService {
       rateLimitPerSec:
         dto.rate_limit_per_sec !== undefined ? dto.rate_limit_per_sec : current.rateLimitPerSec,
       retentionDays: dto.retention_days !== undefined ? dto.retention_days : current.retentionDays,
+      workerRules:
+        dto.worker_rules === undefined
+          ? current.workerRules
+          : dto.worker_rules && toWorkerRules(dto.worker_rules),
       updatedAt: this.clock.now(),
     };
     if (next.backoffMaxMs < next.backoffBaseMs) {
@@ -126,6 +131,9 @@ export class TaskTypesService {
         'backoff_max_ms must be at least backoff_base_ms',
       );
     }
+    const problem = next.workerRules && rulesProblem(next.workerRules);
+    if (problem)
+      throw new ContractException(ContractErrorCode.VALIDATION_FAILED, `worker_rules.${problem}`);
     await this.repo.save(next);
     this.cache.set(taskType, { model: next, at: next.updatedAt });
     return next;

@@ -10,8 +10,46 @@ import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TransactionRunner } from '../database';
 import { toWorkerDto, WorkerDto } from './dto/worker.dto';
+import { fleetExclusion, healthOf } from './worker-eligibility';
+import { WorkerModel } from './worker.model';
 
-/** A worker that turned unhealthy: stale (no heartbeat) or blacklisted (its calls kept failing). */
+/** Blacklisted at `?` (twice): after call failures, or by hand while that holds. */
+const BLACKLISTED = `(blacklisted_until > ? OR (manual_blacklist_reason IS NOT NULL
+  AND (manual_blacklist_until IS NULL OR manual_blacklist_until > ?)))`;
+/** Not blacklisted at `?` (twice): the negation of BLACKLISTED, NULLs spelt out. */
+const NOT_BLACKLISTED = `((blacklisted_until IS NULL OR blacklisted_until <= ?) AND
+  (manual_blacklist_reason IS NULL OR manual_blacklist_until <= ?))`;
+
+const numberOrNull = (v: unknown): number | null => (v === null ? null : Number(v));
+
+/** A worker's row as a plain query answers it, as the model. */
+function toModel(r: Record<string, unknown>): WorkerModel {
+  return {
+    workerId: String(r.worker_id),
+    url: String(r.url),
+    taskTypes: JSON.parse(String(r.task_types)) as string[],
+    version: String(r.version),
+    capacity: Number(r.capacity),
+    lastHeartbeatAt: Number(r.last_heartbeat_at),
+    consecutiveFailures: Number(r.consecutive_failures),
+    blacklistedUntil: numberOrNull(r.blacklisted_until),
+    registeredAt: Number(r.registered_at),
+    drainingSince: numberOrNull(r.draining_since),
+    manualBlacklist:
+      r.manual_blacklist_reason === null
+        ? null
+        : {
+            reason: String(r.manual_blacklist_reason),
+            since: Number(r.manual_blacklist_since),
+            until: numberOrNull(r.manual_blacklist_until),
+          },
+  };
+}
+
+/**
+ * A worker that turned unhealthy: stale (no heartbeat) or blacklisted (its calls kept failing,
+ * or a person blacklisted it).
+ */
 export interface WorkerUnhealthy {
   worker: WorkerDto;
   /** When it was found unhealthy: with the worker id, the event's identity. */
@@ -66,25 +104,25 @@ export class WorkerHealthWatch implements OnApplicationBootstrap, OnApplicationS
     const [turned] = (await this.tx.single((m) =>
       m.query(
         `SELECT COUNT(*) AS n FROM baton_worker
-          WHERE (unhealthy_since IS NULL AND (last_heartbeat_at < ? OR blacklisted_until > ?))
-             OR (unhealthy_since IS NOT NULL AND last_heartbeat_at >= ?
-                 AND (blacklisted_until IS NULL OR blacklisted_until <= ?))`,
-        [staleBefore, now, staleBefore, now],
+          WHERE (unhealthy_since IS NULL AND (last_heartbeat_at < ? OR ${BLACKLISTED}))
+             OR (unhealthy_since IS NOT NULL AND last_heartbeat_at >= ? AND ${NOT_BLACKLISTED})`,
+        [staleBefore, now, now, staleBefore, now, now],
       ),
     )) as { n: unknown }[];
     if (Number(turned?.n ?? 0) === 0) return [];
     return this.tx.run(async (m) => {
       await m.query(
         `UPDATE baton_worker SET unhealthy_since = NULL WHERE unhealthy_since IS NOT NULL
-            AND last_heartbeat_at >= ? AND (blacklisted_until IS NULL OR blacklisted_until <= ?)`,
-        [staleBefore, now],
+            AND last_heartbeat_at >= ? AND ${NOT_BLACKLISTED}`,
+        [staleBefore, now, now],
       );
       const rows = (await m.query(
         `SELECT worker_id, url, task_types, version, capacity, last_heartbeat_at,
-                consecutive_failures, blacklisted_until
+                consecutive_failures, blacklisted_until, registered_at, draining_since,
+                manual_blacklist_reason, manual_blacklist_since, manual_blacklist_until
            FROM baton_worker WHERE unhealthy_since IS NULL
-            AND (last_heartbeat_at < ? OR blacklisted_until > ?)`,
-        [staleBefore, now],
+            AND (last_heartbeat_at < ? OR ${BLACKLISTED})`,
+        [staleBefore, now, now],
       )) as Record<string, unknown>[];
       const events: WorkerUnhealthy[] = [];
       for (const r of rows) {
@@ -95,21 +133,12 @@ export class WorkerHealthWatch implements OnApplicationBootstrap, OnApplicationS
           true,
         );
         if ((won.affected ?? 0) === 0) continue;
-        const blacklistedUntil = r.blacklisted_until === null ? null : Number(r.blacklisted_until);
-        const worker = {
-          workerId: String(r.worker_id),
-          url: String(r.url),
-          taskTypes: JSON.parse(String(r.task_types)) as string[],
-          version: String(r.version),
-          capacity: Number(r.capacity),
-          lastHeartbeatAt: Number(r.last_heartbeat_at),
-          consecutiveFailures: Number(r.consecutive_failures),
-          blacklistedUntil,
-          registeredAt: 0,
-        };
-        const health =
-          blacklistedUntil !== null && blacklistedUntil > now ? 'blacklisted' : 'stale';
-        events.push({ worker: toWorkerDto(worker, 0, health), since: now });
+        const worker = toModel(r);
+        // Found by the query above, it is not healthy (the heartbeat seen with `staleBefore`).
+        const health = healthOf(worker, now, this.config.workers.staleAfterMs);
+        const why = fleetExclusion(worker, health, now);
+        const excluded = Object.fromEntries(worker.taskTypes.map((t) => [t, why]));
+        events.push({ worker: toWorkerDto(worker, 0, health, excluded, now), since: now });
       }
       if (events.length > 0) for (const l of this.listeners) await l(m, events);
       return events;

@@ -33,6 +33,21 @@ export class WorkerEntity {
   @Column({ type: 'bigint', transformer: bigintNumber })
   registered_at!: number;
 
+  /** Since when a person drains it (no new tasks); null: not draining. */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  draining_since!: number | null;
+
+  /** Why a person blacklisted it; null: no blacklist by hand. */
+  @Column({ type: 'varchar', length: 500, nullable: true })
+  manual_blacklist_reason!: string | null;
+
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  manual_blacklist_since!: number | null;
+
+  /** When the blacklist by hand ends by itself; null: when it is lifted. */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  manual_blacklist_until!: number | null;
+
   /** Since when it is unhealthy (stale or blacklisted), as WorkerHealthWatch recorded it. */
   @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
   unhealthy_since!: number | null;

@@ -9,4 +9,15 @@ export interface WorkerModel {
   consecutiveFailures: number;
   blacklistedUntil: number | null;
   registeredAt: number;
+  /** Since when a person drains it: no new tasks, the ones it has finish there. */
+  drainingSince: number | null;
+  /** A blacklist a person set; `until` null: until it is lifted. */
+  manualBlacklist: ManualBlacklist | null;
+}
+
+/** A person's blacklist of a worker: no tasks until it ends or is lifted. */
+export interface ManualBlacklist {
+  reason: string;
+  since: number;
+  until: number | null;
 }

@@ -12,9 +12,10 @@ import {
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
 import { Clock } from '../common';
-import { RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
-import { WorkersService } from './workers.service';
-import { Access } from '../auth';
+import { BlacklistWorkerDto, RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
+import { WorkerControl } from './worker-control';
+import { WorkerView, WorkersService } from './workers.service';
+import { Access, AllTenants, Audited } from '../auth';
 
 const WORKER_ID_ANSWER = {
   type: 'object',
@@ -27,8 +28,13 @@ const WORKER_ID_ANSWER = {
 export class WorkersController {
   constructor(
     private readonly workers: WorkersService,
+    private readonly control: WorkerControl,
     private readonly clock: Clock,
   ) {}
+
+  private dto(v: WorkerView): WorkerDto {
+    return toWorkerDto(v.worker, v.inflight, v.health, v.excluded, this.clock.now());
+  }
 
   @Post()
   @HttpCode(200)
@@ -40,8 +46,7 @@ export class WorkersController {
   })
   @ApiOkResponse({ type: WorkerDto })
   async register(@Body() dto: RegisterWorkerDto): Promise<Envelope<WorkerDto>> {
-    const w = await this.workers.register(dto);
-    return ok(toWorkerDto(w, 0, this.workers.health(w, this.clock.now())));
+    return ok(this.dto(await this.workers.register(dto)));
   }
 
   @Put(':worker_id/heartbeat')
@@ -57,10 +62,13 @@ export class WorkersController {
 
   @Access('read')
   @Get()
-  @ApiOperation({ summary: 'list workers with health and load' })
+  @ApiOperation({
+    summary:
+      'list workers with health, load, drain and blacklist, and why each is left out of a type',
+  })
   @ApiOkResponse({ type: [WorkerDto] })
   async list(): Promise<Envelope<WorkerDto[]>> {
-    return ok((await this.workers.list()).map((x) => toWorkerDto(x.worker, x.inflight, x.health)));
+    return ok((await this.workers.list()).map((v) => this.dto(v)));
   }
 
   @Delete(':worker_id')
@@ -72,5 +80,59 @@ export class WorkersController {
   async remove(@Param('worker_id') workerId: string): Promise<Envelope<{ worker_id: string }>> {
     await this.workers.remove(workerId);
     return ok({ worker_id: workerId });
+  }
+
+  @Post(':worker_id/drain')
+  @HttpCode(200)
+  @Access('operate')
+  @AllTenants()
+  @Audited('worker.drain', 'worker_id')
+  @ApiOperation({
+    summary:
+      'drain a worker: no new tasks go to it, the tasks it has finish there; it stays drained when it registers again',
+  })
+  @ApiOkResponse({ type: WorkerDto })
+  async drain(@Param('worker_id') workerId: string): Promise<Envelope<WorkerDto>> {
+    return ok(this.dto(await this.control.drain(workerId)));
+  }
+
+  @Delete(':worker_id/drain')
+  @Access('operate')
+  @AllTenants()
+  @Audited('worker.undrain', 'worker_id')
+  @ApiOperation({ summary: 'end the drain of a worker: it takes new tasks again' })
+  @ApiOkResponse({ type: WorkerDto })
+  async undrain(@Param('worker_id') workerId: string): Promise<Envelope<WorkerDto>> {
+    return ok(this.dto(await this.control.undrain(workerId)));
+  }
+
+  @Post(':worker_id/blacklist')
+  @HttpCode(200)
+  @Access('operate')
+  @AllTenants()
+  @Audited('worker.blacklist', 'worker_id')
+  @ApiOperation({
+    summary:
+      'blacklist a worker by hand, with a reason, until a time or until lifted: it gets no tasks; the tasks it runs finish there',
+  })
+  @ApiOkResponse({ type: WorkerDto })
+  async blacklist(
+    @Param('worker_id') workerId: string,
+    @Body() dto: BlacklistWorkerDto,
+  ): Promise<Envelope<WorkerDto>> {
+    const until = dto.until ? Date.parse(dto.until) : null;
+    return ok(this.dto(await this.control.blacklist(workerId, dto.reason, until)));
+  }
+
+  @Delete(':worker_id/blacklist')
+  @Access('operate')
+  @AllTenants()
+  @Audited('worker.unblacklist', 'worker_id')
+  @ApiOperation({
+    summary: "lift a worker's blacklist, by hand or after call failures: it takes tasks again",
+  })
+  @ApiOkResponse({ type: WorkerDto })
+  async unblacklist(@Param('worker_id') workerId: string): Promise<Envelope<WorkerDto>> {
+    return ok(this.dto(await this.control.lift(workerId)));
   }
 }

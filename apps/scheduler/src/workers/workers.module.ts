@@ -3,14 +3,16 @@ import { RequestVerifier, WorkerAuthGuard } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { Metrics, cachedFor } from '../metrics';
 import { TaskTypesModule } from '../task-types';
+import { WorkerControl } from './worker-control';
 import { WorkerHealthWatch } from './worker-health-watch';
 import { WorkersController } from './workers.controller';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
 
 /**
- * The worker fleet: registration, health, capacity and the choice of a worker for an attempt;
- * and the check of workers' signed calls (the guard the callback endpoints use too).
+ * The worker fleet: registration, health, capacity and the choice of a worker for an attempt
+ * (under the types' version rules and ramps); drains and blacklists people set; and the check of
+ * workers' signed calls (the guard the callback endpoints use too).
  */
 @Module({
   imports: [TaskTypesModule],
@@ -18,6 +20,7 @@ import { WorkersService } from './workers.service';
   providers: [
     WorkersRepository,
     WorkersService,
+    WorkerControl,
     WorkerHealthWatch,
     {
       provide: RequestVerifier,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { WorkerEntity } from './worker.entity';
-import { WorkerModel } from './worker.model';
+import { ManualBlacklist, WorkerModel } from './worker.model';
 
 const toModel = (e: WorkerEntity): WorkerModel => ({
   workerId: e.worker_id,
@@ -13,6 +13,15 @@ const toModel = (e: WorkerEntity): WorkerModel => ({
   consecutiveFailures: e.consecutive_failures,
   blacklistedUntil: e.blacklisted_until,
   registeredAt: e.registered_at,
+  drainingSince: e.draining_since ?? null,
+  manualBlacklist:
+    e.manual_blacklist_reason === null || e.manual_blacklist_reason === undefined
+      ? null
+      : {
+          reason: e.manual_blacklist_reason,
+          since: e.manual_blacklist_since ?? 0,
+          until: e.manual_blacklist_until ?? null,
+        },
 });
 
 @Injectable()
@@ -28,7 +37,11 @@ export class WorkersRepository {
     return e ? toModel(e) : undefined;
   }
 
-  async save(m: WorkerModel): Promise<void> {
+  /**
+   * Writes what a worker says of itself when it registers. What people set on it (a drain, a
+   * blacklist by hand) is not written here: a restarted worker stays drained or blacklisted.
+   */
+  async saveRegistration(m: WorkerModel): Promise<void> {
     await this.db.manager.save(WorkerEntity, {
       worker_id: m.workerId,
       url: m.url,
@@ -62,6 +75,46 @@ export class WorkersRepository {
       { worker_id: workerId },
       { consecutive_failures: failures, blacklisted_until: blacklistedUntil },
     );
+  }
+
+  /** Starts (at `since`) or ends (null) a drain; false when the worker is not registered. */
+  async setDraining(workerId: string, since: number | null): Promise<boolean> {
+    const res = await this.db.manager.update(
+      WorkerEntity,
+      { worker_id: workerId },
+      { draining_since: since },
+    );
+    return (res.affected ?? 0) > 0;
+  }
+
+  /** Sets a blacklist by hand; false when the worker is not registered. */
+  async setManualBlacklist(workerId: string, b: ManualBlacklist): Promise<boolean> {
+    const res = await this.db.manager.update(
+      WorkerEntity,
+      { worker_id: workerId },
+      {
+        manual_blacklist_reason: b.reason,
+        manual_blacklist_since: b.since,
+        manual_blacklist_until: b.until,
+      },
+    );
+    return (res.affected ?? 0) > 0;
+  }
+
+  /** Ends every blacklist, by hand or after failures, and the failure streak with it. */
+  async liftBlacklists(workerId: string): Promise<boolean> {
+    const res = await this.db.manager.update(
+      WorkerEntity,
+      { worker_id: workerId },
+      {
+        manual_blacklist_reason: null,
+        manual_blacklist_since: null,
+        manual_blacklist_until: null,
+        blacklisted_until: null,
+        consecutive_failures: 0,
+      },
+    );
+    return (res.affected ?? 0) > 0;
   }
 
   async remove(workerId: string): Promise<boolean> {

@@ -2,22 +2,34 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException, outgoingUrlProblem } from '@baton/task-contract';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { TaskTypesService } from '../task-types';
+import { TaskTypesService, WorkerRules, rampSide, versionExclusion } from '../task-types';
 import { RegisterWorkerDto } from './dto/worker.dto';
+import { WorkerHealth, exclusionsOf, healthOf } from './worker-eligibility';
 import { WorkerModel } from './worker.model';
 import { WorkersRepository } from './workers.repository';
 
 /** How old the in-memory view of the registry may get before it is read again. */
 const REFRESH_MS = 1000;
 
-export type WorkerHealth = 'healthy' | 'stale' | 'blacklisted';
+export type { WorkerHealth } from './worker-eligibility';
+
+/** A worker as the API shows it: its row, health, load here, and why it is left out of types. */
+export interface WorkerView {
+  worker: WorkerModel;
+  health: WorkerHealth;
+  inflight: number;
+  /** Per type it serves: why new tasks of the type do not go to it, or null when they may. */
+  excluded: Record<string, string | null>;
+}
 
 const normalizeUrl = (url: string): string => url.replace(/\/+$/, '');
 
 /**
  * The worker registry and router: workers register and heartbeat; dispatch picks a healthy
- * instance of the type with free capacity (least loaded first); a node failing repeatedly is
- * blacklisted for a cool-down. Capacity is counted per scheduler instance.
+ * instance of the type with free capacity (least loaded first) that the type's version rules
+ * and its ramp let take the task; a node failing repeatedly is blacklisted for a cool-down.
+ * People drain a worker or blacklist it by hand (WorkerControl). Capacity is counted per
+ * scheduler instance.
  */
 @Injectable()
 export class WorkersService {
@@ -33,7 +45,7 @@ export class WorkersService {
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
-  async register(dto: RegisterWorkerDto): Promise<WorkerModel> {
+  async register(dto: RegisterWorkerDto): Promise<WorkerView> {
     // The scheduler will call this URL with every task of these types: never somewhere internal
     // the operator has not allowed (a cloud's metadata service answers at 169.254.169.254).
     // Names are accepted (service names inside a cluster are how workers are found).
@@ -58,12 +70,15 @@ export class WorkersService {
       consecutiveFailures: 0,
       blacklistedUntil: null,
       registeredAt: previous?.registeredAt ?? now,
+      // What people set stays: a drained worker that restarts is still drained.
+      drainingSince: previous?.drainingSince ?? null,
+      manualBlacklist: previous?.manualBlacklist ?? null,
     };
     for (const t of dto.task_types)
       await this.types.declare(t.task_type, t.blocking, t.implements, t.defaults);
-    await this.repo.save(model);
+    await this.repo.saveRegistration(model);
     this.cachedAt = 0;
-    return model;
+    return this.view(model, now, await this.rulesOf(model.taskTypes));
   }
 
   async heartbeat(workerId: string): Promise<void> {
@@ -77,29 +92,60 @@ export class WorkersService {
   }
 
   async remove(workerId: string): Promise<void> {
-    if (!(await this.repo.remove(workerId))) {
-      throw new ContractException(
-        ContractErrorCode.NOT_FOUND,
-        `worker ${workerId} is not registered`,
-        { worker_id: workerId },
-      );
-    }
+    if (!(await this.repo.remove(workerId))) throw this.notRegistered(workerId);
     this.cachedAt = 0;
   }
 
-  async list(): Promise<{ worker: WorkerModel; health: WorkerHealth; inflight: number }[]> {
+  async list(): Promise<WorkerView[]> {
+    const workers = await this.repo.findAll();
+    const rules = await this.rulesOf(workers.flatMap((w) => w.taskTypes));
     const now = this.clock.now();
-    return (await this.repo.findAll()).map((worker) => ({
-      worker,
-      health: this.health(worker, now),
-      inflight: this.inflight.get(worker.workerId) ?? 0,
-    }));
+    return workers.map((w) => this.view(w, now, rules));
+  }
+
+  /** One worker as the API shows it, read from the database. */
+  async get(workerId: string): Promise<WorkerView> {
+    const w = await this.repo.find(workerId);
+    if (!w) throw this.notRegistered(workerId);
+    return this.view(w, this.clock.now(), await this.rulesOf(w.taskTypes));
   }
 
   health(w: WorkerModel, now: number): WorkerHealth {
-    if (w.blacklistedUntil !== null && w.blacklistedUntil > now) return 'blacklisted';
-    if (now - w.lastHeartbeatAt > this.config.workers.staleAfterMs) return 'stale';
-    return 'healthy';
+    return healthOf(w, now, this.config.workers.staleAfterMs);
+  }
+
+  /** The registry changed here: the next pick reads it again. */
+  forget(): void {
+    this.cachedAt = 0;
+  }
+
+  notRegistered(workerId: string): ContractException {
+    return new ContractException(
+      ContractErrorCode.NOT_FOUND,
+      `worker ${workerId} is not registered`,
+      { worker_id: workerId },
+    );
+  }
+
+  private view(
+    worker: WorkerModel,
+    now: number,
+    rules: ReadonlyMap<string, WorkerRules | null>,
+  ): WorkerView {
+    const health = this.health(worker, now);
+    return {
+      worker,
+      health,
+      inflight: this.inflight.get(worker.workerId) ?? 0,
+      excluded: exclusionsOf(worker, health, now, (t) => rules.get(t) ?? null),
+    };
+  }
+
+  private async rulesOf(taskTypes: string[]): Promise<Map<string, WorkerRules | null>> {
+    const rules = new Map<string, WorkerRules | null>();
+    for (const t of new Set(taskTypes))
+      rules.set(t, (await this.types.find(t))?.workerRules ?? null);
+    return rules;
   }
 
   /** True when `url` is the base URL of a registered worker serving `taskType`. */
@@ -109,27 +155,53 @@ export class WorkersService {
   }
 
   /**
-   * A healthy worker of the type with a free slot, least loaded first; undefined when none.
-   * `url` pins the choice to one worker; `exclude` skips instances that just failed the task.
+   * The worker for a new attempt of task `taskId`: one of the type that is healthy, neither
+   * draining nor blacklisted by hand, whose version the type's rules allow, on the side of the
+   * type's ramp the task falls on, with a free slot, least loaded first; undefined when none.
+   * `url` pins the choice to one worker (the ramp then has no say); `exclude` skips instances
+   * that just failed the task.
    */
   async pick(
     taskType: string,
-    opts: { url?: string | null; exclude?: readonly string[] } = {},
+    opts: { taskId: string; url?: string | null; exclude?: readonly string[] },
   ): Promise<WorkerModel | undefined> {
     const now = this.clock.now();
     const url = opts.url ? normalizeUrl(opts.url) : undefined;
-    const candidates = (await this.snapshot()).filter(
+    const rules = (await this.types.find(taskType))?.workerRules ?? null;
+    const allowed = (await this.snapshot()).filter(
       (w) =>
         w.taskTypes.includes(taskType) &&
         this.health(w, now) === 'healthy' &&
-        (this.inflight.get(w.workerId) ?? 0) < w.capacity &&
+        w.drainingSince === null &&
+        versionExclusion(w.version, rules) === null &&
         (!url || w.url === url) &&
         !opts.exclude?.includes(w.workerId),
     );
-    if (candidates.length === 0) return undefined;
+    return this.leastLoaded(url ? allowed : rampSide(allowed, rules, opts.taskId));
+  }
+
+  /**
+   * The worker at `url` for an attempt already bound to it (a re-drive after a crash), if it is
+   * healthy and has a free slot. A drain and the version rules only keep new attempts away: the
+   * attempt it has goes on there.
+   */
+  async pickBound(taskType: string, url: string): Promise<WorkerModel | undefined> {
+    const now = this.clock.now();
+    const wanted = normalizeUrl(url);
+    return this.leastLoaded(
+      (await this.snapshot()).filter(
+        (w) =>
+          w.taskTypes.includes(taskType) && this.health(w, now) === 'healthy' && w.url === wanted,
+      ),
+    );
+  }
+
+  private leastLoaded(workers: readonly WorkerModel[]): WorkerModel | undefined {
     const load = (w: WorkerModel): number => (this.inflight.get(w.workerId) ?? 0) / w.capacity;
-    const least = Math.min(...candidates.map(load));
-    const best = candidates.filter((w) => load(w) === least);
+    const free = workers.filter((w) => load(w) < 1);
+    if (free.length === 0) return undefined;
+    const least = Math.min(...free.map(load));
+    const best = free.filter((w) => load(w) === least);
     return best[this.turn++ % best.length];
   }
 

@@ -154,7 +154,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** list workers with health and load */
+        /** list workers with health, load, drain and blacklist, and why each is left out of a type */
         get: operations["WorkersController_list"];
         put?: never;
         /** register (or re-register) a worker instance and the task types it serves */
@@ -194,6 +194,42 @@ export interface paths {
         post?: never;
         /** deregister a worker (it is not picked any more) */
         delete: operations["WorkersController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{worker_id}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** drain a worker: no new tasks go to it, the tasks it has finish there; it stays drained when it registers again */
+        post: operations["WorkersController_drain"];
+        /** end the drain of a worker: it takes new tasks again */
+        delete: operations["WorkersController_undrain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workers/{worker_id}/blacklist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** blacklist a worker by hand, with a reason, until a time or until lifted: it gets no tasks; the tasks it runs finish there */
+        post: operations["WorkersController_blacklist"];
+        /** lift a worker's blacklist, by hand or after call failures: it takes tasks again */
+        delete: operations["WorkersController_unblacklist"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1143,6 +1179,30 @@ export interface components {
              */
             deadline: "retry" | "fail" | "alert";
         };
+        WorkerRampDto: {
+            /**
+             * @description the version being released
+             * @example 1.5.0
+             */
+            version: string;
+            /** @description the share of new tasks (by a hash of the task id) that go to workers of this version while workers of other versions serve too */
+            percent: number;
+        };
+        WorkerRulesDto: {
+            /**
+             * @description workers of a lower version get no new task of the type
+             * @example 1.4.0
+             */
+            min_version?: string | null;
+            /**
+             * @description workers of these versions get no new task of the type
+             * @example [
+             *       "1.4.1"
+             *     ]
+             */
+            blocked_versions?: string[];
+            ramp?: components["schemas"]["WorkerRampDto"] | null;
+        };
         TaskTypeDto: {
             task_type: string;
             /** @enum {string} */
@@ -1162,6 +1222,8 @@ export interface components {
             rate_limit_per_sec?: number | null;
             /** @description days a FINISH task of this type is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever */
             retention_days?: number | null;
+            /** @description which worker versions take new tasks of the type; null: any */
+            worker_rules?: components["schemas"]["WorkerRulesDto"] | null;
         };
         UpdateTaskTypeDto: {
             max_retry?: number;
@@ -1177,6 +1239,8 @@ export interface components {
             rate_limit_per_sec?: number | null;
             /** @description days a FINISH task of this type (with its events, attempts, labels and idempotency record) is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever */
             retention_days?: number | null;
+            /** @description which worker versions take new tasks of the type (replaced whole; null: any). Tasks already on a worker finish there */
+            worker_rules?: components["schemas"]["WorkerRulesDto"] | null;
         };
         TenantLimitsDto: {
             tenant: string;
@@ -1227,6 +1291,16 @@ export interface components {
             capacity: number;
             task_types: components["schemas"]["DeclaredTaskTypeDto"][];
         };
+        WorkerBlacklistDto: {
+            reason: string;
+            /** Format: date-time */
+            since: string;
+            /**
+             * Format: date-time
+             * @description null: until lifted
+             */
+            until?: string | null;
+        };
         WorkerDto: {
             worker_id: string;
             url: string;
@@ -1237,11 +1311,42 @@ export interface components {
             inflight: number;
             /** Format: date-time */
             last_heartbeat_at: string;
-            /** @enum {string} */
+            /**
+             * @description blacklisted: after repeated call failures, or by hand (`blacklist`)
+             * @enum {string}
+             */
             health: "healthy" | "stale" | "blacklisted";
             consecutive_failures: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the end of a blacklist after repeated call failures
+             */
             blacklisted_until?: string | null;
+            /** @description drained by a person: no new tasks, the ones it has finish */
+            draining: boolean;
+            /** Format: date-time */
+            draining_since?: string | null;
+            /** @description a blacklist by hand while it holds */
+            blacklist?: components["schemas"]["WorkerBlacklistDto"] | null;
+            /**
+             * @description per task type it serves: why new tasks of the type do not go to it (its health, a drain, a blacklist, the type's version rules), or null when they may
+             * @example {
+             *       "demo.echo": null,
+             *       "db.backup": "version 1.3.0 is below min_version 1.4.0"
+             *     }
+             */
+            excluded: {
+                [key: string]: string | null;
+            };
+        };
+        BlacklistWorkerDto: {
+            /** @example disk errors on /dev/sdb */
+            reason: string;
+            /**
+             * Format: date-time
+             * @description when the blacklist ends by itself (in the future); absent or null: when lifted
+             */
+            until?: string | null;
         };
         CreateInfoDto: {
             /** @example demo.echo */
@@ -2858,6 +2963,152 @@ export interface operations {
             404: components["responses"]["error-40402"];
             414: components["responses"]["error-41400"];
             500: components["responses"]["error-50000"];
+        };
+    };
+    WorkersController_drain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                worker_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WorkersController_undrain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                worker_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WorkersController_blacklist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                worker_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BlacklistWorkerDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    WorkersController_unblacklist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                worker_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["WorkerDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TasksController_list: {

@@ -1,18 +1,24 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
+  IsArray,
   IsBoolean,
   IsIn,
   IsInt,
+  IsNotEmpty,
   IsObject,
   IsOptional,
+  IsString,
   Max,
+  MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { BlockingKind, ContractCall } from '@baton/task-contract';
 import { TIMEOUT_POLICIES, TimeoutPolicy } from '../task-type.entity';
 import { TaskTypeModel } from '../task-type.model';
+import { WorkerRules } from '../worker-rules';
 
 export class TimeoutPolicyDto {
   @ApiProperty({
@@ -30,6 +36,79 @@ export class TimeoutPolicyDto {
   @IsIn(TIMEOUT_POLICIES)
   deadline!: TimeoutPolicy;
 }
+
+const VERSION = { example: '1.4.0', maxLength: 50 } as const;
+
+export class WorkerRampDto {
+  @ApiProperty({ ...VERSION, example: '1.5.0', description: 'the version being released' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(50)
+  version!: string;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    maximum: 100,
+    description:
+      'the share of new tasks (by a hash of the task id) that go to workers of this version while workers of other versions serve too',
+  })
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  percent!: number;
+}
+
+/**
+ * Which worker versions take new tasks of a type. Versions compare on their dots, numbers as
+ * numbers (1.10 after 1.9, 1.2 equal to 1.2.0, 1.2.0-rc1 before 1.2.0), other parts as text.
+ */
+export class WorkerRulesDto {
+  @ApiPropertyOptional({
+    ...VERSION,
+    nullable: true,
+    type: String,
+    description: 'workers of a lower version get no new task of the type',
+  })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(50)
+  min_version?: string | null;
+
+  @ApiPropertyOptional({
+    type: [String],
+    maxItems: 100,
+    example: ['1.4.1'],
+    description: 'workers of these versions get no new task of the type',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @IsNotEmpty({ each: true })
+  @MaxLength(50, { each: true })
+  blocked_versions?: string[];
+
+  @ApiPropertyOptional({ type: WorkerRampDto, nullable: true })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => WorkerRampDto)
+  ramp?: WorkerRampDto | null;
+}
+
+export const toWorkerRules = (dto: WorkerRulesDto): WorkerRules => ({
+  minVersion: dto.min_version ?? null,
+  blockedVersions: dto.blocked_versions ?? [],
+  ramp: dto.ramp ? { version: dto.ramp.version, percent: dto.ramp.percent } : null,
+});
+
+const toWorkerRulesDto = (r: WorkerRules): WorkerRulesDto => ({
+  min_version: r.minVersion,
+  blocked_versions: r.blockedVersions,
+  ramp: r.ramp,
+});
 
 /** A task type: what its workers declared, and the policy people set. */
 export class TaskTypeDto {
@@ -63,6 +142,12 @@ export class TaskTypeDto {
       "days a FINISH task of this type is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever",
   })
   retention_days!: number | null;
+  @ApiPropertyOptional({
+    type: WorkerRulesDto,
+    nullable: true,
+    description: 'which worker versions take new tasks of the type; null: any',
+  })
+  worker_rules!: WorkerRulesDto | null;
 }
 
 export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
@@ -81,6 +166,7 @@ export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
     rollback_on_fail: m.rollbackOnFail,
     rate_limit_per_sec: m.rateLimitPerSec,
     retention_days: m.retentionDays,
+    worker_rules: m.workerRules ? toWorkerRulesDto(m.workerRules) : null,
   };
 }
 
@@ -173,6 +259,18 @@ export class UpdateTaskTypeDto {
   @Min(0)
   @Max(36_500)
   retention_days?: number | null;
+
+  @ApiPropertyOptional({
+    type: WorkerRulesDto,
+    nullable: true,
+    description:
+      'which worker versions take new tasks of the type (replaced whole; null: any). Tasks already on a worker finish there',
+  })
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => WorkerRulesDto)
+  worker_rules?: WorkerRulesDto | null;
 }
 
 /**

@@ -8,6 +8,8 @@ import {
   IsEnum,
   IsIn,
   IsInt,
+  IsISO8601,
+  IsNotEmpty,
   IsOptional,
   IsString,
   IsUrl,
@@ -25,6 +27,7 @@ import {
 } from '@baton/task-contract';
 import { TaskTypeDefaultsDto } from '../../task-types';
 import { WorkerModel } from '../worker.model';
+import { WorkerHealth, activeManualBlacklist } from '../worker-eligibility';
 
 const OPTIONAL = [...OPTIONAL_CALLS];
 
@@ -94,6 +97,38 @@ export class RegisterWorkerDto {
   task_types!: DeclaredTaskTypeDto[];
 }
 
+/** Body of `POST /v1/workers/{worker_id}/blacklist`. */
+export class BlacklistWorkerDto {
+  @ApiProperty({ example: 'disk errors on /dev/sdb', maxLength: 500 })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(500)
+  reason!: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'when the blacklist ends by itself (in the future); absent or null: when lifted',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  until?: string | null;
+}
+
+/** A blacklist a person set on a worker. */
+export class WorkerBlacklistDto {
+  @ApiProperty() reason!: string;
+  @ApiProperty({ format: 'date-time' }) since!: string;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description: 'null: until lifted',
+  })
+  until!: string | null;
+}
+
 export class WorkerDto {
   @ApiProperty() worker_id!: string;
   @ApiProperty() url!: string;
@@ -103,18 +138,49 @@ export class WorkerDto {
   @ApiProperty({ type: 'integer', description: 'tasks this scheduler instance is driving on it' })
   inflight!: number;
   @ApiProperty({ format: 'date-time' }) last_heartbeat_at!: string;
-  @ApiProperty({ enum: ['healthy', 'stale', 'blacklisted'] }) health!:
-    'healthy' | 'stale' | 'blacklisted';
+  @ApiProperty({
+    enum: ['healthy', 'stale', 'blacklisted'],
+    description: 'blacklisted: after repeated call failures, or by hand (`blacklist`)',
+  })
+  health!: WorkerHealth;
   @ApiProperty({ type: 'integer' }) consecutive_failures!: number;
-  @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' }) blacklisted_until!:
-    string | null;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description: 'the end of a blacklist after repeated call failures',
+  })
+  blacklisted_until!: string | null;
+  @ApiProperty({ description: 'drained by a person: no new tasks, the ones it has finish' })
+  draining!: boolean;
+  @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' })
+  draining_since!: string | null;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: WorkerBlacklistDto,
+    description: 'a blacklist by hand while it holds',
+  })
+  blacklist!: WorkerBlacklistDto | null;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'string', nullable: true },
+    example: { 'demo.echo': null, 'db.backup': 'version 1.3.0 is below min_version 1.4.0' },
+    description:
+      "per task type it serves: why new tasks of the type do not go to it (its health, a drain, a blacklist, the type's version rules), or null when they may",
+  })
+  excluded!: Record<string, string | null>;
 }
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function toWorkerDto(
   m: WorkerModel,
   inflight: number,
-  health: WorkerDto['health'],
+  health: WorkerHealth,
+  excluded: Record<string, string | null>,
+  now: number,
 ): WorkerDto {
+  const blacklist = activeManualBlacklist(m, now);
   return {
     worker_id: m.workerId,
     url: m.url,
@@ -125,7 +191,14 @@ export function toWorkerDto(
     last_heartbeat_at: new Date(m.lastHeartbeatAt).toISOString(),
     health,
     consecutive_failures: m.consecutiveFailures,
-    blacklisted_until:
-      m.blacklistedUntil === null ? null : new Date(m.blacklistedUntil).toISOString(),
+    blacklisted_until: iso(m.blacklistedUntil),
+    draining: m.drainingSince !== null,
+    draining_since: iso(m.drainingSince),
+    blacklist: blacklist && {
+      reason: blacklist.reason,
+      since: new Date(blacklist.since).toISOString(),
+      until: iso(blacklist.until),
+    },
+    excluded,
   };
 }
