@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
 import {
   Api,
   Backend,
@@ -11,16 +10,9 @@ import {
   startTemplateWorker,
 } from './support/baton';
 import { RunningProcess, eventually } from './support/processes';
+import { scrape, total } from './support/metrics-text';
 
 jest.setTimeout(120_000);
-
-/** One series of a counter from a scheduler's `GET /metrics`, 0 when it is not there. */
-async function counter(base: string, series: string): Promise<number> {
-  const res = await request(`${base}/metrics`);
-  const text = await res.body.text();
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.slice(series.length + 1)) : 0;
-}
 
 /**
  * The durable status-change seam: a scheduler is killed (as by kill -9) right after it committed
@@ -75,14 +67,18 @@ describe.each([
     const task = await api.task(id);
     expect(task.task_status).toBe('FINISH');
     // This instance never drove the task: what it counts came to it through the outbox.
-    const finished = 'baton_tasks_finished_total{task_type="demo.echo",outcome="SUCCESS"}';
+    const finished = async (): Promise<number> =>
+      total(await scrape(healthy.url), 'baton_tasks_finished_total', {
+        task_type: 'demo.echo',
+        outcome: 'SUCCESS',
+      });
     await eventually(
-      async () => ((await counter(healthy.url, finished)) >= 1 ? true : undefined),
+      async () => ((await finished()) >= 1 ? true : undefined),
       30_000,
       'the finished task counted by the new scheduler',
     );
     // Handed over once: a later pass does not count it again.
     await new Promise((r) => setTimeout(r, 1500));
-    expect(await counter(healthy.url, finished)).toBe(1);
+    expect(await finished()).toBe(1);
   });
 });
