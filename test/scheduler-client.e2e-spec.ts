@@ -119,6 +119,22 @@ describe('scheduler client against a running scheduler', () => {
     expect(c.task_id).not.toBe(a.task_id);
   });
 
+  it('drains, blacklists and restores a worker', async () => {
+    const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
+    const drained = await baton.drainWorker('client-w1');
+    expect(drained).toMatchObject({ worker_id: 'client-w1', draining: true });
+    // Sent again (as the client may on a lost answer), the same state.
+    expect((await baton.drainWorker('client-w1')).draining).toBe(true);
+    expect((await baton.drainWorker('client-w1', false)).draining).toBe(false);
+    const listed = await baton.blacklistWorker('client-w1', 'disk replaced tonight');
+    expect(listed.blacklist).toMatchObject({ reason: 'disk replaced tonight' });
+    expect(listed.health).toBe('blacklisted');
+    const lifted = await baton.unblacklistWorker('client-w1');
+    expect(lifted.blacklist ?? null).toBeNull();
+    expect(lifted.health).toBe('healthy');
+    await expect(baton.drainWorker('no-such-worker')).rejects.toMatchObject({ httpStatus: 404 });
+  });
+
   it('a batch create gives each task a key, so sending it again makes no task twice', async () => {
     const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
     const tasks = [1, 2, 3].map((i) => ({

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { startTracing } from '@baton/task-contract';
 import { createSchedulerApp } from './bootstrap';
 import { Overload } from './common';
 import { loadSchedulerConfig } from './config';
@@ -9,6 +10,8 @@ async function main(): Promise<void> {
   const t0 = Date.now() - Math.round(process.uptime() * 1000);
   const loaded = Date.now();
   const config = loadSchedulerConfig();
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then nothing of OpenTelemetry is loaded.
+  startTracing('baton-scheduler', { 'service.instance.id': config.instanceId });
   const app = await createSchedulerApp(config);
   const built = Date.now();
   await app.init();

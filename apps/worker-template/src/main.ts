@@ -1,10 +1,15 @@
 import { Logger } from '@nestjs/common';
-import { TaskWorkerService, WorkerRegistration } from '@baton/task-contract';
+import { startTracing, TaskWorkerService, WorkerRegistration } from '@baton/task-contract';
 import { createWorkerApp } from './bootstrap';
 import { loadWorkerConfig } from './config/worker.config';
 
 async function main(): Promise<void> {
   const config = loadWorkerConfig();
+  // Spans of the calls it answers, in the scheduler's trace, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  startTracing('baton-worker', {
+    'service.instance.id': config.workerId,
+    'service.version': config.version,
+  });
   const app = await createWorkerApp(config);
   await app.listen(config.port, config.host);
   const url = await app.getUrl();

@@ -6,6 +6,7 @@ import {
   BatonUnavailableError,
   errorClassFor,
 } from './errors';
+import { socketCode, unsentCode } from './socket-codes';
 import {
   CreateTask,
   CreateTaskBatch,
@@ -71,16 +72,6 @@ export interface ApiRequest {
   resend: 'any' | 'unsent';
   signal?: AbortSignal;
 }
-
-/** Socket errors raised before a request was sent: no scheduler acted on it. */
-const UNSENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 
 /** The scheduler's code for "too busy now": the instance is up, and says when to come back. */
 const OVERLOADED = 50302;
@@ -169,6 +160,26 @@ export class SchedulerClient {
     return this.read('/v1/workers', undefined, opts);
   }
 
+  /** Drains a worker (no new tasks go to it; those it runs finish there), or with `false` ends it. */
+  drainWorker(workerId: string, drain = true, opts: CallOptions = {}): Promise<Worker> {
+    return this.workerControl(drain ? 'POST' : 'DELETE', workerId, 'drain', undefined, opts);
+  }
+
+  /** No tasks go to the worker, for `reason`, until `until` (ISO time) or until lifted. */
+  blacklistWorker(
+    workerId: string,
+    reason: string,
+    until?: string,
+    opts: CallOptions = {},
+  ): Promise<Worker> {
+    return this.workerControl('POST', workerId, 'blacklist', { reason, until }, opts);
+  }
+
+  /** Lifts a worker's blacklist, set by hand or after call failures. */
+  unblacklistWorker(workerId: string, opts: CallOptions = {}): Promise<Worker> {
+    return this.workerControl('DELETE', workerId, 'blacklist', undefined, opts);
+  }
+
   events(taskId: string, opts: CallOptions = {}): Promise<TaskEvent[]> {
     return this.read(`/v1/tasks/${encodeURIComponent(taskId)}/events`, undefined, opts);
   }
@@ -227,6 +238,18 @@ export class SchedulerClient {
 
   private read<T>(path: string, query: ApiRequest['query'], opts: CallOptions): Promise<T> {
     return this.call<T>({ method: 'GET', path, query, resend: 'any', signal: opts.signal });
+  }
+
+  /** A change of a worker's state: the same state however many times it is sent. */
+  private workerControl(
+    method: 'POST' | 'DELETE',
+    workerId: string,
+    what: 'drain' | 'blacklist',
+    body: unknown,
+    opts: CallOptions,
+  ): Promise<Worker> {
+    const path = `/v1/workers/${encodeURIComponent(workerId)}/${what}`;
+    return this.call<Worker>({ method, path, body, resend: 'any', signal: opts.signal });
   }
 
   private act(taskId: string, action: string, opts: CallOptions): Promise<Task> {
@@ -342,7 +365,7 @@ export class SchedulerClient {
         base,
         { cause: err },
       );
-      Object.assign(e, { unsent: code !== undefined && UNSENT_CODES.has(code) });
+      Object.assign(e, { unsent: unsentCode(code) });
       throw e;
     }
     const text = await res.text();
@@ -370,9 +393,4 @@ export class SchedulerClient {
       Object.assign(e, { retryAfterMs: retryAfter * 1000 });
     throw e;
   }
-}
-
-function socketCode(err: unknown): string | undefined {
-  const e = err as { code?: string; cause?: { code?: string; cause?: { code?: string } } };
-  return e?.cause?.code ?? e?.code ?? e?.cause?.cause?.code;
 }

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { attemptTraceId, traceparentIn } from '@baton/task-contract';
+import { attemptSpanId, attemptTraceId, traceparentIn } from '@baton/task-contract';
 
 /** What every log line written while a task is driven carries. */
 export interface TaskLogFields {
@@ -37,9 +37,14 @@ export const TaskLogContext = {
     return storage.getStore();
   },
 
-  /** A traceparent in the current attempt's trace; undefined outside a drive. */
+  /**
+   * A traceparent in the current attempt's trace, under the attempt's root span (the one
+   * AttemptSpans writes when the attempt ends); undefined outside a drive.
+   */
   traceparent(): string | undefined {
     const fields = storage.getStore();
-    return fields ? traceparentIn(fields.trace_id) : undefined;
+    return fields
+      ? traceparentIn(fields.trace_id, attemptSpanId(fields.task_id, fields.attempt))
+      : undefined;
   },
 };

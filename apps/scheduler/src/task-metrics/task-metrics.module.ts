@@ -1,6 +1,8 @@
 import { Module, OnModuleInit } from '@nestjs/common';
+import { tracing } from '@baton/task-contract';
 import { Metrics } from '../metrics';
 import { TaskChangeFeed, TaskStoreModule } from '../task-store';
+import { AttemptSpans } from './attempt-spans';
 import { OutcomeCounter } from './outcome-counter';
 import { TaskGauges } from './task-gauges';
 import { TransitionCounter } from './transition-counter';
@@ -11,7 +13,7 @@ import { TransitionCounter } from './transition-counter';
  */
 @Module({
   imports: [TaskStoreModule],
-  providers: [OutcomeCounter, TransitionCounter, TaskGauges],
+  providers: [OutcomeCounter, TransitionCounter, TaskGauges, AttemptSpans],
 })
 export class TaskMetricsModule implements OnModuleInit {
   constructor(
@@ -19,12 +21,15 @@ export class TaskMetricsModule implements OnModuleInit {
     private readonly counter: OutcomeCounter,
     private readonly transitions: TransitionCounter,
     private readonly gauges: TaskGauges,
+    private readonly spans: AttemptSpans,
     private readonly metrics: Metrics,
   ) {}
 
   onModuleInit(): void {
     this.feed.subscribe(this.counter);
     this.feed.attach(this.transitions);
+    // Nothing to write while tracing is off: not told of any change then.
+    if (tracing().enabled) this.feed.attach(this.spans);
     this.gauges.register(this.metrics);
   }
 }

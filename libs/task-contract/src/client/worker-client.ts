@@ -12,6 +12,7 @@ import {
   WorkerTimeoutError,
   WorkerUnavailableError,
 } from '../errors/worker-call.errors';
+import { OpenSpan, tracing } from '../util/tracing';
 import { CallOptions, JsonHttp, JsonHttpOptions } from './json-http';
 
 /** How a call to a worker ended, for metrics: an answer, a refusal, no worker, no answer in time. */
@@ -45,10 +46,12 @@ const taskPath = (taskType: string): string => `/v1/task/${encodeURIComponent(ta
 export class WorkerClient {
   private readonly http: JsonHttp;
   private readonly onCall: WorkerClientOptions['onCall'];
+  private readonly traceparent: WorkerClientOptions['traceparent'];
 
   constructor(options: WorkerClientOptions) {
     this.http = new JsonHttp(options);
     this.onCall = options.onCall;
+    this.traceparent = options.traceparent;
   }
 
   create(
@@ -231,17 +234,45 @@ export class WorkerClient {
     );
   }
 
-  /** One call, told to `onCall` when it ended. */
+  /**
+   * One call, told to `onCall` when it ended. With tracing on (`startTracing`), the call is a
+   * client span in the trace it names (or the caller's), and the worker is told that span.
+   */
   private async call<T>(action: string, ...args: Parameters<JsonHttp['call']>): Promise<T> {
-    if (!this.onCall) return this.http.call<T>(...args);
+    const span = tracing().enabled ? this.span(action, args) : undefined;
+    if (!this.onCall && !span) return this.http.call<T>(...args);
     const started = performance.now();
     try {
       const answer = await this.http.call<T>(...args);
-      this.onCall(action, 'ok', performance.now() - started);
+      this.onCall?.(action, 'ok', performance.now() - started);
+      span?.end({ 'baton.outcome': 'ok' });
       return answer;
     } catch (err) {
-      this.onCall(action, outcomeOf(err), performance.now() - started);
+      const outcome = outcomeOf(err);
+      this.onCall?.(action, outcome, performance.now() - started);
+      span?.end(
+        {
+          'baton.outcome': outcome,
+          'http.response.status_code': err instanceof WorkerCallError ? err.httpStatus : undefined,
+        },
+        err instanceof Error ? err.message : String(err),
+      );
       throw err;
     }
+  }
+
+  /** The client span of a call; the call then carries its traceparent. */
+  private span(action: string, args: Parameters<JsonHttp['call']>): OpenSpan | undefined {
+    const [method, baseUrl, path, query, , opts] = args;
+    const parent = opts.traceparent ?? this.traceparent?.();
+    const span = tracing().start(`worker ${action}`, 'client', parent, {
+      'baton.action': action,
+      'baton.task_type': decodeURIComponent(path.slice(path.lastIndexOf('/') + 1)),
+      'baton.task_id': query.task_id,
+      'http.request.method': method,
+      'server.address': baseUrl,
+    });
+    if (span) args[5] = { ...opts, traceparent: span.traceparent };
+    return span;
   }
 }

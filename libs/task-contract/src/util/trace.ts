@@ -9,9 +9,12 @@ export function attemptTraceId(taskId: string, attempt: number): string {
   return createHash('sha256').update(`${taskId}/${attempt}`).digest('hex').slice(0, 32);
 }
 
-/** A traceparent header in `traceId` with a new span id (version 00, sampled). */
-export function traceparentIn(traceId: string): string {
-  return `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+/**
+ * A traceparent header in `traceId` (version 00, sampled) whose parent is `spanId`, or a new span
+ * id when none is given.
+ */
+export function traceparentIn(traceId: string, spanId?: string): string {
+  return `00-${traceId}-${spanId ?? randomBytes(8).toString('hex')}-01`;
 }
 
 /** The trace id of a traceparent header, undefined when it is not one. */

@@ -10,6 +10,8 @@ import { errorEnvelope } from './contract-exception.filter';
 import { checkTypeParam, requireFence } from './task-worker.controller';
 import { TaskWorkerService } from './task-worker.service';
 import { WriteQueryDto } from './worker-query.dto';
+import { OpenSpan, tracing } from '../util/tracing';
+import { endWorkerSpan, startWorkerSpan } from './worker-tracing';
 
 /** Parses a JSON body as the app's own parser does, calling back with an error carrying a status. */
 type JsonParser = (
@@ -195,9 +197,12 @@ export class ContractFastPath {
   ): Promise<void> {
     let status = 200;
     let payload: unknown;
+    let span: OpenSpan | undefined;
+    let failure: unknown;
     try {
       // The order of the app: parse the body, check the caller, then the handler's own checks.
       const body = this.parse(target.parseJson, req, raw);
+      if (tracing().enabled) span = this.span(req, body);
       target.verifier.verify({
         method: req.method ?? '',
         pathWithQuery: req.url ?? '',
@@ -209,7 +214,9 @@ export class ContractFastPath {
       const failed = errorEnvelope(err, this.logger);
       status = failed.status;
       payload = failed.body;
+      failure = err;
     }
+    if (span) endWorkerSpan(span, status, failure);
     if (res.destroyed) return;
     let text: string;
     try {
@@ -225,6 +232,15 @@ export class ContractFastPath {
       'content-length': Buffer.byteLength(text),
     });
     res.end(text);
+  }
+
+  /** The server span of a call answered here (WorkerTracingInterceptor's, for the app's calls). */
+  private span(req: IncomingMessage, body: unknown): OpenSpan | undefined {
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    const query = Object.fromEntries(new URLSearchParams(q < 0 ? '' : url.slice(q + 1)));
+    const taskType = url.slice(PATH_PREFIX.length, q < 0 ? undefined : q);
+    return startWorkerSpan(req.method ?? '', taskType, query, body, req.headers);
   }
 
   /** The parsed body, or the HttpException Nest makes of the parser's error. */

@@ -12,6 +12,7 @@ import {
   Req,
   UseFilters,
   UseGuards,
+  UseInterceptors,
 } from '@nestjs/common';
 import {
   ApiBody,
@@ -50,6 +51,7 @@ import { validateDto } from '../util/validate';
 import { ContractExceptionFilter } from './contract-exception.filter';
 import { TaskWorkerService } from './task-worker.service';
 import { WorkerAuthGuard } from './worker-auth.guard';
+import { WorkerTracingInterceptor } from './worker-tracing';
 import { CreateQueryDto, ReadQueryDto, WriteQueryDto } from './worker-query.dto';
 
 type Ref = { $ref: string };
@@ -161,6 +163,7 @@ export function checkTypeParam(pathType: string, queryType: string | undefined):
 @TRACEPARENT_HEADER
 @UseGuards(WorkerAuthGuard)
 @UseFilters(ContractExceptionFilter)
+@UseInterceptors(WorkerTracingInterceptor)
 @Controller('v1/task')
 export class TaskWorkerController {
   constructor(@Inject(TaskWorkerService) private readonly worker: TaskWorkerService) {}

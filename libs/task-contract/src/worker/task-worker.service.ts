@@ -1,3 +1,4 @@
+import { tracing } from '../util/tracing';
 import { OnModuleDestroy } from '@nestjs/common';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { TaskStatus } from '../enums/task-status.enum';
@@ -96,6 +97,10 @@ export class TaskWorkerService implements OnModuleDestroy {
     await this.runner.stopAll();
     await this.ledger.close();
     this.metrics.registry.clear();
+    // The spans of the last calls, when the app traces (startTracing): sent before it exits.
+    await tracing()
+      .flush()
+      .catch(() => undefined);
   }
 
   // ---- create ---------------------------------------------------------------------------------
