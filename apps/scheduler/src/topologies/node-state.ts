@@ -55,6 +55,21 @@ export interface NodeTask {
   pendingAction: string | null;
 }
 
+/** What the run needs of a stored task. */
+export const toNodeTask = (t: NodeTask): NodeTask => ({
+  taskId: t.taskId,
+  status: t.status,
+  outcome: t.outcome,
+  result: t.result,
+  error: t.error,
+  attempt: t.attempt,
+  progress: t.progress,
+  startedAt: t.startedAt,
+  finishedAt: t.finishedAt,
+  cancelRequested: t.cancelRequested,
+  pendingAction: t.pendingAction,
+});
+
 /** A node's status in a run. */
 export type NodeStatus = 'PENDING' | 'ACTIVE' | 'SUCCESS' | 'FAILED' | 'SKIPPED' | 'ROLLED_BACK';
 

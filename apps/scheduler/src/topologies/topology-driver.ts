@@ -17,7 +17,7 @@ import {
   TasksRepository,
 } from '../task-store';
 import { TaskActionsService, TasksService } from '../tasks';
-import { NodeRow, NodeTask } from './node-state';
+import { NodeRow, NodeTask, toNodeTask } from './node-state';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH, TopologySpec } from './topology-definition';
 import { NodeStart, Plan, evaluate, viewsOf } from './topology-evaluator';
@@ -30,20 +30,6 @@ const PARALLEL_RUNS = 8;
 
 /** A start made ready outside the transaction: its task (and child run), or why it cannot start. */
 type Built = { task: TaskModel; run?: TopologyRun } | { problem: string };
-
-const toNodeTask = (t: TaskModel): NodeTask => ({
-  taskId: t.taskId,
-  status: t.status,
-  outcome: t.outcome,
-  result: t.result,
-  error: t.error,
-  attempt: t.attempt,
-  progress: t.progress,
-  startedAt: t.startedAt,
-  finishedAt: t.finishedAt,
-  cancelRequested: t.cancelRequested,
-  pendingAction: t.pendingAction,
-});
 
 /** How long a node task being driven is asked again to cancel. */
 const CANCEL_WITHIN_MS = 10_000;
@@ -125,7 +111,9 @@ export class TopologyDriver implements TaskChangeConsumer {
       );
       return centre !== undefined; // lost a race: look again
     }
-    const first = await this.plan(spec, run, centre);
+    const firstRows = await this.runs.nodes(runId);
+    const seen = await this.nodeTasks(firstRows);
+    const first = evaluate(spec, this.context(run, centre), firstRows, seen);
     const built = await this.build(run, first.starts);
     let again = false;
     let plan: Plan | undefined;
@@ -137,8 +125,11 @@ export class TopologyDriver implements TaskChangeConsumer {
       await this.runs.lock(m, runId);
       const current = (await this.tasks.findByIds([runId], m))[0];
       if (!current || current.status === TaskStatus.FINISH) return;
+      // The rows again, under the run's lock; the node tasks as read above, but for those made
+      // since. A task that moved since that read is at worst seen a step behind: the move's own
+      // change evaluates the run again once it committed.
       const rows = await this.runs.nodes(runId, m);
-      const nodeTasks = await this.nodeTasks(rows, m);
+      const nodeTasks = await this.nodeTasks(rows, m, seen);
       plan = evaluate(spec, this.context(run, current), rows, nodeTasks);
       counts = this.counts(spec, rows, nodeTasks);
       const taskRows: Omit<NodeRow, 'createdAt' | 'updatedAt'>[] = [];
@@ -279,15 +270,22 @@ export class TopologyDriver implements TaskChangeConsumer {
     };
   }
 
-  private async plan(spec: TopologySpec, run: TopologyRun, centre: TaskModel): Promise<Plan> {
-    const rows = await this.runs.nodes(run.runId);
-    return evaluate(spec, this.context(run, centre), rows, await this.nodeTasks(rows));
-  }
-
-  async nodeTasks(rows: readonly NodeRow[], m?: EntityManager): Promise<Map<string, NodeTask>> {
-    const ids = rows.map((r) => r.taskId).filter((id): id is string => id !== null);
-    const found = await this.tasks.findByIds(ids, m);
-    return new Map(found.map((t) => [t.taskId, toNodeTask(t)]));
+  /** The tasks of the rows' nodes; those in `known` are taken from it, not read again. */
+  async nodeTasks(
+    rows: readonly NodeRow[],
+    m?: EntityManager,
+    known?: ReadonlyMap<string, NodeTask>,
+  ): Promise<Map<string, NodeTask>> {
+    const out = new Map<string, NodeTask>();
+    const ids: string[] = [];
+    for (const r of rows) {
+      if (r.taskId === null) continue;
+      const k = known?.get(r.taskId);
+      if (k) out.set(r.taskId, k);
+      else ids.push(r.taskId);
+    }
+    for (const t of await this.tasks.findByIds(ids, m)) out.set(t.taskId, toNodeTask(t));
+    return out;
   }
 
   private counts(
