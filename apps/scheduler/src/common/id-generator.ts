@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { monotonicFactory } from 'ulid';
+import { monotonicUlid } from './ulid';
 
 /** Task ids: ULIDs, time-ordered (the list pages by id) and unique across instances. */
 @Injectable()
 export class IdGenerator {
-  private readonly next = monotonicFactory();
+  private readonly next = monotonicUlid();
 
   taskId(): string {
     return this.next();

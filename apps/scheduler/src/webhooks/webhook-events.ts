@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { monotonicFactory } from 'ulid';
+import { monotonicUlid } from '../common/ulid';
 import { CANCELLED_OUTCOME, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
@@ -66,7 +66,7 @@ export function messageBody(
   });
 }
 
-const nextUlid = monotonicFactory();
+const nextUlid = monotonicUlid();
 
 /**
  * A message id (the `webhook-id` header): `msg_` and a ULID. Unique across instances, and
