@@ -204,3 +204,16 @@ export function viewOf(
   };
   return view;
 }
+
+/** Whether two reads of a run's rows found the same rows in the same states. */
+export function sameRows(a: readonly NodeRow[], b: readonly NodeRow[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x.key !== y.key || x.item !== y.item || x.state !== y.state || x.taskId !== y.taskId)
+      return false;
+    if (x.updatedAt !== y.updatedAt) return false;
+  }
+  return true;
+}

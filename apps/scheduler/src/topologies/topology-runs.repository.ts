@@ -31,16 +31,6 @@ const toRun = (e: TopologyRunEntity): TopologyRun => ({
   createdAt: e.created_at,
 });
 
-const toRow = (e: TopologyNodeEntity): NodeRow => ({
-  key: e.node_key,
-  item: e.item,
-  state: e.state as NodeRowState,
-  taskId: e.task_id,
-  result: e.result,
-  createdAt: e.created_at,
-  updatedAt: e.updated_at,
-});
-
 /** Runs and the rows of their nodes. */
 @Injectable()
 export class TopologyRunsRepository {
@@ -79,12 +69,27 @@ export class TopologyRunsRepository {
     await m.query('SELECT run_id FROM baton_topology_run WHERE run_id = ? FOR UPDATE', [runId]);
   }
 
+  /**
+   * The rows of a run's nodes, in key and item order. Plain SQL: every evaluation of a run reads
+   * all of them (a thousand for a fan-out of a thousand), and the query builder's row mapping
+   * cost more than the query.
+   */
   async nodes(runId: string, m: EntityManager = this.db.manager): Promise<NodeRow[]> {
-    const rows = await m.find(TopologyNodeEntity, {
-      where: { run_id: runId },
-      order: { node_key: 'ASC', item: 'ASC' },
-    });
-    return rows.map(toRow);
+    const rows = (await m.query(
+      `SELECT node_key, item, state, task_id, result, created_at, updated_at
+         FROM baton_topology_node WHERE run_id = ? ORDER BY node_key, item`,
+      [runId],
+    )) as Record<string, unknown>[];
+    return rows.map((r) => ({
+      key: String(r.node_key),
+      item: Number(r.item),
+      state: r.state as NodeRowState,
+      taskId: r.task_id === null ? null : String(r.task_id),
+      result:
+        r.result === null ? null : (JSON.parse(String(r.result)) as Record<string, unknown> | null),
+      createdAt: Number(r.created_at),
+      updatedAt: Number(r.updated_at),
+    }));
   }
 
   async insertNodes(
