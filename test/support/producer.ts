@@ -2,6 +2,17 @@ import { createConnection } from 'mysql2/promise';
 import { Api, Backend, startScheduler, startTemplateWorker } from './baton';
 import { RunningProcess, eventually } from './processes';
 
+/** The id of the timer of this name, straight from the database (undefined when there is none). */
+export async function timerIdByName(database: string, name: string): Promise<string | undefined> {
+  const c = await createConnection({ host: '127.0.0.1', user: 'root', password: '', database });
+  try {
+    const [rows] = await c.query('SELECT timer_id FROM baton_timer WHERE name = ?', [name]);
+    return (rows as { timer_id: string }[])[0]?.timer_id;
+  } finally {
+    await c.end();
+  }
+}
+
 /**
  * Fires of a timer straight from the database: slot (from the unique key), creation time, and the
  * instance that wrote it (the actor `producer:<instance>` of the task's creation event).

@@ -11,3 +11,4 @@ export * from './tenancy';
 export * from './api-errors';
 export * from './nudged-loop';
 export * from './task-log-context';
+export * from './ulid';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { monotonicUlid } from '../common/ulid';
+import { monotonicUlid } from '../common';
 import { CANCELLED_OUTCOME, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
