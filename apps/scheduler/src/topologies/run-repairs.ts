@@ -12,6 +12,7 @@ import { TaskModel, TasksRepository } from '../task-store';
 import { NodeRow } from './node-state';
 import { viewsOf } from './topology-evaluator';
 import { TopologySpec, ancestorSets } from './topology-definition';
+import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
@@ -29,6 +30,7 @@ export class RunRepairs {
     private readonly runs: TopologyRunsRepository,
     private readonly tasks: TasksRepository,
     private readonly driver: TopologyDriver,
+    private readonly nodeTasks: NodeTaskReader,
     private readonly tx: TransactionRunner,
     private readonly clock: Clock,
   ) {}
@@ -159,7 +161,7 @@ export class RunRepairs {
     await this.tx.run(async (m) => {
       await this.runs.lock(m, runId);
       const rows = await this.runs.nodes(runId, m);
-      const status = viewsOf(spec, rows, await this.driver.nodeTasks(rows, m)).get(key)?.status;
+      const status = viewsOf(spec, rows, await this.nodeTasks.read(rows, m)).get(key)?.status;
       if (status !== 'PENDING' && status !== 'FAILED')
         throw new ContractException(
           ContractErrorCode.ILLEGAL_TRANSITION,

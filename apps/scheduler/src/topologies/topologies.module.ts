@@ -6,6 +6,7 @@ import { TasksModule } from '../tasks';
 import { TopologiesController } from './topologies.controller';
 import { TopologiesRepository } from './topologies.repository';
 import { TopologiesService, topologyNotFound } from './topologies.service';
+import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
 import { TopologyRunsController } from './topology-runs.controller';
 import { TopologyRunsRepository } from './topology-runs.repository';
@@ -27,6 +28,7 @@ import { RunRepairs } from './run-repairs';
     TopologiesService,
     TopologyRunsService,
     TopologyDriver,
+    NodeTaskReader,
     TopologySweeper,
     RunRepairs,
   ],

@@ -6,7 +6,6 @@ import {
   RepetitionKind,
   TaskStatus,
 } from '@baton/task-contract';
-import { EntityManager } from 'typeorm';
 import { Clock } from '../common';
 import { TransactionRunner } from '../database';
 import {
@@ -17,7 +16,8 @@ import {
   TasksRepository,
 } from '../task-store';
 import { TaskActionsService, TasksService } from '../tasks';
-import { NodeRow, NodeTask, sameRows, toNodeTask } from './node-state';
+import { NodeRow, NodeTask, sameRows } from './node-state';
+import { NodeTaskReader } from './node-task-reader';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH, TopologySpec } from './topology-definition';
 import { NodeStart, Plan, evaluate, viewsOf } from './topology-evaluator';
@@ -51,6 +51,7 @@ export class TopologyDriver implements TaskChangeConsumer {
     private readonly defs: TopologiesRepository,
     private readonly runs: TopologyRunsRepository,
     private readonly tasks: TasksRepository,
+    private readonly nodeTasks: NodeTaskReader,
     private readonly creator: TasksService,
     private readonly actions: TaskActionsService,
     private readonly tx: TransactionRunner,
@@ -112,7 +113,7 @@ export class TopologyDriver implements TaskChangeConsumer {
       return centre !== undefined; // lost a race: look again
     }
     const firstRows = await this.runs.nodes(runId);
-    const seen = await this.nodeTasks(firstRows);
+    const seen = await this.nodeTasks.read(firstRows);
     const first = evaluate(spec, this.context(run, centre), firstRows, seen);
     const built = await this.build(run, first.starts);
     let again = false;
@@ -129,7 +130,7 @@ export class TopologyDriver implements TaskChangeConsumer {
       // since. A task that moved since that read is at worst seen a step behind: the move's own
       // change evaluates the run again once it committed.
       const rows = await this.runs.nodes(runId, m);
-      const nodeTasks = await this.nodeTasks(rows, m, seen);
+      const nodeTasks = await this.nodeTasks.read(rows, m, seen);
       // Nothing of the run moved since the first look: its plan stands (an evaluation walks
       // every node, a thousand in a fan-out of a thousand).
       const unmoved = current.version === centre.version && sameRows(rows, firstRows);
@@ -271,24 +272,6 @@ export class TopologyDriver implements TaskChangeConsumer {
       cancelling: centre.cancelRequested,
       now: this.clock.now(),
     };
-  }
-
-  /** The tasks of the rows' nodes; those in `known` are taken from it, not read again. */
-  async nodeTasks(
-    rows: readonly NodeRow[],
-    m?: EntityManager,
-    known?: ReadonlyMap<string, NodeTask>,
-  ): Promise<Map<string, NodeTask>> {
-    const out = new Map<string, NodeTask>();
-    const ids: string[] = [];
-    for (const r of rows) {
-      if (r.taskId === null) continue;
-      const k = known?.get(r.taskId);
-      if (k) out.set(r.taskId, k);
-      else ids.push(r.taskId);
-    }
-    for (const t of await this.tasks.findByIds(ids, m)) out.set(t.taskId, toNodeTask(t));
-    return out;
   }
 
   private counts(

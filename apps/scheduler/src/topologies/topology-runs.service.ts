@@ -8,6 +8,7 @@ import { TasksService } from '../tasks';
 import { NodeView } from './node-state';
 import { TopologySpec } from './topology-definition';
 import { viewsOf } from './topology-evaluator';
+import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
 import { TopologiesRepository, TopologyVersion } from './topologies.repository';
@@ -45,6 +46,7 @@ export class TopologyRunsService {
     private readonly tasks: TasksRepository,
     private readonly creator: TasksService,
     private readonly driver: TopologyDriver,
+    private readonly nodeTasks: NodeTaskReader,
     private readonly tx: TransactionRunner,
     private readonly clock: Clock,
   ) {}
@@ -127,7 +129,7 @@ export class TopologyRunsService {
     if (!withNodes) return { run, centre };
     const def = await this.defs.get(run.name, run.version);
     const rows = await this.runs.nodes(runId);
-    const tasks = await this.driver.nodeTasks(rows);
+    const tasks = await this.nodeTasks.read(rows);
     const views = def ? [...viewsOf(def.spec, rows, tasks).values()] : [];
     return { run, centre, spec: def?.spec, nodes: views };
   }
