@@ -170,10 +170,17 @@ export class TasksRepository {
     );
   }
 
-  /** The version of each of these tasks that exists (a cheap look to tell whether one changed). */
-  async versionsOf(taskIds: readonly string[], m?: EntityManager): Promise<Map<string, number>> {
-    const rows = await this.sql.selectIn(m, 'baton_task', 'task_id, version', 'task_id', taskIds);
-    return new Map(rows.map((r) => [String(r.task_id), Number(r.version)]));
+  /**
+   * Some columns of these tasks, with `task_id`, as plain rows: a cheap look at many tasks (their
+   * versions, their centre tasks). `columns` are column names from the code, never from input.
+   */
+  columnsOf(
+    taskIds: readonly string[],
+    columns: readonly string[],
+    m?: EntityManager,
+  ): Promise<Record<string, unknown>[]> {
+    const list = ['task_id', ...columns].join(', ');
+    return this.sql.selectIn(m, 'baton_task', list, 'task_id', taskIds);
   }
 
   async findByIdempotencyKey(tenant: string, key: string): Promise<TaskModel | undefined> {

@@ -35,9 +35,10 @@ export class NodeTaskReader {
       else (this.finished.has(r.taskId) ? check : read).push(r.taskId);
     }
     if (check.length > 0)
-      for (const [id, version] of await this.tasks.versionsOf(check, m)) {
+      for (const r of await this.tasks.columnsOf(check, ['version'], m)) {
+        const id = String(r.task_id);
         const kept = this.finished.get(id);
-        if (kept && kept.version === version) out.set(id, kept.task);
+        if (kept && kept.version === Number(r.version)) out.set(id, kept.task);
         else read.push(id);
       }
     for (const t of await this.tasks.findByIds(read, m)) {

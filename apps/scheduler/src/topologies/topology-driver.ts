@@ -67,8 +67,8 @@ export class TopologyDriver implements TaskChangeConsumer {
   async handle(changes: readonly TaskStatusChange[]): Promise<void> {
     const runIds = new Set<string>();
     const ended = changes.filter((c) => c.to === TaskStatus.FINISH).map((c) => c.taskId);
-    for (const t of await this.tasks.findByIds(ended))
-      if (t.controlTaskId) runIds.add(t.controlTaskId);
+    for (const t of await this.tasks.columnsOf(ended, ['control_task_id']))
+      if (t.control_task_id) runIds.add(String(t.control_task_id));
     for (const c of changes) if (c.to !== TaskStatus.FINISH) runIds.add(c.taskId);
     const queue = [...runIds];
     await Promise.all(
