@@ -1,7 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { attemptSpanId, attemptTraceId, traceparentIn } from '@baton/task-contract';
 
-/** What every log line written while a task is driven carries. */
+/** What every log line about one attempt of a task carries. */
 export interface TaskLogFields {
   task_id: string;
   attempt: number;
@@ -9,42 +8,28 @@ export interface TaskLogFields {
   trace_id: string;
 }
 
-const storage = new AsyncLocalStorage<TaskLogFields>();
-
 /**
- * The task a piece of work is about, for its log lines and the trace of its calls to workers: the
- * engine runs each drive of a task inside `run`, and the logger adds the fields to every line
- * written meanwhile; a call to the worker continues the attempt's trace.
+ * The task a line of the engine's log is about, and the trace of its calls to workers. Passed
+ * explicitly: a line's first argument is `TaskLog.line(id, attempt, text)` (the logger merges its
+ * fields), a call to a worker carries `TaskLog.traceparent(id, attempt)`. Not carried implicitly
+ * through AsyncLocalStorage: on Node 20 its promise hooks run for every promise the process makes,
+ * and cost the scheduler about 8% of its throughput in `npm run bench`.
  */
-export const TaskLogContext = {
-  run<T>(taskId: string, attempt: number, work: () => Promise<T>): Promise<T> {
-    return storage.run(
-      { task_id: taskId, attempt, trace_id: attemptTraceId(taskId, attempt) },
-      work,
-    );
+export const TaskLog = {
+  fields(taskId: string, attempt: number): TaskLogFields {
+    return { task_id: taskId, attempt, trace_id: attemptTraceId(taskId, attempt) };
   },
 
-  /** The drive moved on to another attempt of its task (a new one, or a retry). */
-  attempt(attempt: number): void {
-    const fields = storage.getStore();
-    if (!fields || fields.attempt === attempt) return;
-    fields.attempt = attempt;
-    fields.trace_id = attemptTraceId(fields.task_id, attempt);
-  },
-
-  /** The fields of the task being driven here, if any. */
-  fields(): TaskLogFields | undefined {
-    return storage.getStore();
+  /** A log line about the attempt: its fields and the text (`msg`). */
+  line(taskId: string, attempt: number, msg: string): TaskLogFields & { msg: string } {
+    return { ...TaskLog.fields(taskId, attempt), msg };
   },
 
   /**
-   * A traceparent in the current attempt's trace, under the attempt's root span (the one
-   * AttemptSpans writes when the attempt ends); undefined outside a drive.
+   * A traceparent in the attempt's trace, under the attempt's root span (the one AttemptSpans
+   * writes when the attempt ends), for the calls made to the worker for it.
    */
-  traceparent(): string | undefined {
-    const fields = storage.getStore();
-    return fields
-      ? traceparentIn(fields.trace_id, attemptSpanId(fields.task_id, fields.attempt))
-      : undefined;
+  traceparent(taskId: string, attempt: number): string {
+    return traceparentIn(attemptTraceId(taskId, attempt), attemptSpanId(taskId, attempt));
   },
 };

@@ -13,7 +13,7 @@ import {
   TaskTypeNotFoundError,
   WorkerClient,
 } from '@baton/task-contract';
-import { Clock, PeriodicLoop } from '../common';
+import { Clock, PeriodicLoop, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { AttemptDrop, AttemptDropsRepository } from '../task-store';
 import { WorkersService } from '../workers';
@@ -87,6 +87,7 @@ export class AttemptDrops implements OnApplicationBootstrap, OnApplicationShutdo
         {
           fence: d.fence,
           requestId: `${d.taskId}/${d.attempt}/drop`,
+          traceparent: TaskLog.traceparent(d.taskId, d.attempt),
           timeoutMs: Math.min(this.config.runner.callTimeoutMs, DROP_CALL_TIMEOUT_MS),
         },
       );

@@ -9,7 +9,7 @@ import {
   WorkerClient,
   waitUntil,
 } from '@baton/task-contract';
-import { Clock, crashPoint, TaskLogContext } from '../common';
+import { Clock, crashPoint, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskChange, TaskModel } from '../task-store';
 import { TaskTypeModel } from '../task-types';
@@ -46,10 +46,10 @@ export class AttemptRunner {
     /** Called once the attempt is written as bound to its worker (or could not be). */
     bound: () => void = () => undefined,
   ): Promise<Step> {
-    TaskLogContext.attempt(attempt);
     const opts = (timeoutMs?: number): CallOptions => ({
       fence: t0.fence,
       requestId: `${t0.taskId}/${attempt}`,
+      traceparent: TaskLog.traceparent(t0.taskId, attempt),
       ...(timeoutMs ? { timeoutMs } : {}),
     });
     let t: TaskModel = t0;
@@ -135,11 +135,19 @@ export class AttemptRunner {
         worker.url,
         t.taskType,
         { task_id: t.taskId },
-        { fence: t.fence, requestId: `${t.taskId}/${attempt}/reconcile` },
+        {
+          fence: t.fence,
+          requestId: `${t.taskId}/${attempt}/reconcile`,
+          traceparent: TaskLog.traceparent(t.taskId, attempt),
+        },
       );
       if (!view) return undefined;
       this.logger.warn(
-        `task ${t.taskId}: ${worker.workerId} refused attempt ${attempt} (${message(err)}); it holds attempt ${view.attempt} in ${view.task_status}`,
+        TaskLog.line(
+          t.taskId,
+          attempt,
+          `task ${t.taskId}: ${worker.workerId} refused attempt ${attempt} (${message(err)}); it holds attempt ${view.attempt} in ${view.task_status}`,
+        ),
       );
       return view.attempt >= attempt ? view : undefined;
     } catch {
@@ -228,6 +236,7 @@ export class AttemptRunner {
       view = await this.client.createAndRun(worker.url, t.taskType, createBody(t, t.attempt), {
         fence: t.fence,
         requestId: `${t.taskId}/${t.attempt}`,
+        traceparent: TaskLog.traceparent(t.taskId, t.attempt),
         // Sent ahead of a start_time, the worker waits for it before the run begins.
         timeoutMs: syncRunTimeoutMs(t, type) + Math.max(0, (t.startTime ?? 0) - this.clock.now()),
       });
@@ -248,6 +257,7 @@ export class AttemptRunner {
       view = await this.client.run(worker.url, t.taskType, t.taskId, {
         fence: t.fence,
         requestId: `${t.taskId}/${t.attempt}`,
+        traceparent: TaskLog.traceparent(t.taskId, t.attempt),
         ...(sync ? { timeoutMs: syncRunTimeoutMs(t, type) } : {}),
       });
     } catch (err) {

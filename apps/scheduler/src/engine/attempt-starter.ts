@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
 import { TaskStatus } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { Metrics } from '../metrics';
 import { TaskModel, TasksRepository } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
@@ -123,7 +123,7 @@ export class AttemptStarter {
         const why = `waited ${waited} ms to start (queue timeout ${type.queueTimeoutMs} ms)`;
         if (type.timeoutPolicy.queue === 'fail') return this.policy.fail(t, why, 'queue_timeout');
         // 'alert' (and 'retry', which for a task that never started means: keep waiting).
-        this.logger.warn(`task ${t.taskId}: ${why}`);
+        this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${why}`));
       }
     }
     // Concurrency limits: the count and the write that binds the attempt to its worker are one

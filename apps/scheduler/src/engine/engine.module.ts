@@ -2,7 +2,6 @@ import { LookupFunction } from 'node:net';
 import { Metrics } from '../metrics';
 import { Module } from '@nestjs/common';
 import { guardedLookup, WorkerClient } from '@baton/task-contract';
-import { TaskLogContext } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStoreModule } from '../task-store';
 import { TaskTypesModule } from '../task-types';
@@ -41,8 +40,6 @@ import { WorkerStateAdoption } from './worker-state-adoption';
       // that resolves outside the worker networks now (169.254.169.254, say) is refused.
       useFactory: (config: SchedulerConfig, metrics: Metrics) =>
         new WorkerClient({
-          // A call made while a task is driven continues its attempt's trace.
-          traceparent: () => TaskLogContext.traceparent(),
           onCall: (action, outcome, ms) =>
             metrics.observe('baton_worker_call_duration_seconds', { action, outcome }, ms / 1000),
           auth: config.auth,

@@ -12,7 +12,7 @@ import {
   WorkerUnavailableError,
   canTransition,
 } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
 import { TaskTypeModel, TimeoutPolicy } from '../task-types';
@@ -75,7 +75,7 @@ export class FailurePolicy {
         reason: `alert: ${why}`,
         note: true,
       });
-      this.logger.warn(`task ${t.taskId}: ${why}`);
+      this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${why}`));
       return REST;
     }
     if (t.workerUrl) {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
@@ -31,7 +31,13 @@ export class LeaseKeeper {
     const timer = setInterval(() => {
       if (this.clock.now() > giveUpAt) {
         clearInterval(timer);
-        this.logger.warn(`task ${t.taskId}: its drive outlasted every bound; the claim may lapse`);
+        this.logger.warn(
+          TaskLog.line(
+            t.taskId,
+            t.attempt,
+            `task ${t.taskId}: its drive outlasted every bound; the claim may lapse`,
+          ),
+        );
         return;
       }
       void this.steps
@@ -47,7 +53,9 @@ export class LeaseKeeper {
         )
         .catch((err: unknown) => {
           this.metrics.inc('baton_lease_renewals_total', { result: 'error' });
-          this.logger.warn(`renewing the claim of ${t.taskId}: ${message(err)}`);
+          this.logger.warn(
+            TaskLog.line(t.taskId, t.attempt, `renewing the claim of ${t.taskId}: ${message(err)}`),
+          );
         });
     }, every);
     return {

@@ -12,7 +12,7 @@ import {
   WorkerClient,
   WorkerUnavailableError,
 } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { TaskModel } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { WORKER_CLIENT } from './engine.tokens';
@@ -41,7 +41,10 @@ export class TaskCleanup {
     const wantsRollback = t.pendingAction === 'rollback' || (type?.rollbackOnFail ?? false);
     if (wantsRollback && type?.implements.includes(ContractCall.ROLLBACK) && t.workerUrl) {
       try {
-        await this.client.rollback(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+        await this.client.rollback(t.workerUrl, t.taskType, t.taskId, {
+          fence: t.fence,
+          traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+        });
       } catch (err) {
         if (!(err instanceof NotImplementedError))
           return this.steps.retryLater(t, `rollback failed: ${message(err)}`);
@@ -64,7 +67,10 @@ export class TaskCleanup {
   async lateRollback(t: TaskModel): Promise<Step> {
     if (!t.workerUrl) return this.rollbackImpossible(t, 'no worker ever ran it');
     try {
-      await this.client.rollback(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+      await this.client.rollback(t.workerUrl, t.taskType, t.taskId, {
+        fence: t.fence,
+        traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+      });
     } catch (err) {
       if (err instanceof TaskNotFoundError || err instanceof NotImplementedError)
         return this.rollbackImpossible(t, message(err));
@@ -101,7 +107,10 @@ export class TaskCleanup {
     }
     if (type?.implements.includes(ContractCall.CLEAN) && t.workerUrl) {
       try {
-        await this.client.clean(t.workerUrl, t.taskType, t.taskId, { fence: t.fence });
+        await this.client.clean(t.workerUrl, t.taskType, t.taskId, {
+          fence: t.fence,
+          traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+        });
       } catch (err) {
         if (err instanceof StaleFenceError) return REST;
         // The worker forgot the task or cannot be reached: nothing of ours to release there.
@@ -111,7 +120,9 @@ export class TaskCleanup {
           err instanceof WorkerCallError
         ))
           throw err;
-        this.logger.warn(`clean of ${t.taskId} failed: ${message(err)}`);
+        this.logger.warn(
+          TaskLog.line(t.taskId, t.attempt, `clean of ${t.taskId} failed: ${message(err)}`),
+        );
       }
     }
     await this.leases.release(t.taskId);

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
-import { TaskLogContext } from '../common';
+import { TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { QueueLanes } from '../queue';
 import { TaskModel } from '../task-store';
@@ -89,20 +89,30 @@ export class TaskEngine {
     const type = await this.types.find(step.taskType).catch(() => undefined);
     const renewer = this.leaseKeeper.renewWhileDriving(step, type);
     try {
-      // Every line written meanwhile names the task and its attempt; calls carry its trace.
-      const claimed = step;
-      await TaskLogContext.run(claimed.taskId, claimed.attempt, async () => {
-        let s: Step = claimed;
-        while (!isRest(s)) {
-          const from = s.status;
-          s = await this.advance(s);
-          if (this.debug) this.logger.debug(`${from} -> ${isRest(s) ? 'rest' : s.status}`);
+      let s: Step = step;
+      while (!isRest(s)) {
+        const from = s;
+        s = await this.advance(s);
+        if (this.debug) {
+          // The attempt the step left the task at (a start makes the next one).
+          const now = isRest(s) ? (this.steps.latestOf(taskId) ?? from) : s;
+          this.logger.debug(
+            TaskLog.line(
+              taskId,
+              Math.max(from.attempt, now.attempt),
+              `${from.status} -> ${isRest(s) ? 'rest' : s.status}`,
+            ),
+          );
         }
-      });
+      }
     } catch (err) {
       // A bug or the database failing: the claim lapses and the Checker brings the task back.
       this.logger.error(
-        `driving ${taskId} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        TaskLog.line(
+          taskId,
+          step.attempt,
+          `driving ${taskId} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        ),
       );
     } finally {
       await renewer.stop();

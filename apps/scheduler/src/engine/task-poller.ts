@@ -9,7 +9,7 @@ import {
   WorkerTimeoutError,
   WorkerUnavailableError,
 } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel, TaskPatch } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
@@ -54,7 +54,11 @@ export class TaskPoller {
     if (!type) return this.policy.noType(t);
     const now = this.clock.now();
     const url = t.workerUrl ?? '';
-    const opts: CallOptions = { fence: t.fence, requestId: `${t.taskId}/${t.attempt}/poll` };
+    const opts: CallOptions = {
+      fence: t.fence,
+      requestId: `${t.taskId}/${t.attempt}/poll`,
+      traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+    };
     // A sync run has a bound even without a deadline: the same one its run call is given.
     const deadlineS = deadlineSeconds(t, type);
     if (deadlineS !== null && t.startedAt !== null && now - t.startedAt > deadlineS * 1000) {
@@ -172,7 +176,11 @@ export class TaskPoller {
     });
     if (!renewed) return REST;
     this.logger.warn(
-      `task ${t.taskId}: the run call of attempt ${t.attempt} never reached ${worker.workerId}; sending it again`,
+      TaskLog.line(
+        t.taskId,
+        t.attempt,
+        `task ${t.taskId}: the run call of attempt ${t.attempt} never reached ${worker.workerId}; sending it again`,
+      ),
     );
     this.workers.acquireSlot(worker.workerId);
     try {

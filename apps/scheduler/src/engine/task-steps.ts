@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { KeyedMutex, TaskStatus, canTransition } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskChange, TaskModel, TasksRepository } from '../task-store';
 import { REST, Step } from './engine-rules';
@@ -105,7 +105,10 @@ export class TaskSteps {
           : t;
       const next = await this.tasks.apply(base, { ...change, actor }, this.clock.now());
       if (next) this.latest.set(t.taskId, next);
-      else this.logger.debug(`task ${t.taskId}: lost the race for the task`);
+      else
+        this.logger.debug(
+          TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: lost the race for the task`),
+        );
       return next;
     });
   }
@@ -152,7 +155,7 @@ export class TaskSteps {
       },
       reason: why,
     });
-    this.logger.warn(`task ${t.taskId}: ${why}`);
+    this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${why}`));
     return REST;
   }
 

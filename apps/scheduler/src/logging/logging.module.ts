@@ -1,22 +1,16 @@
-import { randomUUID } from 'node:crypto';
-import { IncomingMessage } from 'node:http';
 import { DynamicModule, Module } from '@nestjs/common';
-import { HEADER, traceIdOf } from '@baton/task-contract';
 import { LoggerModule } from 'nestjs-pino';
 import { stdTimeFunctions } from 'pino';
-import { TaskLogContext } from '../common';
 import { SchedulerConfig } from '../config';
-
-/** A caller's request id, when it is a sensible one to log (else the scheduler makes one). */
-const REQUEST_ID = /^[\w.:/@-]{1,128}$/;
 
 /**
  * The scheduler's log: pino, one JSON object a line (or pretty lines with BATON_LOG_FORMAT=pretty,
- * as `npm start` sets), at BATON_LOG_LEVEL. Every line names the instance; a line written while
- * an API request is served carries its `request_id` (the caller's X-Request-Id, or a new one) and
- * the `trace_id` of its traceparent; a line written while a task is driven carries `task_id`,
- * `attempt` and the attempt's `trace_id` (TaskLogContext). Requests themselves are not logged
- * one by one: the metrics count them.
+ * as `npm start` sets), at BATON_LOG_LEVEL, through nestjs-pino. Every line names the instance.
+ * Fields about a task or a request are passed with the line (TaskLog.line; the API's error
+ * lines carry `request_id` and `trace_id`), not read from a request- or task-scoped context:
+ * nestjs-pino's per-request middleware and its AsyncLocalStorage are left out, for the promise
+ * hooks AsyncLocalStorage needs on Node 20 cost the scheduler about 8% of its throughput.
+ * Requests themselves are not logged one by one: the metrics count them.
  */
 @Module({})
 export class LoggingModule {
@@ -25,23 +19,13 @@ export class LoggingModule {
       module: LoggingModule,
       imports: [
         LoggerModule.forRoot({
+          // No route gets the request-logger middleware (see above).
+          forRoutes: [],
           pinoHttp: {
             level: config.log.level,
             base: { instance: config.instanceId },
             timestamp: stdTimeFunctions.isoTime,
             formatters: { level: (label) => ({ level: label }) },
-            mixin: () => TaskLogContext.fields() ?? {},
-            genReqId: (req: IncomingMessage) => {
-              const given = req.headers[HEADER.REQUEST_ID];
-              return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-            },
-            customAttributeKeys: { reqId: 'request_id' },
-            quietReqLogger: true,
-            autoLogging: false,
-            customProps: (req: IncomingMessage) => {
-              const trace = traceIdOf(req.headers[HEADER.TRACEPARENT]);
-              return trace ? { trace_id: trace } : {};
-            },
             ...(config.log.format === 'pretty'
               ? {
                   transport: {

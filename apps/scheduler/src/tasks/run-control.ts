@@ -7,6 +7,7 @@ import {
   TaskStatus,
   WorkerClient,
 } from '@baton/task-contract';
+import { TaskLog } from '../common';
 import { TaskModel } from '../task-store';
 
 /**
@@ -21,11 +22,17 @@ export async function tellRun(
 ): Promise<void> {
   const url = t.workerUrl ?? '';
   try {
-    await client[action](url, t.taskType, t.taskId, { fence: t.fence });
+    await client[action](url, t.taskType, t.taskId, {
+      fence: t.fence,
+      traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+    });
   } catch (err) {
     if (!(err instanceof IllegalTransitionError)) throw err;
     const there = action === 'pause' ? TaskStatus.PAUSE : TaskStatus.RUNNING;
-    const now = await client.status(url, t.taskType, t.taskId, { fence: t.fence });
+    const now = await client.status(url, t.taskType, t.taskId, {
+      fence: t.fence,
+      traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+    });
     if (now.task_status !== there || now.attempt !== t.attempt) throw err;
   }
 }

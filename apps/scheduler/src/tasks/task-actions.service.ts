@@ -13,7 +13,7 @@ import {
   WorkerClient,
   canTransition,
 } from '@baton/task-contract';
-import { Clock } from '../common';
+import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { WORKER_CLIENT } from '../engine';
 import { TaskModel, TasksRepository } from '../task-store';
@@ -198,7 +198,10 @@ export class TaskActionsService {
           t.taskType,
           t.taskId,
           { event: NotifyEvent.CANCEL },
-          { fence: t.fence },
+          {
+            fence: t.fence,
+            traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+          },
         )
         .catch(() => undefined);
     }
@@ -277,7 +280,10 @@ export class TaskActionsService {
           `${t.taskType} workers cannot change a task they already have`,
         );
       }
-      await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, { fence: t.fence });
+      await this.client.change(t.workerUrl ?? '', t.taskType, t.taskId, params, {
+        fence: t.fence,
+        traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+      });
       return recordAfterRun(
         t,
         (c) => this.steps.change(c, { patch: { params }, reason: 'params changed' }, actor),
@@ -323,7 +329,10 @@ export class TaskActionsService {
           t.taskType,
           t.taskId,
           { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
-          { fence: t.fence },
+          {
+            fence: t.fence,
+            traceparent: TaskLog.traceparent(t.taskId, t.attempt),
+          },
         );
         break;
       } catch (err) {

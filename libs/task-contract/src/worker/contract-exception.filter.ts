@@ -1,3 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { HEADER } from '../util/headers';
+import { traceIdOf } from '../util/trace';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import {
@@ -18,6 +21,8 @@ interface ReplyLike {
 export function errorEnvelope(
   exception: unknown,
   logger: Logger,
+  /** Fields the error's log line carries (the request's `request_id` and `trace_id`). */
+  fields?: Record<string, string>,
 ): { status: number; body: { code: number; message: string; data: unknown } } {
   if (exception instanceof ContractException) {
     return {
@@ -51,9 +56,8 @@ export function errorEnvelope(
   }
   // Anything else is our bug: log it with an id the caller can quote, leak nothing.
   const errorId = randomUUID();
-  logger.error(
-    `error ${errorId}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
-  );
+  const line = `error ${errorId}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`;
+  logger.error(fields ? { ...fields, error_id: errorId, msg: line } : line);
   return {
     status: 500,
     body: {
@@ -73,10 +77,25 @@ export class ContractExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('ContractExceptionFilter');
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<ReplyLike>();
-    const { status, body } = errorEnvelope(exception, this.logger);
+    const http = host.switchToHttp();
+    const reply = http.getResponse<ReplyLike>();
+    const headers = http.getRequest<{ headers?: IncomingHttpHeaders } | undefined>()?.headers ?? {};
+    const { status, body } = errorEnvelope(exception, this.logger, requestFields(headers));
     reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
+}
+
+/** A caller's request id, when it is a sensible one to log. */
+const REQUEST_ID = /^[\w.:/@-]{1,128}$/;
+
+/** What an error line says of its request: the caller's X-Request-Id and the trace it is in. */
+function requestFields(headers: IncomingHttpHeaders): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  const given = headers[HEADER.REQUEST_ID];
+  if (typeof given === 'string' && REQUEST_ID.test(given)) out.request_id = given;
+  const trace = traceIdOf(headers[HEADER.TRACEPARENT]);
+  if (trace) out.trace_id = trace;
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /**
