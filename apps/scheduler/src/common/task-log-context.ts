@@ -1,4 +1,4 @@
-import { attemptSpanId, attemptTraceId, traceparentIn } from '@baton/task-contract';
+import { attemptIds, attemptTraceId, traceparentIn } from '@baton/task-contract';
 
 /** What every log line about one attempt of a task carries. */
 export interface TaskLogFields {
@@ -30,6 +30,7 @@ export const TaskLog = {
    * writes when the attempt ends), for the calls made to the worker for it.
    */
   traceparent(taskId: string, attempt: number): string {
-    return traceparentIn(attemptTraceId(taskId, attempt), attemptSpanId(taskId, attempt));
+    const { traceId, spanId } = attemptIds(taskId, attempt);
+    return traceparentIn(traceId, spanId);
   },
 };

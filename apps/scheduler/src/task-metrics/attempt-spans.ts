@@ -1,5 +1,5 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { attemptSpanId, attemptTraceId, TaskStatus, tracing } from '@baton/task-contract';
+import { attemptIds, TaskStatus, tracing } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { NewTaskStatusChange, TaskChangeWriter } from '../task-store';
@@ -48,7 +48,7 @@ export class AttemptSpans implements TaskChangeWriter, OnApplicationShutdown {
     const failed = c.to === TaskStatus.FINISH ? c.outcome !== TaskStatus.SUCCESS : true;
     tracing().record(
       `task ${c.taskType}`,
-      { traceId: attemptTraceId(c.taskId, attempt), spanId: attemptSpanId(c.taskId, attempt) },
+      attemptIds(c.taskId, attempt),
       Math.min(t.startedAt ?? t.createdAt, c.at),
       c.at,
       {
