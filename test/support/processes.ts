@@ -65,6 +65,11 @@ export async function startCommand(
       clearTimeout(timer);
       reject(new Error(`${script} exited with ${code} before listening:\n${out}`));
     });
+    // No such interpreter (python3 not installed, say): a loud failure, never a skip.
+    proc.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} ${script} could not be started: ${err.message}`));
+    });
   });
 
   const end = async (signal: NodeJS.Signals): Promise<void> => {
