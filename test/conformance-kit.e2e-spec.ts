@@ -211,24 +211,27 @@ describe('conformance kit against deliberately broken workers', () => {
 });
 
 /**
- * The Python example behind a restart command the kit can run: the worker is started (and
- * started again) by a shell script that kills the previous process with SIGKILL, on one port and
- * one state file.
+ * A worker behind a restart command the kit can run: started (and started again) by a shell
+ * script that kills the previous process with SIGKILL, on one port and one store.
  */
-class RestartablePython {
-  readonly dir = mkdtempSync(join(tmpdir(), 'baton-kit-python-'));
+class RestartableWorker {
+  readonly dir = mkdtempSync(join(tmpdir(), 'baton-kit-restart-'));
   readonly restartCmd: string;
   url = '';
 
-  constructor(private readonly env: Record<string, string>) {
+  /** `env(port, dir)`: the worker's settings, its port and a directory for its store. */
+  constructor(
+    private readonly command: string,
+    private readonly script: string,
+    private readonly env: (port: number, dir: string) => Record<string, string>,
+  ) {
     this.restartCmd = `sh ${join(this.dir, 'restart.sh')}`;
   }
 
   async start(): Promise<void> {
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
-    const vars = { ...this.env, PORT: String(port), STATE_FILE: join(this.dir, 'tasks.json') };
-    const assignments = Object.entries(vars)
+    const assignments = Object.entries(this.env(port, this.dir))
       .map(([k, v]) => `${k}='${v}'`)
       .join(' ');
     const pid = join(this.dir, 'pid');
@@ -237,7 +240,7 @@ class RestartablePython {
       [
         `[ -f '${pid}' ] && kill -9 "$(cat '${pid}')" 2>/dev/null`,
         'sleep 0.2',
-        `cd '${ROOT}' && ${assignments} nohup python3 ${PYTHON_WORKER} < /dev/null >> '${join(this.dir, 'log')}' 2>&1 &`,
+        `cd '${ROOT}' && ${assignments} nohup ${this.command} ${this.script} < /dev/null >> '${join(this.dir, 'log')}' 2>&1 &`,
         `echo $! > '${pid}'`,
         '',
       ].join('\n'),
@@ -247,7 +250,7 @@ class RestartablePython {
       async () =>
         (await fetch(`${this.url}/v1/task/x`).catch(() => undefined)) ? true : undefined,
       20_000,
-      'the Python worker listening',
+      `${this.script} listening`,
     );
   }
 
@@ -261,12 +264,49 @@ class RestartablePython {
   }
 }
 
+/** The Python example, restartable, keeping its tasks in a file. */
+const restartablePython = (env: Record<string, string>): RestartableWorker =>
+  new RestartableWorker('python3', PYTHON_WORKER, (port, dir) => ({
+    ...env,
+    PORT: String(port),
+    STATE_FILE: join(dir, 'tasks.json'),
+  }));
+
+describe('conformance kit: the restart check against the template worker (sqlite store)', () => {
+  it('passes: tasks and fences kept, the run going at the restart answered execution_lost', async () => {
+    const worker = new RestartableWorker(process.execPath, WORKER_MAIN, (port, dir) => ({
+      WORKER_PORT: String(port),
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: SECRET,
+      WORKER_STORE: 'sqlite',
+      WORKER_STORE_PATH: join(dir, 'tasks.sqlite'),
+    }));
+    try {
+      await worker.start();
+      const run = await kit(worker.url, 'demo.sleep', ['--secret', SECRET], { seconds: 0.3 }, [
+        '--long-params',
+        JSON.stringify({ seconds: 5, tick_ms: 50 }),
+        '--restart-cmd',
+        worker.restartCmd,
+      ]);
+      expectConformant(run);
+      expect(
+        run.results.find(
+          (r) => r.name === 'restart: the worker keeps its tasks and says which runs it lost',
+        ),
+      ).toMatchObject({ verdict: 'pass', section: 'Crash recovery' });
+    } finally {
+      worker.stop();
+    }
+  });
+});
+
 describe('conformance kit against the Python example (examples/python-worker)', () => {
   it.each([
     ['hmac', ['--secret', SECRET], { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
     ['token', ['--token', TOKEN], { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
   ])('passes with %s auth, sync and async types, restart included', async (_mode, auth, env) => {
-    const worker = new RestartablePython(env);
+    const worker = restartablePython(env);
     try {
       await worker.start();
       expectConformant(
@@ -306,7 +346,7 @@ describe('conformance kit against the Python example (examples/python-worker)', 
     ['forget', 'restart: the worker keeps its tasks and says which runs it lost'],
     ['restart-alive', 'restart: the worker keeps its tasks and says which runs it lost'],
   ])('fails a Python worker broken in %s, on the check that names it', async (broken, check) => {
-    const worker = new RestartablePython({
+    const worker = restartablePython({
       AUTH_MODE: 'hmac',
       AUTH_SECRET: SECRET,
       BROKEN: broken,
