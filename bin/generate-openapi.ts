@@ -10,7 +10,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TaskWorkerModule, buildWorkerOpenApi } from '@baton/task-contract';
+import {
+  TaskWorkerModule,
+  WORKER_CONTRACT_CHANGELOG,
+  breakingChanges,
+  buildWorkerOpenApi,
+  versionProblems,
+} from '@baton/task-contract';
 import { createSchedulerApp, schedulerDocument } from '../apps/scheduler/src/bootstrap';
 import { loadSchedulerConfig } from '../apps/scheduler/src/config';
 
@@ -64,12 +70,42 @@ async function schedulerDoc(): Promise<unknown> {
   }
 }
 
+/**
+ * Why the worker document may not replace the one on disk: a breaking change (a worker or
+ * scheduler built against the old one would fail) without a new major version and a changelog
+ * entry that says so. A missing or unreadable file has nothing to compare with.
+ */
+function workerDocProblems(next: unknown): string[] {
+  let current: unknown;
+  try {
+    current = JSON.parse(readFileSync(join(ROOT, 'openapi/worker.v1.json'), 'utf8'));
+  } catch {
+    return [];
+  }
+  const problems = versionProblems(current, next);
+  if (
+    problems.length === 0 &&
+    breakingChanges(current, next).length > 0 &&
+    !WORKER_CONTRACT_CHANGELOG[0].breaking
+  )
+    problems.push(
+      `the changelog entry of ${WORKER_CONTRACT_CHANGELOG[0].version} must say breaking`,
+    );
+  return problems;
+}
+
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   const documents: Record<string, unknown> = {
     'worker.v1.json': await workerDocument(),
     'scheduler.v1.json': await schedulerDoc(),
   };
+  const refused = workerDocProblems(documents['worker.v1.json']);
+  if (refused.length > 0) {
+    console.error(`openapi/worker.v1.json: the worker contract changed incompatibly:`);
+    for (const line of refused) console.error(line);
+    process.exit(1);
+  }
   const files: [string, string][] = Object.entries(documents).map(([name, doc]) => [
     `openapi/${name}`,
     `${JSON.stringify(doc, null, 2)}\n`,

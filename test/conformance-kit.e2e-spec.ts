@@ -1,9 +1,17 @@
+import { execSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CheckResult } from '@baton/task-contract';
 import {
   CONTRACT_CLI,
   PLAIN_WORKER,
+  PYTHON_WORKER,
+  ROOT,
   RunningProcess,
   WORKER_MAIN,
+  eventually,
+  freePort,
   runScript,
   startProcess,
 } from './support/processes';
@@ -17,8 +25,14 @@ interface KitRun {
   out: string;
 }
 
-async function kit(url: string, type: string, auth: string[], params?: object): Promise<KitRun> {
-  const args = ['--url', url, '--type', type, ...auth, '--json', '--timeout-ms', '10000'];
+async function kit(
+  url: string,
+  type: string,
+  auth: string[],
+  params?: object,
+  extra: string[] = [],
+): Promise<KitRun> {
+  const args = ['--url', url, '--type', type, ...auth, '--json', '--timeout-ms', '10000', ...extra];
   if (params) args.push('--params', JSON.stringify(params));
   const { code, out } = await runScript(CONTRACT_CLI, args);
   const start = out.indexOf('[');
@@ -28,6 +42,16 @@ async function kit(url: string, type: string, auth: string[], params?: object): 
 
 const failed = (run: KitRun): string[] =>
   run.results.filter((r) => r.verdict === 'fail').map((r) => `${r.name}: ${r.detail}`);
+
+/** The checks of a running task passed (they ran: long params were given). */
+function expectRunningChecks(run: KitRun): void {
+  const verdicts = Object.fromEntries(run.results.map((r) => [r.name, r.verdict]));
+  expect(verdicts).toMatchObject({
+    'pause of a running task: PAUSE, the run stands still, continue resumes it': 'pass',
+    'cancel of a running task: FAIL, and the run stops': 'pass',
+    'a new attempt over a running one: the old run stops before the new attempt is held': 'pass',
+  });
+}
 
 /** A run that passed: exit 0, nothing failed, and the checks that matter really ran. */
 function expectConformant(run: KitRun): void {
@@ -71,13 +95,18 @@ describe('conformance kit against the template worker', () => {
   });
 
   it.each([
-    ['demo.echo', undefined],
-    ['demo.sleep', { seconds: 0.3, tick_ms: 50 }],
-    ['demo.flaky', { fail_times: 0 }],
-    ['demo.rollback', undefined],
-  ])('passes for %s with HMAC, including replay refusal', async (type, params) => {
-    const run = await kit(hmac.url, type, ['--secret', SECRET], params);
+    ['demo.echo', undefined, ['--other-type', 'demo.sleep']],
+    [
+      'demo.sleep',
+      { seconds: 0.3, tick_ms: 50 },
+      ['--long-params', JSON.stringify({ seconds: 5, tick_ms: 50 })],
+    ],
+    ['demo.flaky', { fail_times: 0 }, []],
+    ['demo.rollback', undefined, []],
+  ])('passes for %s with HMAC, including replay refusal', async (type, params, extra) => {
+    const run = await kit(hmac.url, type, ['--secret', SECRET], params, extra);
     expectConformant(run);
+    if (type === 'demo.sleep') expectRunningChecks(run);
     expect(run.results.find((r) => r.name.startsWith('auth: a replayed signature'))?.verdict).toBe(
       'pass',
     );
@@ -124,8 +153,15 @@ describe('conformance kit against a worker written without our library (plain no
   ])('passes with %s auth, sync and async types', async (_mode, auth, env) => {
     const worker = await startProcess(PLAIN_WORKER, { PORT: '0', ...env });
     try {
-      expectConformant(await kit(worker.url, 'plain.echo', auth));
-      expectConformant(await kit(worker.url, 'plain.sleep', auth, { ms: 200 }));
+      expectConformant(
+        await kit(worker.url, 'plain.echo', auth, undefined, ['--other-type', 'plain.sleep']),
+      );
+      const sleeping = await kit(worker.url, 'plain.sleep', auth, { ms: 200 }, [
+        '--long-params',
+        JSON.stringify({ ms: 5000 }),
+      ]);
+      expectConformant(sleeping);
+      expectRunningChecks(sleeping);
     } finally {
       await worker.stop();
     }
@@ -170,6 +206,165 @@ describe('conformance kit against deliberately broken workers', () => {
       ).toBe('fail');
     } finally {
       await worker.stop();
+    }
+  });
+});
+
+/**
+ * A worker behind a restart command the kit can run: started (and started again) by a shell
+ * script that kills the previous process with SIGKILL, on one port and one store.
+ */
+class RestartableWorker {
+  readonly dir = mkdtempSync(join(tmpdir(), 'baton-kit-restart-'));
+  readonly restartCmd: string;
+  url = '';
+
+  /** `env(port, dir)`: the worker's settings, its port and a directory for its store. */
+  constructor(
+    private readonly command: string,
+    private readonly script: string,
+    private readonly env: (port: number, dir: string) => Record<string, string>,
+  ) {
+    this.restartCmd = `sh ${join(this.dir, 'restart.sh')}`;
+  }
+
+  async start(): Promise<void> {
+    const port = await freePort();
+    this.url = `http://127.0.0.1:${port}`;
+    const assignments = Object.entries(this.env(port, this.dir))
+      .map(([k, v]) => `${k}='${v}'`)
+      .join(' ');
+    const pid = join(this.dir, 'pid');
+    writeFileSync(
+      join(this.dir, 'restart.sh'),
+      [
+        `[ -f '${pid}' ] && kill -9 "$(cat '${pid}')" 2>/dev/null`,
+        'sleep 0.2',
+        `cd '${ROOT}' && ${assignments} nohup ${this.command} ${this.script} < /dev/null >> '${join(this.dir, 'log')}' 2>&1 &`,
+        `echo $! > '${pid}'`,
+        '',
+      ].join('\n'),
+    );
+    execSync(this.restartCmd);
+    await eventually(
+      async () =>
+        (await fetch(`${this.url}/v1/task/x`).catch(() => undefined)) ? true : undefined,
+      20_000,
+      `${this.script} listening`,
+    );
+  }
+
+  stop(): void {
+    try {
+      process.kill(Number(readFileSync(join(this.dir, 'pid'), 'utf8')), 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The Python example, restartable, keeping its tasks in a file. */
+const restartablePython = (env: Record<string, string>): RestartableWorker =>
+  new RestartableWorker('python3', PYTHON_WORKER, (port, dir) => ({
+    ...env,
+    PORT: String(port),
+    STATE_FILE: join(dir, 'tasks.json'),
+  }));
+
+describe('conformance kit: the restart check against the template worker (sqlite store)', () => {
+  it('passes: tasks and fences kept, the run going at the restart answered execution_lost', async () => {
+    const worker = new RestartableWorker(process.execPath, WORKER_MAIN, (port, dir) => ({
+      WORKER_PORT: String(port),
+      BATON_AUTH_MODE: 'hmac',
+      BATON_AUTH_SECRET: SECRET,
+      WORKER_STORE: 'sqlite',
+      WORKER_STORE_PATH: join(dir, 'tasks.sqlite'),
+    }));
+    try {
+      await worker.start();
+      const run = await kit(worker.url, 'demo.sleep', ['--secret', SECRET], { seconds: 0.3 }, [
+        '--long-params',
+        JSON.stringify({ seconds: 5, tick_ms: 50 }),
+        '--restart-cmd',
+        worker.restartCmd,
+      ]);
+      expectConformant(run);
+      expect(
+        run.results.find(
+          (r) => r.name === 'restart: the worker keeps its tasks and says which runs it lost',
+        ),
+      ).toMatchObject({ verdict: 'pass', section: 'Crash recovery' });
+    } finally {
+      worker.stop();
+    }
+  });
+});
+
+describe('conformance kit against the Python example (examples/python-worker)', () => {
+  it.each([
+    ['hmac', ['--secret', SECRET], { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
+    ['token', ['--token', TOKEN], { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
+  ])('passes with %s auth, sync and async types, restart included', async (_mode, auth, env) => {
+    const worker = restartablePython(env);
+    try {
+      await worker.start();
+      expectConformant(
+        await kit(worker.url, 'py.echo', auth, undefined, ['--other-type', 'py.sleep']),
+      );
+      const sleeping = await kit(worker.url, 'py.sleep', auth, { ms: 200 }, [
+        '--long-params',
+        JSON.stringify({ ms: 5000 }),
+        '--restart-cmd',
+        worker.restartCmd,
+      ]);
+      expectConformant(sleeping);
+      expectRunningChecks(sleeping);
+      expect(
+        sleeping.results.find(
+          (r) => r.name === 'restart: the worker keeps its tasks and says which runs it lost',
+        ),
+      ).toMatchObject({ verdict: 'pass', section: 'Crash recovery' });
+    } finally {
+      worker.stop();
+    }
+  });
+
+  // Each new check, failing against a Python worker broken in exactly the way it looks for.
+  it.each([
+    ['content-type', 'body: a body that is not application/json is refused with 415'],
+    ['body-limit', 'body: a body over the limit is refused with 413'],
+    ['fence-header', 'fence: create and notify without X-Baton-Fence are refused with 400 (40002)'],
+    ['other-type', 'task id of another type: 409 on create, unknown to every other call'],
+    ['check-order', 'order of checks: the first broken rule in the contract’s order answers'],
+    ['pause-running', 'pause of a running task: PAUSE, the run stands still, continue resumes it'],
+    ['cancel-running', 'cancel of a running task: FAIL, and the run stops'],
+    [
+      'new-attempt',
+      'a new attempt over a running one: the old run stops before the new attempt is held',
+    ],
+    ['forget', 'restart: the worker keeps its tasks and says which runs it lost'],
+    ['restart-alive', 'restart: the worker keeps its tasks and says which runs it lost'],
+  ])('fails a Python worker broken in %s, on the check that names it', async (broken, check) => {
+    const worker = restartablePython({
+      AUTH_MODE: 'hmac',
+      AUTH_SECRET: SECRET,
+      BROKEN: broken,
+    });
+    try {
+      await worker.start();
+      const run = await kit(worker.url, 'py.sleep', ['--secret', SECRET], { ms: 200 }, [
+        '--long-params',
+        JSON.stringify({ ms: 5000 }),
+        '--other-type',
+        'py.echo',
+        '--restart-cmd',
+        worker.restartCmd,
+      ]);
+      expect(run.code).toBe(1);
+      expect(run.results.find((r) => r.name === check)).toMatchObject({ verdict: 'fail' });
+    } finally {
+      worker.stop();
     }
   });
 });

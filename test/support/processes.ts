@@ -25,10 +25,20 @@ export async function startProcess(
   env: NodeJS.ProcessEnv,
   timeoutMs = 20_000,
 ): Promise<RunningProcess> {
+  return startCommand(process.execPath, script, env, timeoutMs);
+}
+
+/** Like startProcess, with another interpreter than node (`python3 <script>`, say). */
+export async function startCommand(
+  command: string,
+  script: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 20_000,
+): Promise<RunningProcess> {
   const file = join(ROOT, script);
   if (!existsSync(file))
     throw new Error(`${script} is missing: run \`npm run build\` first (npm test does)`);
-  const proc = spawn(process.execPath, [file], {
+  const proc = spawn(command, [file], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -55,6 +65,11 @@ export async function startProcess(
       clearTimeout(timer);
       reject(new Error(`${script} exited with ${code} before listening:\n${out}`));
     });
+    // No such interpreter (python3 not installed, say): a loud failure, never a skip.
+    proc.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} ${script} could not be started: ${err.message}`));
+    });
   });
 
   const end = async (signal: NodeJS.Signals): Promise<void> => {
@@ -66,6 +81,12 @@ export async function startProcess(
 
 export const WORKER_MAIN = 'dist/apps/worker-template/src/main.js';
 export const PLAIN_WORKER = 'test/fixtures/plain-worker/plain-worker.js';
+export const PYTHON_WORKER = 'examples/python-worker/worker.py';
+
+/** The Python example worker (`python3`, standard library only), started like startProcess. */
+export function startPythonWorker(env: NodeJS.ProcessEnv): Promise<RunningProcess> {
+  return startCommand('python3', PYTHON_WORKER, { PYTHONUNBUFFERED: '1', ...env });
+}
 export const CONTRACT_CLI = 'dist/libs/task-contract/src/conformance/cli.js';
 
 /** Runs a node script to its end and returns its exit code and output. */

@@ -42,6 +42,7 @@ export * from './client/json-http';
 export * from './client/worker-client';
 export * from './client/callback-client';
 export * from './openapi/worker-openapi';
+export * from './openapi/contract-compat';
 export * from './conformance/conformance-kit';
 export * from './worker/worker-auth.guard';
 export * from './worker/contract-fast-path';

@@ -203,6 +203,37 @@ export class FailurePolicy {
   }
 
   /**
+   * Crash recovery: the attempt's run was lost with its worker's process (the worker says so:
+   * `execution_lost`). It ended without an outcome, so the next attempt is a recovery, not a
+   * retry: counted as a move (like an attempt that never reached its worker), never against
+   * max_retry, and started at once (the first time) on any healthy worker, the restarted one
+   * included. The worker is told to drop the lost attempt (a cancel with its fence); a worker
+   * that took the new attempt meanwhile refuses that as stale. A cancel asked for meanwhile
+   * ends the task instead.
+   */
+  async recover(t: TaskModel, type: TaskTypeModel, why: string): Promise<Step> {
+    if (t.cancelRequested) return this.failed(t, type, why, false, true);
+    await this.leases.release(t.taskId);
+    const now = this.clock.now();
+    const wait = t.moves === 0 ? 0 : backoff(type, Math.min(t.moves, 16));
+    await this.steps.step(t, {
+      to: TaskStatus.FAIL,
+      patch: {
+        moves: t.moves + 1,
+        dueAt: now + wait,
+        owner: null,
+        leaseUntil: null,
+        pendingAction: null,
+        error: { message: why, code: 'execution_lost' },
+        outcome: null,
+      },
+      attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop: true },
+      reason: `${why}; recovered by attempt ${t.attempt + 1} (a recovery, not counted against max_retry)`,
+    });
+    return REST;
+  }
+
+  /**
    * The attempt is given up without counting it: its worker is told to drop it (it may hold it
    * from an earlier create), and the task waits a moment to start its next attempt, on another
    * worker when there is one (`AttemptStarter` prefers a worker other than the last).

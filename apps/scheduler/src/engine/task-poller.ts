@@ -105,6 +105,21 @@ export class TaskPoller {
         return next ?? REST;
       }
       const hb = await this.client.heartbeat(url, t.taskType, t.taskId, opts);
+      // The worker holds the attempt as RUNNING, but the run died with an earlier process of it
+      // (a crash or restart): nothing will report an outcome. Recovered now, not after the
+      // heartbeat timeout; a run that is only late to beat (alive false, not lost) waits for it.
+      if (
+        hb.execution_lost === true &&
+        !hb.alive &&
+        hb.task_status === TaskStatus.RUNNING &&
+        task.task_status === TaskStatus.RUNNING
+      ) {
+        return this.policy.recover(
+          t,
+          type,
+          `worker ${t.workerId ?? '?'} holds attempt ${t.attempt} as RUNNING but its execution was lost (the worker restarted)`,
+        );
+      }
       const patch: TaskPatch = {
         dueAt: now + this.config.checker.pollIntervalMs,
         owner: null,

@@ -93,12 +93,15 @@ export class WorkerStateAdoption {
     }
   }
 
-  /** NONE: the worker forgot the task (restart without a store): create it again. */
+  /**
+   * NONE: the worker forgot the task (restart without a store): create it again. Like a lost
+   * execution, that is a recovery, not a retry: counted as a move, never against max_retry.
+   */
   async workerLostTask(t: TaskModel, why: string): Promise<Step> {
     const next = await this.steps.step(t, {
       to: TaskStatus.NONE,
-      patch: { dueAt: this.clock.now() },
-      reason: why,
+      patch: { dueAt: this.clock.now(), moves: t.moves + 1 },
+      reason: `${why}; recovered by attempt ${t.attempt + 1} (a recovery, not counted against max_retry)`,
     });
     return next ?? REST;
   }

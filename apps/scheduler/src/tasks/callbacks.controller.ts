@@ -49,7 +49,8 @@ const CALLBACK_ANSWER = {
     task_id: { type: 'string' },
     accepted: {
       type: 'boolean',
-      description: 'false: the same report was taken before (a repeat changes nothing)',
+      description:
+        'false (notify only): the scheduler already had an outcome for this attempt (a repeat, or its poll found the outcome first); nothing changes and nothing is to be done',
     },
   },
 };
@@ -72,7 +73,11 @@ export class CallbacksController {
   ) {}
 
   @Put('notify')
-  @ApiOperation({ summary: 'an async worker reports the outcome of a run' })
+  @ApiOperation({
+    summary: 'an async worker reports the outcome of a run',
+    description:
+      'X-Baton-Fence: the highest fence the worker accepted for the task; attempt: the attempt that ran. 409 (40901): that attempt is not the current one any more (given up or replaced): drop the report, do not retry it. Retry only a network error, a timeout or a 5xx, a few times with backoff; the poll finds an outcome that could not be reported. A stop the scheduler asked for (cancel, deadline, a new attempt) is not reported.',
+  })
   @ApiOkResponse({ schema: CALLBACK_ANSWER })
   @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
   async notify(
@@ -93,7 +98,11 @@ export class CallbacksController {
   }
 
   @Put('heartbeat')
-  @ApiOperation({ summary: 'an async worker says the run is alive' })
+  @ApiOperation({
+    summary: 'an async worker says the run is alive',
+    description:
+      'At least every heartbeat_interval_ms of the type (the registration answer states it). 409 (40901): the attempt is not the current one any more; its beats are dropped, and the scheduler tells the worker to drop the attempt (notify cancel).',
+  })
   @ApiOkResponse({ schema: CALLBACK_ANSWER })
   @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
   async heartbeat(

@@ -12,7 +12,13 @@ import {
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
 import { Clock } from '../common';
-import { BlacklistWorkerDto, RegisterWorkerDto, WorkerDto, toWorkerDto } from './dto/worker.dto';
+import {
+  BlacklistWorkerDto,
+  RegisterWorkerDto,
+  RegisteredWorkerDto,
+  WorkerDto,
+  toWorkerDto,
+} from './dto/worker.dto';
 import { WorkerControl } from './worker-control';
 import { WorkerView, WorkersService } from './workers.service';
 import { Access, AllTenants, Audited } from '../auth';
@@ -44,9 +50,10 @@ export class WorkersController {
   @ApiOperation({
     summary: 'register (or re-register) a worker instance and the task types it serves',
   })
-  @ApiOkResponse({ type: WorkerDto })
-  async register(@Body() dto: RegisterWorkerDto): Promise<Envelope<WorkerDto>> {
-    return ok(this.dto(await this.workers.register(dto)));
+  @ApiOkResponse({ type: RegisteredWorkerDto })
+  async register(@Body() dto: RegisterWorkerDto): Promise<Envelope<RegisteredWorkerDto>> {
+    const view = await this.workers.register(dto);
+    return ok({ ...this.dto(view), timing: await this.workers.timing(view.worker.taskTypes) });
   }
 
   @Put(':worker_id/heartbeat')

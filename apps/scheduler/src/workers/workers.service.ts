@@ -3,7 +3,7 @@ import { ContractErrorCode, ContractException, outgoingUrlProblem } from '@baton
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskTypesService, WorkerRules, rampSide, versionExclusion } from '../task-types';
-import { RegisterWorkerDto } from './dto/worker.dto';
+import { ContractTimingDto, RegisterWorkerDto } from './dto/worker.dto';
 import { WorkerHealth, exclusionsOf, healthOf } from './worker-eligibility';
 import { WorkerModel } from './worker.model';
 import { WorkersRepository } from './workers.repository';
@@ -79,6 +79,31 @@ export class WorkersService {
     await this.repo.saveRegistration(model);
     this.cachedAt = 0;
     return this.view(model, now, await this.rulesOf(model.taskTypes));
+  }
+
+  /**
+   * The timing this scheduler holds a worker of `taskTypes` to (the contract's "Timing"): the
+   * registration heartbeat, the poll of RUNNING attempts, and per type the heartbeat timeout.
+   * The intervals asked for are a third of the bounds, so two lost beats are not yet a loss.
+   */
+  async timing(taskTypes: string[]): Promise<ContractTimingDto> {
+    const types: ContractTimingDto['task_types'] = [];
+    for (const name of taskTypes) {
+      const type = await this.types.find(name);
+      if (!type) continue;
+      types.push({
+        task_type: name,
+        heartbeat_interval_ms: Math.max(1, Math.floor(type.heartbeatTimeoutMs / 3)),
+        heartbeat_timeout_ms: type.heartbeatTimeoutMs,
+      });
+    }
+    const stale = this.config.workers.staleAfterMs;
+    return {
+      heartbeat_interval_ms: Math.max(1, Math.floor(stale / 3)),
+      stale_after_ms: stale,
+      poll_interval_ms: this.config.checker.pollIntervalMs,
+      task_types: types,
+    };
   }
 
   async heartbeat(workerId: string): Promise<void> {

@@ -460,7 +460,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** an async worker reports the outcome of a run */
+        /**
+         * an async worker reports the outcome of a run
+         * @description X-Baton-Fence: the highest fence the worker accepted for the task; attempt: the attempt that ran. 409 (40901): that attempt is not the current one any more (given up or replaced): drop the report, do not retry it. Retry only a network error, a timeout or a 5xx, a few times with backoff; the poll finds an outcome that could not be reported. A stop the scheduler asked for (cancel, deadline, a new attempt) is not reported.
+         */
         put: operations["CallbacksController_notify"];
         post?: never;
         delete?: never;
@@ -477,7 +480,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** an async worker says the run is alive */
+        /**
+         * an async worker says the run is alive
+         * @description At least every heartbeat_interval_ms of the type (the registration answer states it). 409 (40901): the attempt is not the current one any more; its beats are dropped, and the scheduler tells the worker to drop the attempt (notify cancel).
+         */
         put: operations["CallbacksController_heartbeat"];
         post?: never;
         delete?: never;
@@ -1300,6 +1306,61 @@ export interface components {
              * @description null: until lifted
              */
             until?: string | null;
+        };
+        TypeTimingDto: {
+            task_type: string;
+            /** @description how often the scheduler expects a sign of life of a RUNNING attempt (a heartbeat or progress callback, or alive: true when it polls): a third of the timeout */
+            heartbeat_interval_ms: number;
+            /** @description a RUNNING attempt without a sign of life for this long is timed out under the type's heartbeat policy (PATCH /v1/task-types/{task_type} changes it) */
+            heartbeat_timeout_ms: number;
+        };
+        ContractTimingDto: {
+            /** @description how often the worker should send its registration heartbeat (PUT /v1/workers/{worker_id}/heartbeat): a third of stale_after_ms */
+            heartbeat_interval_ms: number;
+            /** @description a worker not heard from for this long gets no new attempts (health stale) */
+            stale_after_ms: number;
+            /** @description how often a RUNNING async attempt is polled (query, then heartbeat), callbacks or not */
+            poll_interval_ms: number;
+            task_types: components["schemas"]["TypeTimingDto"][];
+        };
+        RegisteredWorkerDto: {
+            worker_id: string;
+            url: string;
+            task_types: string[];
+            version: string;
+            capacity: number;
+            /** @description tasks this scheduler instance is driving on it */
+            inflight: number;
+            /** Format: date-time */
+            last_heartbeat_at: string;
+            /**
+             * @description blacklisted: after repeated call failures, or by hand (`blacklist`)
+             * @enum {string}
+             */
+            health: "healthy" | "stale" | "blacklisted";
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description the end of a blacklist after repeated call failures
+             */
+            blacklisted_until?: string | null;
+            /** @description drained by a person: no new tasks, the ones it has finish */
+            draining: boolean;
+            /** Format: date-time */
+            draining_since?: string | null;
+            /** @description a blacklist by hand while it holds */
+            blacklist?: components["schemas"]["WorkerBlacklistDto"] | null;
+            /**
+             * @description per task type it serves: why new tasks of the type do not go to it (its health, a drain, a blacklist, the type's version rules), or null when they may
+             * @example {
+             *       "demo.echo": null,
+             *       "db.backup": "version 1.3.0 is below min_version 1.4.0"
+             *     }
+             */
+            excluded: {
+                [key: string]: string | null;
+            };
+            timing: components["schemas"]["ContractTimingDto"];
         };
         WorkerDto: {
             worker_id: string;
@@ -2886,7 +2947,7 @@ export interface operations {
                         code: 0;
                         /** @example ok */
                         message: string;
-                        data: components["schemas"]["WorkerDto"];
+                        data: components["schemas"]["RegisteredWorkerDto"];
                     };
                 };
             };
@@ -3653,7 +3714,7 @@ export interface operations {
                         message: string;
                         data: {
                             task_id: string;
-                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            /** @description false (notify only): the scheduler already had an outcome for this attempt (a repeat, or its poll found the outcome first); nothing changes and nothing is to be done */
                             accepted: boolean;
                         };
                     };
@@ -3699,7 +3760,7 @@ export interface operations {
                         message: string;
                         data: {
                             task_id: string;
-                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            /** @description false (notify only): the scheduler already had an outcome for this attempt (a repeat, or its poll found the outcome first); nothing changes and nothing is to be done */
                             accepted: boolean;
                         };
                     };
@@ -3745,7 +3806,7 @@ export interface operations {
                         message: string;
                         data: {
                             task_id: string;
-                            /** @description false: the same report was taken before (a repeat changes nothing) */
+                            /** @description false (notify only): the scheduler already had an outcome for this attempt (a repeat, or its poll found the outcome first); nothing changes and nothing is to be done */
                             accepted: boolean;
                         };
                     };

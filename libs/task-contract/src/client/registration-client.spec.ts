@@ -13,6 +13,8 @@ const OK: Answer = { status: 200, code: ContractErrorCode.OK, message: 'ok' };
 class FakeScheduler {
   readonly requests: { method: string; url: string; body: string }[] = [];
   answer: Answer = OK;
+  /** The data of a successful answer. */
+  data: unknown = {};
   private readonly server: Server;
 
   constructor(readonly port: number) {
@@ -23,7 +25,7 @@ class FakeScheduler {
         this.requests.push({ method: req.method ?? '', url: req.url ?? '', body });
         const { status, code, message } = this.answer;
         res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ code, message, data: code === 0 ? {} : null }));
+        res.end(JSON.stringify({ code, message, data: code === 0 ? this.data : null }));
       });
     });
   }
@@ -96,6 +98,13 @@ describe('WorkerRegistration', () => {
   afterEach(async () => {
     await registration?.stop();
     await scheduler.close();
+  });
+
+  it('heartbeats as often as the registration answer asks when that is more often', async () => {
+    await scheduler.listen();
+    scheduler.data = { worker_id: 'worker-1', timing: { heartbeat_interval_ms: 20 } };
+    await start({ heartbeatMs: 60_000 });
+    await waitFor('three heartbeats at the interval asked for', () => scheduler.heartbeats() >= 3);
   });
 
   it('waits quietly for a scheduler that starts listening within the grace period', async () => {

@@ -68,6 +68,8 @@ export class WorkerRegistration {
   private everRegistered = false;
   /** Failed tries before the first registration: the start-up backoff's exponent. */
   private startupFailures = 0;
+  /** The registration heartbeat interval the scheduler's answer asked for (`timing`). */
+  private askedHeartbeatMs: number | undefined;
   /** Problems already warned about since the last success. */
   private readonly warned = new Set<string>();
 
@@ -107,7 +109,8 @@ export class WorkerRegistration {
   }
 
   private nextWait(): number {
-    if (this.registered) return this.options.heartbeatMs ?? 2000;
+    if (this.registered)
+      return Math.min(this.options.heartbeatMs ?? 2000, this.askedHeartbeatMs ?? Infinity);
     if (this.everRegistered) return RETRY_MS;
     return Math.min(RETRY_MS, STARTUP_FIRST_RETRY_MS * 2 ** (this.startupFailures - 1));
   }
@@ -135,8 +138,8 @@ export class WorkerRegistration {
 
   private async register(): Promise<void> {
     const o = this.options;
-    await this.urls.call((url) =>
-      this.http.call(
+    const answer = await this.urls.call((url) =>
+      this.http.call<{ timing?: { heartbeat_interval_ms?: unknown } }>(
         'POST',
         url,
         '/v1/workers',
@@ -153,6 +156,9 @@ export class WorkerRegistration {
     );
     this.registered = true;
     this.everRegistered = true;
+    // The scheduler says how often it wants to hear from this worker: never less often.
+    const asked = answer?.timing?.heartbeat_interval_ms;
+    this.askedHeartbeatMs = typeof asked === 'number' && asked > 0 ? asked : undefined;
   }
 
   private async beat(): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * `npm run contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S]
- *  [--params JSON] [--timeout-ms N] [--json]`
+ *  [--params JSON] [--long-params JSON] [--other-type TYPE] [--max-body BYTES]
+ *  [--restart-cmd COMMAND] [--timeout-ms N] [--json]`
  *
  * Drives a live worker through the contract and prints a verdict per check. Exit code 0 when no
  * check failed, 1 when one did, 2 on bad arguments. Credentials may also come from
@@ -11,7 +12,21 @@ import { AuthConfig } from '../worker/auth/request-auth';
 import { ConformanceKit, formatResults } from './conformance-kit';
 
 const USAGE =
-  'usage: contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S] [--params JSON] [--timeout-ms N] [--json]';
+  'usage: contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S] [--params JSON] ' +
+  '[--long-params JSON] [--other-type TYPE] [--max-body BYTES] [--restart-cmd COMMAND] [--timeout-ms N] [--json]';
+
+function jsonObject(text: string | undefined, flag: string): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    fail(`${flag} must be a JSON object`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    fail(`${flag} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -28,6 +43,10 @@ async function main(): Promise<void> {
         token: { type: 'string' },
         secret: { type: 'string' },
         params: { type: 'string' },
+        'long-params': { type: 'string' },
+        'other-type': { type: 'string' },
+        'max-body': { type: 'string' },
+        'restart-cmd': { type: 'string' },
         'timeout-ms': { type: 'string' },
         json: { type: 'boolean', default: false },
       },
@@ -50,16 +69,11 @@ async function main(): Promise<void> {
     : token
       ? { mode: 'token', token }
       : { mode: 'none' };
-  let params: Record<string, unknown> = {};
-  if (values.params) {
-    try {
-      params = JSON.parse(values.params) as Record<string, unknown>;
-    } catch {
-      fail('--params must be a JSON object');
-    }
-    if (typeof params !== 'object' || params === null || Array.isArray(params))
-      fail('--params must be a JSON object');
-  }
+  const params = jsonObject(values.params, '--params') ?? {};
+  const longParams = jsonObject(values['long-params'], '--long-params');
+  const maxBody = values['max-body'] ? Number(values['max-body']) : undefined;
+  if (maxBody !== undefined && (!Number.isInteger(maxBody) || maxBody <= 0))
+    fail('--max-body must be a positive integer');
   const timeout = values['timeout-ms'] ? Number(values['timeout-ms']) : 30_000;
   if (!Number.isInteger(timeout) || timeout <= 0) fail('--timeout-ms must be a positive integer');
 
@@ -69,6 +83,10 @@ async function main(): Promise<void> {
     auth,
     params,
     outcomeTimeoutMs: timeout,
+    longParams,
+    otherType: values['other-type'],
+    maxBodyBytes: maxBody,
+    restartCmd: values['restart-cmd'],
   }).run();
   console.log(values.json ? JSON.stringify(results, null, 2) : formatResults(results));
   process.exit(results.some((r) => r.verdict === 'fail') ? 1 : 0);

@@ -15,5 +15,19 @@ export interface CheckContext {
  */
 export interface Check {
   readonly name: string;
+  /** The section of the worker contract (a heading of its description) the check enforces. */
+  readonly section?: ContractSection;
   run(context: CheckContext): Promise<string>;
 }
+
+/** Headings of the worker contract's description, as checks name them. */
+export type ContractSection =
+  | 'Calls'
+  | 'Order of checks'
+  | 'Envelope'
+  | 'Statuses and transitions'
+  | 'Headers the scheduler sends'
+  | 'Idempotency and attempts'
+  | 'Crash recovery'
+  | 'Pausing'
+  | 'Callbacks';

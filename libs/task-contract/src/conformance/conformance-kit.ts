@@ -1,12 +1,14 @@
 import { errorMessage } from '../util/error-message';
 import { AUTH_CHECKS } from './auth-checks';
 import { BODY_CHECKS } from './body-checks';
-import { Check, CheckContext } from './conformance-check';
+import { Check, CheckContext, ContractSection } from './conformance-check';
 import { ConformanceOptions } from './conformance-options';
 import { ConformanceProbe } from './conformance-probe';
 import { NotApplicable } from './expectations';
 import { LIFECYCLE_CHECKS } from './lifecycle-checks';
 import { RULE_CHECKS } from './rule-checks';
+import { RUNNING_CHECKS } from './running-checks';
+import { STRICT_CHECKS } from './strict-checks';
 
 export type { ConformanceOptions } from './conformance-options';
 
@@ -14,17 +16,25 @@ export type CheckVerdict = 'pass' | 'fail' | 'skip';
 
 export interface CheckResult {
   name: string;
+  /** The section of the worker contract the check enforces. */
+  section: ContractSection;
   verdict: CheckVerdict;
   /** Why it failed or was skipped, or what was observed when it passed. */
   detail: string;
 }
 
+/** The section of a check that names none: the one its group enforces. */
+const inSection = (section: ContractSection, checks: readonly Check[]): Check[] =>
+  checks.map((c) => ({ ...c, section: c.section ?? section }));
+
 /** Every check, in the order it runs: the rules use the task the happy path left behind. */
 const CHECKS: readonly Check[] = [
-  ...LIFECYCLE_CHECKS,
-  ...RULE_CHECKS,
-  ...AUTH_CHECKS,
-  ...BODY_CHECKS,
+  ...inSection('Calls', LIFECYCLE_CHECKS),
+  ...inSection('Statuses and transitions', RULE_CHECKS),
+  ...inSection('Headers the scheduler sends', AUTH_CHECKS),
+  ...inSection('Calls', BODY_CHECKS),
+  ...STRICT_CHECKS,
+  ...RUNNING_CHECKS,
 ];
 
 /**
@@ -43,11 +53,13 @@ export class ConformanceKit {
     const context: CheckContext = { probe: this.probe, main: this.probe.taskId('main') };
     const results: CheckResult[] = [];
     for (const check of CHECKS) {
+      const section = check.section ?? 'Calls';
       try {
-        results.push({ name: check.name, verdict: 'pass', detail: await check.run(context) });
+        const detail = await check.run(context);
+        results.push({ name: check.name, section, verdict: 'pass', detail });
       } catch (err) {
         const verdict: CheckVerdict = err instanceof NotApplicable ? 'skip' : 'fail';
-        results.push({ name: check.name, verdict, detail: errorMessage(err) });
+        results.push({ name: check.name, section, verdict, detail: errorMessage(err) });
       }
     }
     return results;
@@ -56,7 +68,9 @@ export class ConformanceKit {
 
 /** Renders results as lines `PASS name — detail`, plus a tally line. */
 export function formatResults(results: readonly CheckResult[]): string {
-  const lines = results.map((r) => `${r.verdict.toUpperCase().padEnd(4)} ${r.name} — ${r.detail}`);
+  const lines = results.map(
+    (r) => `${r.verdict.toUpperCase().padEnd(4)} [${r.section}] ${r.name} — ${r.detail}`,
+  );
   const count = (v: CheckVerdict): number => results.filter((r) => r.verdict === v).length;
   // Worded unlike a test runner's summary line, so CI never mistakes it for the suite's.
   lines.push(

@@ -13,4 +13,18 @@ export interface ConformanceOptions {
   outcomeTimeoutMs?: number;
   /** Per-request timeout. Default 10 s. */
   requestTimeoutMs?: number;
+  /**
+   * params for a run that lasts a few seconds at least (an async type), for the checks of a
+   * running task: pause, cancel, a new attempt over it, restart. Without them those are skipped.
+   */
+  longParams?: Record<string, unknown>;
+  /** Another task type the worker serves, for the check of a task id held by another type. */
+  otherType?: string;
+  /** The worker's body limit the kit tests 413 just above. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /**
+   * A shell command that restarts the worker (kill it, start it again at the same URL), for the
+   * crash-recovery check. Without it that check is skipped.
+   */
+  restartCmd?: string;
 }

@@ -34,23 +34,55 @@ export class ConformanceProbe {
     return `conformance ${taskId}`;
   }
 
-  createBody(taskId: string, attempt: number, type = this.options.type): Data {
+  createBody(
+    taskId: string,
+    attempt: number,
+    type = this.options.type,
+    params = this.options.params,
+  ): Data {
     return {
       task_id: taskId,
       attempt,
       create_info: { task_type: type, task_name: this.taskName(taskId), important_level: 5 },
       process_arg: { max_retry: 0 },
-      params: { ...(this.options.params ?? {}) },
+      params: { ...(params ?? {}) },
     };
   }
 
-  create(taskId: string, fence: number, attempt = 1): Promise<RawAnswer> {
+  create(
+    taskId: string,
+    fence: number,
+    attempt = 1,
+    params = this.options.params,
+  ): Promise<RawAnswer> {
     return this.send({
       method: 'POST',
       path: this.path,
-      body: this.createBody(taskId, attempt),
+      body: this.createBody(taskId, attempt, this.options.type, params),
       fence,
     });
+  }
+
+  /**
+   * A task of the type with the long params, created and run: RUNNING. NotApplicable without
+   * long params, or when the run does not stay RUNNING (a sync type).
+   */
+  async startLongRun(label: string, fence: number, attempt = 1): Promise<string> {
+    const params = this.options.longParams;
+    if (!params) throw new NotApplicable('needs --long-params (a run of a few seconds)');
+    const id = this.taskId(label);
+    await this.ok(this.create(id, fence, attempt, params), 'create');
+    const run = await this.ok(this.write(id, 'running', fence), 'run');
+    if (run.task_status !== TaskStatus.RUNNING)
+      throw new NotApplicable(
+        `the run answered ${String(run.task_status)}, not RUNNING (a sync type)`,
+      );
+    return id;
+  }
+
+  /** The path of another task type's calls. */
+  pathOf(type: string): string {
+    return `/v1/task/${encodeURIComponent(type)}`;
   }
 
   read(taskId: string, action: string): Promise<RawAnswer> {

@@ -22,6 +22,7 @@ export const LIFECYCLE_CHECKS: readonly Check[] = [
   },
   {
     name: 'create: idempotent on task_id',
+    section: 'Idempotency and attempts',
     run: async ({ probe, main }) => {
       const again = await probe.ok(probe.create(main, 1), 'repeated create');
       expectStatus(again, TaskStatus.CREATE, 'repeated create');
@@ -79,6 +80,7 @@ export const LIFECYCLE_CHECKS: readonly Check[] = [
   },
   {
     name: 'pause / continue before the run',
+    section: 'Pausing',
     run: async ({ probe, main }) => {
       const paused = await probe.optional(probe.write(main, 'pause', 1), 'pause');
       expectStatus(paused, TaskStatus.PAUSE, 'pause');

@@ -35,6 +35,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 'notify: accepted; cancel fails a task not yet running',
+    section: 'Calls',
     run: async ({ probe }) => {
       const id = probe.taskId('notify');
       await probe.ok(probe.create(id, 1), 'create');
@@ -52,6 +53,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 'fence: a lower fence is refused with 409 and changes nothing',
+    section: 'Headers the scheduler sends',
     run: async ({ probe }) => {
       const id = probe.taskId('fence');
       await probe.ok(probe.create(id, 10), 'create with fence 10');
@@ -91,6 +93,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 'retry: a higher attempt re-creates a failed task',
+    section: 'Idempotency and attempts',
     run: async ({ probe }) => {
       const id = probe.taskId('retry');
       await probe.ok(probe.create(id, 1), 'create');
@@ -103,6 +106,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 're-run: a higher attempt re-creates a finished task',
+    section: 'Idempotency and attempts',
     run: async ({ probe }) => {
       const id = probe.taskId('rerun');
       await probe.ok(probe.create(id, 1), 'create');
@@ -117,6 +121,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 're-sent create: the same attempt answers what is there; a newer one replaces an attempt that never ran',
+    section: 'Idempotency and attempts',
     run: async ({ probe }) => {
       const id = probe.taskId('resent');
       await probe.ok(probe.create(id, 3), 'create (attempt 1)');
@@ -138,6 +143,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 'create_run: create and run in one call (optional)',
+    section: 'Calls',
     run: async ({ probe }) => {
       const id = probe.taskId('createrun');
       const send = (): Promise<RawAnswer> =>
@@ -170,6 +176,7 @@ export const RULE_CHECKS: readonly Check[] = [
   },
   {
     name: 'create_run: the run begins on a start_time a moment ahead (optional)',
+    section: 'Calls',
     run: async ({ probe }) => {
       const id = probe.taskId('createrun-at');
       const body = probe.createBody(id, 1);

@@ -37,8 +37,9 @@ export class CreateTaskRequestDto {
     default: 1,
     description:
       'run attempt. The same or a lower attempt is idempotent (answers the stored task, changes ' +
-      'nothing); a higher attempt on a task in FAIL, NONE, POSTPONE, PAUSE or RUNNING starts it ' +
-      'again from CREATE with the new body; from any other status it is 409 (40900).',
+      'nothing but a higher fence, which it keeps); a higher attempt on a task in CREATE, PREPARE, ' +
+      'FAIL, NONE, POSTPONE, PAUSE, RUNNING, SUCCESS or FINISH starts it again from CREATE with ' +
+      'the new body; from ROLLBACK it is 409 (40900).',
   })
   @IsOptional()
   @IsInt()

@@ -114,6 +114,21 @@ export class HeartbeatDto {
 
   @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' })
   heartbeat_at!: string | null;
+
+  /**
+   * True when the worker holds the attempt as RUNNING but no execution of it exists in this
+   * process: the run died with an earlier process of the worker (a crash, a restart). Absent
+   * means false. See "Crash recovery" in the contract.
+   */
+  @ApiPropertyOptional({
+    description:
+      'true: the task is RUNNING here but no execution of the attempt exists in this worker ' +
+      'process (the run died with an earlier process: a crash or restart), so nothing will ' +
+      'report an outcome for it. The scheduler then gives the attempt up at once and starts a ' +
+      'recovery (see "Crash recovery"). Absent means false. Never true while an execution ' +
+      'exists, however late its last beat.',
+  })
+  execution_lost?: boolean;
 }
 
 /** Answer of `progress`. */

@@ -9,6 +9,7 @@ export class TaskExecution {
   private gate: { promise: Promise<void>; open: () => void } | null = null;
   /** Settles when the run's outcome has been written. */
   done: Promise<void> = Promise.resolve();
+  private leaving = false;
 
   constructor(
     readonly taskId: string,
@@ -33,6 +34,26 @@ export class TaskExecution {
   cancel(reason: string): void {
     if (!this.abort.signal.aborted) this.abort.abort(new TaskCancelledError(reason));
     this.resume();
+  }
+
+  /**
+   * This worker process is going away: the run is stopped like a cancel, but its attempt is left
+   * RUNNING with no outcome, for the scheduler to recover (the contract's crash recovery), not
+   * failed: the work did not fail, its process ended.
+   */
+  shutdown(reason: string): void {
+    this.leaving = true;
+    this.cancel(reason);
+  }
+
+  /** Stopped by `shutdown`: no outcome is written for the attempt. */
+  get leftForRecovery(): boolean {
+    return this.leaving;
+  }
+
+  /** Stopped on the scheduler's word (cancel, deadline, a newer attempt): nothing to report. */
+  get stoppedByScheduler(): boolean {
+    return this.abort.signal.aborted && !this.leaving;
   }
 
   /** Returns when the run may go on; throws when it was cancelled. */

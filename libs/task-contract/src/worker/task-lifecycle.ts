@@ -97,7 +97,11 @@ export class TaskLifecycle {
     this.ledger.move(record, target);
     await handler.continue?.(toSnapshot(record));
     record.paused_from = null;
-    this.runner.execution(record.task_id)?.resume();
+    const execution = this.runner.execution(record.task_id);
+    // A run paused for longer than its heartbeat window beats again from now: until its next
+    // beat it would otherwise look stalled to the scheduler's first poll.
+    if (execution && target === TaskStatus.RUNNING) record.heartbeat_at = this.ledger.isoNow();
+    execution?.resume();
   }
 
   async rollback(handler: TaskHandler, record: TaskRecord): Promise<void> {

@@ -53,24 +53,28 @@ export class TaskReads {
   }
 
   async heartbeat(handler: TaskHandler, taskId: string): Promise<HeartbeatDto> {
-    const record = await this.ledger.find(handler.type, taskId);
-    if (!record)
-      return { task_id: taskId, alive: false, task_status: TaskStatus.NONE, heartbeat_at: null };
-    const window = handler.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
-    const execution = this.runner.execution(taskId);
-    const beat = record.heartbeat_at ? Date.parse(record.heartbeat_at) : 0;
-    // Alive means: an execution of the current attempt exists in this process and beat recently.
-    // After a worker restart the record may say RUNNING, but nothing runs: not alive.
-    const alive =
-      execution !== undefined &&
-      execution.attempt === record.attempt &&
-      this.ledger.now() - beat <= window;
-    return {
-      task_id: taskId,
-      alive,
-      task_status: record.status,
-      heartbeat_at: record.heartbeat_at,
-    };
+    // Read under the task's lock: the run's start (status, then execution) and its end (outcome,
+    // then no execution) are each one section there, so a read between their two steps cannot
+    // take a run that is starting or ending for one that was lost.
+    return this.ledger.exclusive(taskId, async () => {
+      const record = await this.ledger.find(handler.type, taskId);
+      if (!record)
+        return { task_id: taskId, alive: false, task_status: TaskStatus.NONE, heartbeat_at: null };
+      const window = handler.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
+      const execution = this.runner.execution(taskId);
+      const current = execution !== undefined && execution.attempt === record.attempt;
+      const beat = record.heartbeat_at ? Date.parse(record.heartbeat_at) : 0;
+      // Alive means: an execution of the current attempt exists in this process and beat recently.
+      // After a worker restart the record may say RUNNING, but nothing runs: not alive, and lost.
+      const alive = current && this.ledger.now() - beat <= window;
+      return {
+        task_id: taskId,
+        alive,
+        task_status: record.status,
+        heartbeat_at: record.heartbeat_at,
+        ...(record.status === TaskStatus.RUNNING && !current ? { execution_lost: true } : {}),
+      };
+    });
   }
 
   async progress(handler: TaskHandler, taskId: string): Promise<ProgressViewDto> {

@@ -126,7 +126,7 @@ export class TaskRunner {
 
   /** Cancels every run and waits for them to stop, a while at most. */
   async stopAll(): Promise<void> {
-    for (const execution of this.executions.values()) execution.cancel('worker shutting down');
+    for (const execution of this.executions.values()) execution.shutdown('worker shutting down');
     // A handler that ignores its abort signal must not hold the shutdown forever.
     await Promise.race([
       Promise.allSettled([...this.executions.values()].map((e) => e.done)),
@@ -171,6 +171,10 @@ export class TaskRunner {
       written = await this.ledger.exclusive(record.task_id, async () => {
         const current = await this.ledger.get(record.task_id);
         if (!current || current.attempt !== execution.attempt) return undefined;
+        // Stopped because this process is going away: no outcome. The attempt stays as it is
+        // (RUNNING, or PAUSE), answered `execution_lost` once nothing runs it, and the scheduler
+        // recovers it without spending a retry.
+        if (execution.leftForRecovery && outcome !== TaskStatus.SUCCESS) return undefined;
         if (current.status === TaskStatus.PAUSE) {
           // Finished before it reached a checkpoint: record that it was running again.
           this.ledger.move(current, TaskStatus.RUNNING);
@@ -201,7 +205,13 @@ export class TaskRunner {
         outcome,
       });
     }
-    if (written && handler.blocking === BlockingKind.ASYNC && reporter) {
+    // A stop the scheduler asked for is not reported: the answer to its call said it already.
+    if (
+      written &&
+      handler.blocking === BlockingKind.ASYNC &&
+      reporter &&
+      !execution.stoppedByScheduler
+    ) {
       await reporter.completed(written);
     }
   }

@@ -174,10 +174,12 @@ export class TaskWorkerController {
     operationId: 'create',
     summary: 'create: accept a task',
     description:
-      'Records the task in status CREATE. Idempotent on (task_id, attempt): repeating it returns the ' +
-      'stored task unchanged. A higher attempt of a task in FAIL, NONE, POSTPONE, PAUSE or RUNNING ' +
-      '(a run the scheduler gave up on; the worker stops it first), or in SUCCESS (the next life of a ' +
-      'permanent task), starts the task again in CREATE. ' +
+      'Records the task in status CREATE. Idempotent on (task_id, attempt): repeating it (or sending ' +
+      'a lower attempt) answers the stored task and changes nothing but its fence, raised when the ' +
+      'new one is higher. A higher attempt of a task in FAIL, NONE, POSTPONE, PAUSE or RUNNING ' +
+      '(a run the scheduler gave up on; the worker stops it first), SUCCESS (the next life of a ' +
+      'permanent task), FINISH (a re-run), or CREATE / PREPARE (an attempt that never ran) starts ' +
+      'the task again in CREATE; from ROLLBACK it is 409 (40900). ' +
       'create_info.task_type must equal the path. Unknown fields are refused (400). ' +
       'With `action=running` (optional call `create_run`, declared for sync types with nothing to ' +
       "prepare) the created attempt is run in the same request, and the answer is the run's " +
@@ -212,7 +214,7 @@ export class TaskWorkerController {
       'Reads; changes nothing. The `action` query parameter picks the call:',
       '- absent (**query**): `task_id` and/or `task_name` → `QueryResultDto` (items, possibly empty);',
       '- `status`: `task_id` → `StatusDto`; an unknown task answers task_status NONE with code 0;',
-      '- `heartbeat`: `task_id` → `HeartbeatDto`; alive is true only while an execution of the current attempt runs and beats;',
+      '- `heartbeat`: `task_id` → `HeartbeatDto`; alive is true only while an execution of the current attempt runs and beats; `execution_lost` is true for a RUNNING task whose run died with an earlier process of the worker (see Crash recovery);',
       '- `progress`: `task_id` → `ProgressViewDto` (404 for an unknown task);',
       '- `summary`: `task_id` → `SummaryDto` (404 for an unknown task).',
     ].join('\n'),
@@ -267,7 +269,7 @@ export class TaskWorkerController {
       'answers the task (`TaskViewDto`) after the change:',
       '- absent (**notify**): body `NotifyRequestDto`. cancel and deadline stop a run (FAIL when it stops) or fail a task not yet running;',
       '- `running`: from CREATE or PREPARE. A sync type answers the outcome (SUCCESS/FAIL); an async type answers RUNNING and reports later;',
-      '- `pause`: from CREATE, PREPARE, POSTPONE, or RUNNING when the type is pausable (else 501);',
+      '- `pause`: from CREATE, PREPARE, POSTPONE, or RUNNING when the type declares `pause` (pausable while running; else 501);',
       '- `continue`: from PAUSE, back to the status it was paused in;',
       '- `prepare`: from CREATE or POSTPONE → PREPARE (FAIL with the reason when preconditions are not met);',
       '- `rollback`: from SUCCESS or FAIL → ROLLBACK; 501 when the type cannot undo;',

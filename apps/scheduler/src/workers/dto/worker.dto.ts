@@ -171,6 +171,50 @@ export class WorkerDto {
   excluded!: Record<string, string | null>;
 }
 
+/** The timing the scheduler applies to one task type, told to the worker that registers it. */
+export class TypeTimingDto {
+  @ApiProperty() task_type!: string;
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'how often the scheduler expects a sign of life of a RUNNING attempt (a heartbeat or progress callback, or alive: true when it polls): a third of the timeout',
+  })
+  heartbeat_interval_ms!: number;
+  @ApiProperty({
+    type: 'integer',
+    description:
+      "a RUNNING attempt without a sign of life for this long is timed out under the type's heartbeat policy (PATCH /v1/task-types/{task_type} changes it)",
+  })
+  heartbeat_timeout_ms!: number;
+}
+
+/** The contract's timing, as this scheduler applies it (the worker contract's "Timing"). */
+export class ContractTimingDto {
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'how often the worker should send its registration heartbeat (PUT /v1/workers/{worker_id}/heartbeat): a third of stale_after_ms',
+  })
+  heartbeat_interval_ms!: number;
+  @ApiProperty({
+    type: 'integer',
+    description: 'a worker not heard from for this long gets no new attempts (health stale)',
+  })
+  stale_after_ms!: number;
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'how often a RUNNING async attempt is polled (query, then heartbeat), callbacks or not',
+  })
+  poll_interval_ms!: number;
+  @ApiProperty({ type: [TypeTimingDto] }) task_types!: TypeTimingDto[];
+}
+
+/** The answer to a registration: the worker as listed, and the timing it is held to. */
+export class RegisteredWorkerDto extends WorkerDto {
+  @ApiProperty({ type: ContractTimingDto }) timing!: ContractTimingDto;
+}
+
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function toWorkerDto(
