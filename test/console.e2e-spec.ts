@@ -321,6 +321,10 @@ describe('console in a browser', () => {
     expect(await page.getByLabel('Status', { exact: true }).inputValue()).toBe('FINISH');
     expect(await page.getByLabel('Type', { exact: true }).inputValue()).toBe('demo.sleep');
     await page.getByRole('link', { name: 'console sleeps' }).waitFor();
+    await page.getByLabel('Outcome', { exact: true }).selectOption('CANCELLED');
+    await page.waitForURL(/\/tasks\?status=FINISH&task_type=demo\.sleep&outcome=CANCELLED$/);
+    await page.getByRole('link', { name: 'console cancel' }).waitFor();
+    expect(await page.getByRole('link', { name: 'console sleeps' }).count()).toBe(0);
 
     // From the top of the page, Tab reaches the "select all" box; Space ticks it.
     await page.locator('body').focus();

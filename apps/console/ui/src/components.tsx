@@ -37,9 +37,10 @@ export function Duration({ from, to }: { from: string | null | undefined; to?: s
   );
 }
 
+/** A status, and the outcome once decided; coloured by the outcome when there is one. */
 export function StatusBadge({ status, outcome }: { status: string; outcome?: string | null }) {
   return (
-    <span className={`badge status-${status.toLowerCase()}`}>
+    <span className={`badge status-${(outcome ?? status).toLowerCase()}`}>
       {status}
       {outcome && outcome !== status ? ` · ${outcome}` : ''}
     </span>

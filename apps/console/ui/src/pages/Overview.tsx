@@ -77,6 +77,10 @@ function CountTables({ counts }: { counts: TaskCount[] }) {
           </li>
         ))}
       </ul>
+      <p>
+        <Link href="/tasks?outcome=FAIL">Tasks that failed</Link> ·{' '}
+        <Link href="/tasks?outcome=CANCELLED">Tasks that were cancelled</Link>
+      </p>
       <h2 id="by-type">Tasks by type and status</h2>
       <div className="scroll" tabIndex={0} role="region" aria-labelledby="by-type">
         <table className="dense">

@@ -18,6 +18,8 @@ import { STATUSES, Task, TaskPage, TaskType, progressOf } from '../types';
 
 const PAGE_SIZE = 50;
 const BULK: readonly TaskAction[] = ['cancel', 'retry', 'pause', 'continue'];
+/** Outcomes of decided tasks (CANCELLED: stopped because someone asked, not a failure). */
+const OUTCOMES = ['SUCCESS', 'FAIL', 'ROLLBACK', 'CANCELLED'] as const;
 
 /** The call a bulk action makes for one task, or null when the task is left alone. */
 function callFor(task: Task, action: TaskAction): string | null {
@@ -40,6 +42,7 @@ export function Tasks() {
   const loc = useLocation();
   const type = loc.query.get('task_type') ?? '';
   const status = loc.query.get('status') ?? '';
+  const outcome = loc.query.get('outcome') ?? '';
   const text = loc.query.get('q') ?? '';
   const cursor = loc.query.get('cursor') ?? '';
   const client = useQueryClient();
@@ -50,10 +53,10 @@ export function Tasks() {
     staleTime: 60_000,
   });
   const page = useQuery({
-    queryKey: ['tasks', type, status, cursor],
+    queryKey: ['tasks', type, status, outcome, cursor],
     queryFn: () =>
       api<TaskPage>(
-        `/v1/tasks${queryString({ task_type: type, status, cursor, limit: PAGE_SIZE })}`,
+        `/v1/tasks${queryString({ task_type: type, status, outcome, cursor, limit: PAGE_SIZE })}`,
       ),
     refetchInterval: 3000,
     placeholderData: keepPreviousData,
@@ -66,7 +69,7 @@ export function Tasks() {
   const headerBox = useRef<HTMLInputElement>(null);
 
   // A new filter or page starts with nothing selected.
-  useEffect(() => setSelected(new Set()), [type, status, cursor]);
+  useEffect(() => setSelected(new Set()), [type, status, outcome, cursor]);
 
   const needle = text.trim().toLowerCase();
   const items = (page.data?.items ?? []).filter(
@@ -167,6 +170,22 @@ export function Tasks() {
             </select>
           )}
         </Field>
+        <Field label="Outcome">
+          {(id) => (
+            <select
+              id={id}
+              value={outcome}
+              onChange={(e) => setFilter({ outcome: e.target.value })}
+            >
+              <option value="">any</option>
+              {OUTCOMES.map((o) => (
+                <option key={o} value={o}>
+                  {o}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
         <Field label="Name or id">
           {(id) => (
             <input
@@ -178,7 +197,7 @@ export function Tasks() {
             />
           )}
         </Field>
-        {type || status || text ? (
+        {type || status || outcome || text ? (
           <Link href="/tasks" className="button">
             Clear filters
           </Link>
@@ -231,7 +250,7 @@ export function Tasks() {
         <ErrorState error={page.error} what="tasks" />
       ) : items.length === 0 ? (
         <Empty>
-          {page.data.items.length === 0 && !cursor && !type && !status ? (
+          {page.data.items.length === 0 && !cursor && !type && !status && !outcome ? (
             <>
               No tasks yet. <Link href="/tasks/new">Create one</Link>.
             </>
