@@ -378,6 +378,23 @@ describe('console in a browser', () => {
     await row.getByRole('button', { name: 'Drain', exact: true }).waitFor();
   });
 
+  it('lists timers with their next fire, and disables one', async () => {
+    const made = await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+      name: 'console hourly echo',
+      schedule: { kind: 'interval', every_ms: 3_600_000 },
+      task: { create_info: { task_type: 'demo.echo', task_name: 'from a timer' } },
+    });
+    expect(made.status).toBe(201);
+    await page.goto(url('/timers'));
+    await heading('Timers').waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'console hourly echo' });
+    await row.getByText('every 3,600 s').waitFor();
+    await row.getByRole('button', { name: 'Disable console hourly echo' }).click();
+    await row.getByText('disabled', { exact: true }).waitFor();
+    const timer = await api.call<{ enabled: boolean }>('GET', `/v1/timers/${made.data.timer_id}`);
+    expect(timer.data.enabled).toBe(false);
+  });
+
   it('every page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
     const anyTask = (await api.call<{ items: { task_id: string }[] }>('GET', '/v1/tasks?limit=1'))
       .data.items[0].task_id;
@@ -387,6 +404,7 @@ describe('console in a browser', () => {
       ['task-detail', `/tasks/${anyTask}`, ''],
       ['new-task', '/tasks/new', 'New task'],
       ['workers', '/workers', 'Workers'],
+      ['timers', '/timers', 'Timers'],
       ['not-found', '/tasks/new/nowhere', 'Not found'],
     ];
     const problems: string[] = [];

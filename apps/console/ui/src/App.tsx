@@ -7,12 +7,14 @@ import { Login } from './pages/Login';
 import { Overview } from './pages/Overview';
 import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
+import { Timers } from './pages/Timers';
 import { Workers } from './pages/Workers';
 import { Link, useLocation } from './router';
 
 const NAV = [
   { href: '/', label: 'Overview', current: (p: string) => p === '/' },
   { href: '/tasks', label: 'Tasks', current: (p: string) => p.startsWith('/tasks') },
+  { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },
 ];
 
@@ -22,6 +24,7 @@ function Page({ path }: { path: string }) {
   if (path === '/tasks/new') return <CreateTask />;
   const task = /^\/tasks\/([^/]+)$/.exec(path);
   if (task) return <TaskDetail id={decodeURIComponent(task[1])} />;
+  if (path === '/timers') return <Timers />;
   if (path === '/workers') return <Workers />;
   return <NotFound />;
 }

@@ -9,6 +9,7 @@ export type TaskAttempt = Schemas['TaskAttemptDto'];
 export type TaskType = Schemas['TaskTypeDto'];
 export type TaskCount = Schemas['TaskCountDto'];
 export type Worker = Schemas['WorkerDto'];
+export type Timer = Schemas['TimerDto'];
 export type TaskStatus = Schemas['TaskStatus'];
 export type CreateTask = Schemas['CreateTaskDto'];
 
