@@ -234,6 +234,7 @@ describe('console in a browser', () => {
       30_000,
       'the timeline showing every transition',
     );
+    await page.getByText('No webhook or callback message about this task.').waitFor();
     await page.locator('summary', { hasText: 'Params' }).click();
     await shot('task-detail-finished');
   });

@@ -16,7 +16,7 @@ import {
   useTitle,
 } from '../components';
 import { Link } from '../router';
-import { Task, TaskAttempt, TaskEvent, TaskType, progressOf } from '../types';
+import { Delivery, Task, TaskAttempt, TaskEvent, TaskType, progressOf } from '../types';
 
 const ACTIONS: readonly TaskAction[] = [
   'pause',
@@ -47,6 +47,12 @@ export function TaskDetail({ id }: { id: string }) {
   const attempts = useQuery({
     queryKey: ['task-attempts', id, version],
     queryFn: () => api<TaskAttempt[]>(`/v1/tasks/${encodeURIComponent(id)}/attempts`),
+    enabled: version !== undefined,
+    placeholderData: (prev) => prev,
+  });
+  const deliveries = useQuery({
+    queryKey: ['task-deliveries', id, version],
+    queryFn: () => api<Delivery[]>(`/v1/tasks/${encodeURIComponent(id)}/deliveries`),
     enabled: version !== undefined,
     placeholderData: (prev) => prev,
   });
@@ -278,6 +284,58 @@ export function TaskDetail({ id }: { id: string }) {
                     <td>{a.error ?? ''}</td>
                   </tr>
                 ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section aria-labelledby="deliveries-h">
+        <h2 id="deliveries-h">Webhook deliveries</h2>
+        {deliveries.isPending ? (
+          <Loading what="deliveries" />
+        ) : deliveries.isError ? (
+          <ErrorState error={deliveries.error} what="deliveries" />
+        ) : deliveries.data.length === 0 ? (
+          <Empty>No webhook or callback message about this task.</Empty>
+        ) : (
+          <div className="scroll" tabIndex={0} role="region" aria-labelledby="deliveries-h">
+            <table className="dense">
+              <thead>
+                <tr>
+                  <th scope="col">Event</th>
+                  <th scope="col">To</th>
+                  <th scope="col">Status</th>
+                  <th scope="col" className="num">
+                    Attempts
+                  </th>
+                  <th scope="col">Last answer</th>
+                  <th scope="col">Made</th>
+                </tr>
+              </thead>
+              <tbody>
+                {deliveries.data.map((d) => {
+                  const last = d.attempt_log[d.attempt_log.length - 1];
+                  return (
+                    <tr key={d.message_id}>
+                      <td>{d.event_type}</td>
+                      <td>{d.url ?? d.webhook_id}</td>
+                      <td>
+                        <span className={`badge delivery-${d.status}`}>{d.status}</span>
+                      </td>
+                      <td className="num">{d.attempts}</td>
+                      <td>
+                        {last
+                          ? (last.error ??
+                            `HTTP ${last.status_code ?? '?'} in ${last.latency_ms} ms`)
+                          : '—'}
+                      </td>
+                      <td>
+                        <Time iso={d.created_at} />
+                      </td>
+                    </tr>
+                  );
+                })}
               </tbody>
             </table>
           </div>
