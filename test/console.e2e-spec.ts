@@ -324,6 +324,8 @@ describe('console in a browser', () => {
     await page.getByRole('link', { name: 'console sleeps' }).waitFor();
     await page.getByLabel('Outcome', { exact: true }).selectOption('CANCELLED');
     await page.waitForURL(/\/tasks\?status=FINISH&task_type=demo\.sleep&outcome=CANCELLED$/);
+    // The rows of the filter before stay while the new ones load (marked busy), then go.
+    await page.locator('[aria-label="Task list"][aria-busy="false"]').waitFor();
     await page.getByRole('link', { name: 'console cancel' }).waitFor();
     expect(await page.getByRole('link', { name: 'console sleeps' }).count()).toBe(0);
 

@@ -262,7 +262,13 @@ export function Tasks() {
           )}
         </Empty>
       ) : (
-        <div className="scroll" tabIndex={0} role="region" aria-label="Task list">
+        <div
+          className="scroll"
+          tabIndex={0}
+          role="region"
+          aria-label="Task list"
+          aria-busy={page.isPlaceholderData}
+        >
           <table className="dense">
             <thead>
               <tr>
