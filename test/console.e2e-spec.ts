@@ -139,7 +139,8 @@ describe('console in a browser', () => {
         '--disable-sync',
       ],
     });
-    context = await browser.newContext({ viewport: DESKTOP });
+    // Numbers and times as an English-speaking user sees them, whatever the machine's locale.
+    context = await browser.newContext({ viewport: DESKTOP, locale: 'en-US' });
     page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
   });
@@ -183,6 +184,7 @@ describe('console in a browser', () => {
   it('asks for an API key, refuses a wrong one, and opens on a right one', async () => {
     await page.goto(url('/'));
     await heading('Baton console').waitFor();
+    expect(await axeViolations()).toEqual([]);
     await shot('sign-in');
     await page.getByLabel('API key').fill('baton_not-a-key-of-this-scheduler-000');
     await page.getByRole('button', { name: 'Open the console' }).click();
