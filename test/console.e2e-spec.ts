@@ -366,7 +366,7 @@ describe('console in a browser', () => {
     await heading('Tasks').waitFor();
   });
 
-  it('lists workers with version and health, and drains and undrains one', async () => {
+  it('lists workers with version and health; drains one, blacklists it with a reason, lifts both', async () => {
     await page.goto(url('/workers'));
     await heading('Workers').waitFor();
     const row = page.getByRole('row').filter({ hasText: 'console-worker' });
@@ -381,6 +381,21 @@ describe('console in a browser', () => {
     await shot('workers-draining');
     await row.getByRole('button', { name: 'Undrain', exact: true }).click();
     await row.getByRole('button', { name: 'Drain', exact: true }).waitFor();
+
+    await row.getByRole('button', { name: 'Blacklist…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Blacklist console-worker?' });
+    await dialog.getByLabel('Reason (kept with the blacklist)').fill('disk errors on /dev/sdb');
+    await dialog.getByRole('button', { name: 'Blacklist', exact: true }).click();
+    await row.getByText('blacklisted: disk errors on /dev/sdb').waitFor();
+    const listed = await api.call<{ worker_id: string; blacklist: { reason: string } | null }[]>(
+      'GET',
+      '/v1/workers',
+    );
+    expect(listed.data.find((w) => w.worker_id === 'console-worker')?.blacklist?.reason).toBe(
+      'disk errors on /dev/sdb',
+    );
+    await row.getByRole('button', { name: 'Lift blacklist' }).click();
+    await row.getByRole('button', { name: 'Blacklist…' }).waitFor();
   });
 
   it('lists timers with their next fire, and disables one', async () => {
