@@ -415,6 +415,27 @@ describe('console in a browser', () => {
     expect(timer.data.enabled).toBe(false);
   });
 
+  it('lists log rules with what they make, and disables one', async () => {
+    const made = await api.call<{ rule_id: string }>('POST', '/v1/log-rules', {
+      name: 'console disk full',
+      sources: ['http:*'],
+      match: { regex: 'disk full on (?<host>[\\w.-]+)' },
+      template: {
+        create_info: { task_type: 'demo.echo', task_name: 'clean {{host}}' },
+        params: { host: '{{host}}' },
+      },
+    });
+    expect(made.status).toBe(201);
+    await page.goto(url('/log-rules'));
+    await heading('Log rules').waitFor();
+    const card = page.getByRole('listitem').filter({ hasText: 'console disk full' });
+    await card.getByText('demo.echo', { exact: true }).waitFor();
+    await card.getByRole('button', { name: 'Disable console disk full' }).click();
+    await card.getByText('disabled', { exact: true }).waitFor();
+    const rule = await api.call<{ enabled: boolean }>('GET', `/v1/log-rules/${made.data.rule_id}`);
+    expect(rule.data.enabled).toBe(false);
+  });
+
   it('every page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
     const anyTask = (await api.call<{ items: { task_id: string }[] }>('GET', '/v1/tasks?limit=1'))
       .data.items[0].task_id;
@@ -425,6 +446,7 @@ describe('console in a browser', () => {
       ['new-task', '/tasks/new', 'New task'],
       ['workers', '/workers', 'Workers'],
       ['timers', '/timers', 'Timers'],
+      ['log-rules', '/log-rules', 'Log rules'],
       ['not-found', '/tasks/new/nowhere', 'Not found'],
     ];
     const problems: string[] = [];

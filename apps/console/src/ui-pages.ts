@@ -4,7 +4,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The single-page app's own addresses: each answers its page, which then reads the URL. */
-export const PAGE_ROUTES = ['/', '/tasks', '/tasks/*', '/timers', '/workers'] as const;
+export const PAGE_ROUTES = [
+  '/',
+  '/tasks',
+  '/tasks/*',
+  '/timers',
+  '/log-rules',
+  '/workers',
+] as const;
 
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Baton console</title></head>
 <body><main><h1>Baton console</h1><p>The console's pages are not built. Run

@@ -4,6 +4,7 @@ import { apiKey, onUnauthorized } from './api';
 import { Empty, useTitle } from './components';
 import { CreateTask } from './pages/CreateTask';
 import { Login } from './pages/Login';
+import { LogRules } from './pages/LogRules';
 import { Overview } from './pages/Overview';
 import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
@@ -15,6 +16,7 @@ const NAV = [
   { href: '/', label: 'Overview', current: (p: string) => p === '/' },
   { href: '/tasks', label: 'Tasks', current: (p: string) => p.startsWith('/tasks') },
   { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
+  { href: '/log-rules', label: 'Log rules', current: (p: string) => p === '/log-rules' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },
 ];
 
@@ -25,6 +27,7 @@ function Page({ path }: { path: string }) {
   const task = /^\/tasks\/([^/]+)$/.exec(path);
   if (task) return <TaskDetail id={decodeURIComponent(task[1])} />;
   if (path === '/timers') return <Timers />;
+  if (path === '/log-rules') return <LogRules />;
   if (path === '/workers') return <Workers />;
   return <NotFound />;
 }

@@ -10,6 +10,7 @@ export type TaskType = Schemas['TaskTypeDto'];
 export type TaskCount = Schemas['TaskCountDto'];
 export type Worker = Schemas['WorkerDto'];
 export type Timer = Schemas['TimerDto'];
+export type LogRule = Schemas['LogRuleDto'];
 export type Delivery = Schemas['WebhookDeliveryDto'];
 export type TaskStatus = Schemas['TaskStatus'];
 export type CreateTask = Schemas['CreateTaskDto'];
