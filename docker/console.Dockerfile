@@ -10,7 +10,8 @@ COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY apps ./apps
 COPY libs ./libs
 COPY bin ./bin
-RUN npm run build && npm prune --omit=dev
+# The server (tsc) and its pages (Vite, into dist/console-ui).
+RUN npm run build && npm run build:console && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production

@@ -2,7 +2,8 @@
 # Brings up the servers the test suite talks to, on loopback, and fails loudly when one cannot be
 # reached. Idempotent: a service that already answers is left alone, so a second run is fast.
 # ZooKeeper and etcd are installed from Debian packages when absent (the lock conformance suite
-# needs them), and so is Prometheus (its promtool and server, for the deployment test); MariaDB and
+# needs them), and so are Prometheus (its promtool and server, for the deployment test) and Chromium
+# (for the console's browser tests); MariaDB and
 # Redis are expected to be installed already on this machine kind.
 set -euo pipefail
 
@@ -126,4 +127,10 @@ if [ ! -x /usr/bin/promtool ] || [ ! -x /usr/bin/prometheus ]; then
   apt_install prometheus
 fi
 
-log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3); promtool and prometheus are in /usr/bin"
+# --- Chromium (the console's browser tests drive Debian's build through playwright-core, launched
+# by its path: nothing downloads a browser) ---
+if [ ! -x /usr/bin/chromium ]; then
+  apt_install chromium
+fi
+
+log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3); promtool, prometheus and chromium are in /usr/bin"

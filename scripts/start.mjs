@@ -40,7 +40,15 @@ const apps = [
       BATON_DB_PATH: process.env.BATON_DB_PATH ?? `${dataDir}/baton.sqlite`,
     },
   ],
-  ['console', 'dist/apps/console/src/main.js', { CONSOLE_PORT: ports.console }],
+  [
+    'console',
+    'dist/apps/console/src/main.js',
+    {
+      CONSOLE_PORT: ports.console,
+      // The console passes its pages' /api/* calls to the scheduler's public API.
+      BATON_SCHEDULER_URL: `http://127.0.0.1:${ports.scheduler}`,
+    },
+  ],
   [
     'worker',
     'dist/apps/worker-template/src/main.js',

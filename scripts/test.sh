@@ -32,8 +32,11 @@ finish() {
 
 step "services" bash scripts/services.sh
 step "build" npm run --silent build
+# The console's pages (Vite): the browser tests open them.
+step "console build" npm run --silent build:console
 if [ "$failed" -gt 0 ]; then finish; fi
 step "typecheck" npx tsc -p tsconfig.json --noEmit
+step "console typecheck" npx tsc -p apps/console/ui/tsconfig.json
 step "lint" npx eslint .
 step "format" npx prettier --check . --log-level warn
 step "openapi drift" node dist/bin/generate-openapi.js --check

@@ -98,6 +98,7 @@ const FOREIGN_BODIES: Record<string, unknown> = {
 const ALL_TENANTS = new Set([
   'GET /v1/producer',
   'GET /v1/logs/stats',
+  'GET /v1/task-counts',
   'POST /v1/workers/{worker_id}/drain',
   'DELETE /v1/workers/{worker_id}/drain',
   'POST /v1/workers/{worker_id}/blacklist',

@@ -1,12 +1,34 @@
+import { join } from 'node:path';
+
 /** The console's settings, read once at boot. */
 export interface ConsoleConfig {
   host: string;
   port: number;
-  /** Where people's browsers reach the scheduler. */
-  schedulerPublicUrl: string;
+  /** Where the console's server reaches the scheduler's public API (`/api/*` is passed there). */
+  schedulerUrl: string;
+  /** The built single-page app (`npm run build:console` writes it). */
+  uiDir: string;
+  /** Longest wait for the scheduler's answer to one proxied request. */
+  apiTimeoutMs: number;
 }
 
 export const CONSOLE_CONFIG = Symbol('CONSOLE_CONFIG');
+
+function httpUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new Error(`${name} must be a plain base URL (no credentials, query or fragment)`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
 
 export function loadConsoleConfig(env: NodeJS.ProcessEnv = process.env): ConsoleConfig {
   const raw = env.CONSOLE_PORT ?? '3001';
@@ -14,9 +36,22 @@ export function loadConsoleConfig(env: NodeJS.ProcessEnv = process.env): Console
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new Error(`CONSOLE_PORT must be a port number, got ${JSON.stringify(raw)}`);
   }
+  const rawTimeout = env.CONSOLE_API_TIMEOUT_MS ?? '30000';
+  const apiTimeoutMs = Number(rawTimeout);
+  if (!Number.isInteger(apiTimeoutMs) || apiTimeoutMs < 100) {
+    throw new Error(
+      `CONSOLE_API_TIMEOUT_MS must be a whole number of milliseconds (100 or more), got ${JSON.stringify(rawTimeout)}`,
+    );
+  }
   return {
     host: env.CONSOLE_HOST ?? '127.0.0.1',
     port,
-    schedulerPublicUrl: env.BATON_SCHEDULER_PUBLIC_URL ?? 'http://127.0.0.1:3000',
+    schedulerUrl: httpUrl(
+      'BATON_SCHEDULER_URL',
+      env.BATON_SCHEDULER_URL ?? env.BATON_SCHEDULER_PUBLIC_URL ?? 'http://127.0.0.1:3000',
+    ),
+    // dist/apps/console/src -> dist/console-ui
+    uiDir: env.CONSOLE_UI_DIR ?? join(__dirname, '..', '..', '..', 'console-ui'),
+    apiTimeoutMs,
   };
 }

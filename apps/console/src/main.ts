@@ -2,8 +2,10 @@ import fastifyHelmet from '@fastify/helmet';
 import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { registerApiProxy } from './api-proxy';
 import { CONSOLE_CONFIG, ConsoleConfig, loadConsoleConfig } from './console.config';
 import { ConsoleController } from './console.controller';
+import { registerUiPages } from './ui-pages';
 
 @Module({})
 class ConsoleAppModule {
@@ -23,11 +25,23 @@ async function main(): Promise<void> {
     new FastifyAdapter(),
     { logger: ['error', 'warn', 'log'] },
   );
-  // Security headers on every page and answer (Content-Security-Policy, frame and type options).
-  await app.register(fastifyHelmet);
+  // Security headers on every page and answer (Content-Security-Policy: scripts and styles from
+  // the console itself only; frame and type options). The pages use relative addresses only, so
+  // they need no upgrade to https: a console served over plain http (npm start) keeps working.
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: { directives: { 'upgrade-insecure-requests': null } },
+  });
+  const fastify = app.getHttpAdapter().getInstance();
+  registerApiProxy(fastify, config.schedulerUrl, config.apiTimeoutMs);
+  if (!registerUiPages(fastify, config.uiDir)) {
+    Logger.warn(
+      `no built pages in ${config.uiDir}: run \`npm run build:console\` (npm start does it)`,
+      'Console',
+    );
+  }
   app.enableShutdownHooks();
   await app.listen(config.port, config.host);
-  Logger.log(`console listening on ${await app.getUrl()}`, 'Console');
+  Logger.log(`console listening on ${await app.getUrl()} (API: ${config.schedulerUrl})`, 'Console');
 }
 
 main().catch((err: unknown) => {

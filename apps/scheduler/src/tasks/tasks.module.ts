@@ -8,6 +8,7 @@ import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
+import { TaskCountsController } from './task-counts.controller';
 import { TasksController } from './tasks.controller';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
@@ -30,7 +31,7 @@ import { TasksService } from './tasks.service';
     EngineModule,
     RunnerModule,
   ],
-  controllers: [TasksController, CallbacksController],
+  controllers: [TasksController, TaskCountsController, CallbacksController],
   providers: [
     TaskFactory,
     FastEnqueue,

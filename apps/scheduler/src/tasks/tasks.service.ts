@@ -5,6 +5,8 @@ import { EntityManager } from 'typeorm';
 import {
   TaskAttemptModel,
   TaskChangeFeed,
+  TaskCount,
+  TaskCountsRepository,
   TaskEventModel,
   TaskLogRepository,
   TaskModel,
@@ -30,6 +32,7 @@ export class TasksService {
     private readonly fast: FastEnqueue,
     private readonly clock: Clock,
     private readonly feed: TaskChangeFeed,
+    private readonly counts: TaskCountsRepository,
   ) {}
 
   /**
@@ -180,5 +183,13 @@ export class TasksService {
   async attempts(taskId: string): Promise<TaskAttemptModel[]> {
     await this.get(taskId);
     return this.log.attempts(taskId);
+  }
+
+  /**
+   * Tasks by type and status, every count above zero: read from the counts kept with each change
+   * (TaskCountsRepository), never by counting the task table.
+   */
+  countsByTypeAndStatus(): Promise<TaskCount[]> {
+    return this.counts.totals();
   }
 }

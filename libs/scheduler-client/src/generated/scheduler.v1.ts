@@ -452,6 +452,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task-counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** tasks by type and status, every count above zero (kept with each change, no scan) */
+        get: operations["TaskCountsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/notify": {
         parameters: {
             query?: never;
@@ -1598,6 +1615,12 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
+        };
+        TaskCountDto: {
+            task_type: string;
+            /** @enum {string} */
+            status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
+            count: number;
         };
         CallbackErrorDto: {
             message: string;
@@ -3682,6 +3705,36 @@ export interface operations {
             500: components["responses"]["error-50000"];
             501: components["responses"]["error-50100"];
             503: components["responses"]["error-50300-50302"];
+        };
+    };
+    TaskCountsController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskCountDto"][];
+                    };
+                };
+            };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     CallbacksController_notify: {

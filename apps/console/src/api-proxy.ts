@@ -1,0 +1,84 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { request } from 'undici';
+
+/** Request headers passed on to the scheduler; everything else stays at the console. */
+const FORWARDED = ['authorization', 'content-type', 'accept', 'idempotency-key'] as const;
+/** Answer headers passed back to the browser. */
+const RETURNED = ['content-type', 'retry-after'] as const;
+/** The largest body the console passes on (the scheduler's own default limit). */
+const BODY_LIMIT = 1024 * 1024;
+
+const envelope = (code: number, message: string): string =>
+  JSON.stringify({ code, message, data: null });
+
+/**
+ * `/api/v1/*` is passed to the scheduler's public API as `/v1/*`, with the caller's own API key
+ * (`Authorization`): the console adds no credentials and has no other way in, so a page shows
+ * only what its user's key may read, and does only what that key may do.
+ */
+export function registerApiProxy(
+  app: FastifyInstance,
+  schedulerUrl: string,
+  timeoutMs: number,
+): void {
+  void app.register(async (scope) => {
+    // The body travels as bytes: the scheduler parses and checks it.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: BODY_LIMIT },
+      (_r, body, done) => done(null, body),
+    );
+    scope.all('/api/*', (req, reply) => forward(req, reply, schedulerUrl, timeoutMs));
+  });
+}
+
+async function forward(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  schedulerUrl: string,
+  timeoutMs: number,
+): Promise<FastifyReply> {
+  const path = req.url.slice('/api'.length);
+  if (!path.startsWith('/v1/')) {
+    return reply
+      .code(404)
+      .type('application/json')
+      .send(envelope(40402, `${req.method} ${req.url}: the console passes on /api/v1/* only`));
+  }
+  const headers: Record<string, string> = {};
+  for (const name of FORWARDED) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  const body = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
+  try {
+    const res = await request(`${schedulerUrl}${path}`, {
+      method: req.method as 'GET',
+      headers,
+      body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    const answer = Buffer.from(await res.body.arrayBuffer());
+    reply.code(res.statusCode);
+    for (const name of RETURNED) {
+      const value = res.headers[name];
+      if (typeof value === 'string') reply.header(name, value);
+    }
+    // What a person's key may read is not for shared caches.
+    reply.header('cache-control', 'no-store');
+    return reply.send(answer);
+  } catch (err) {
+    req.log.warn({ err }, 'the scheduler did not answer a proxied request');
+    return reply
+      .code(502)
+      .type('application/json')
+      .send(
+        envelope(
+          50200,
+          `the scheduler at ${schedulerUrl} did not answer: ${(err as Error).message}`,
+        ),
+      );
+  }
+}

@@ -1,0 +1,367 @@
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState } from 'react';
+import { ACTION_EFFECTS, ACTION_LABELS, TaskAction, bulkRetryCall, whyNot } from '../actions';
+import { ApiError, api, queryString } from '../api';
+import {
+  ConfirmDialog,
+  Empty,
+  ErrorState,
+  Field,
+  Loading,
+  Progress,
+  StatusBadge,
+  Time,
+  useTitle,
+} from '../components';
+import { Link, navigate, useLocation, withQuery } from '../router';
+import { STATUSES, Task, TaskPage, TaskType, progressOf } from '../types';
+
+const PAGE_SIZE = 50;
+const BULK: readonly TaskAction[] = ['cancel', 'retry', 'pause', 'continue'];
+/** Outcomes of decided tasks (CANCELLED: stopped because someone asked, not a failure). */
+const OUTCOMES = ['SUCCESS', 'FAIL', 'ROLLBACK', 'CANCELLED'] as const;
+
+/** The call a bulk action makes for one task, or null when the task is left alone. */
+function callFor(task: Task, action: TaskAction): string | null {
+  if (action === 'retry') return bulkRetryCall(task);
+  return whyNot(task, action) === null ? action : null;
+}
+
+/** Runs `work` over `items`, `limit` at a time. */
+async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]);
+  });
+  await Promise.all(lanes);
+}
+
+/** The task list: filters in the URL, cursor pages, live refresh, bulk actions on a selection. */
+export function Tasks() {
+  useTitle('Tasks');
+  const loc = useLocation();
+  const type = loc.query.get('task_type') ?? '';
+  const status = loc.query.get('status') ?? '';
+  const outcome = loc.query.get('outcome') ?? '';
+  const text = loc.query.get('q') ?? '';
+  const cursor = loc.query.get('cursor') ?? '';
+  const client = useQueryClient();
+
+  const types = useQuery({
+    queryKey: ['task-types'],
+    queryFn: () => api<TaskType[]>('/v1/task-types'),
+    staleTime: 60_000,
+  });
+  const page = useQuery({
+    queryKey: ['tasks', type, status, outcome, cursor],
+    queryFn: () =>
+      api<TaskPage>(
+        `/v1/tasks${queryString({ task_type: type, status, outcome, cursor, limit: PAGE_SIZE })}`,
+      ),
+    refetchInterval: 3000,
+    placeholderData: keepPreviousData,
+  });
+
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [asking, setAsking] = useState<TaskAction | null>(null);
+  const [report, setReport] = useState<{ text: string; failures: string[] } | null>(null);
+  const [running, setRunning] = useState(false);
+  const headerBox = useRef<HTMLInputElement>(null);
+
+  // A new filter or page starts with nothing selected.
+  useEffect(() => setSelected(new Set()), [type, status, outcome, cursor]);
+
+  const needle = text.trim().toLowerCase();
+  const items = (page.data?.items ?? []).filter(
+    (t) =>
+      !needle ||
+      t.task_name.toLowerCase().includes(needle) ||
+      t.task_id.toLowerCase().includes(needle),
+  );
+  const chosen = items.filter((t) => selected.has(t.task_id));
+  const allChosen = items.length > 0 && chosen.length === items.length;
+  useEffect(() => {
+    if (headerBox.current)
+      headerBox.current.indeterminate = chosen.length > 0 && chosen.length < items.length;
+  });
+
+  const toggle = (id: string): void =>
+    setSelected((s) => {
+      const next = new Set(s);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      return next;
+    });
+
+  const run = async (action: TaskAction): Promise<void> => {
+    const targets = chosen.flatMap((t) => {
+      const call = callFor(t, action);
+      return call ? [{ task: t, call }] : [];
+    });
+    setAsking(null);
+    setRunning(true);
+    const failures: string[] = [];
+    await eachLimited(targets, 4, async ({ task, call }) => {
+      try {
+        await api(`/v1/tasks/${encodeURIComponent(task.task_id)}/${call}`, {
+          method: 'POST',
+          body: {},
+        });
+      } catch (err) {
+        failures.push(
+          `${task.task_name} (${task.task_id}): ${err instanceof ApiError ? err.message : String(err)}`,
+        );
+      }
+    });
+    setRunning(false);
+    setSelected(new Set());
+    const done = targets.length - failures.length;
+    setReport({
+      text: `${ACTION_LABELS[action]}: ${done} of ${targets.length} task${targets.length === 1 ? '' : 's'} done${failures.length ? `, ${failures.length} refused` : ''}.`,
+      failures,
+    });
+    await client.invalidateQueries({ queryKey: ['tasks'] });
+    await client.invalidateQueries({ queryKey: ['task-counts'] });
+  };
+
+  const setFilter = (changes: Record<string, string | undefined>, replace = false): void =>
+    navigate(withQuery(loc, { ...changes, cursor: undefined }), { replace });
+
+  const askingTargets = asking ? chosen.filter((t) => callFor(t, asking) !== null) : [];
+
+  return (
+    <>
+      <div className="title-row">
+        <h1>Tasks</h1>
+        <Link className="button primary" href="/tasks/new">
+          New task
+        </Link>
+      </div>
+      <form
+        className="filters"
+        role="search"
+        aria-label="Filter tasks"
+        onSubmit={(e) => e.preventDefault()}
+      >
+        <Field label="Type">
+          {(id) => (
+            <select id={id} value={type} onChange={(e) => setFilter({ task_type: e.target.value })}>
+              <option value="">any</option>
+              {(types.data ?? []).map((t) => (
+                <option key={t.task_type} value={t.task_type}>
+                  {t.task_type}
+                </option>
+              ))}
+              {type && !types.data?.some((t) => t.task_type === type) ? (
+                <option value={type}>{type}</option>
+              ) : null}
+            </select>
+          )}
+        </Field>
+        <Field label="Status">
+          {(id) => (
+            <select id={id} value={status} onChange={(e) => setFilter({ status: e.target.value })}>
+              <option value="">any</option>
+              {STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Outcome">
+          {(id) => (
+            <select
+              id={id}
+              value={outcome}
+              onChange={(e) => setFilter({ outcome: e.target.value })}
+            >
+              <option value="">any</option>
+              {OUTCOMES.map((o) => (
+                <option key={o} value={o}>
+                  {o}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Name or id">
+          {(id) => (
+            <input
+              id={id}
+              type="search"
+              value={text}
+              placeholder="on this page"
+              onChange={(e) => navigate(withQuery(loc, { q: e.target.value }), { replace: true })}
+            />
+          )}
+        </Field>
+        {type || status || outcome || text ? (
+          <Link href="/tasks" className="button">
+            Clear filters
+          </Link>
+        ) : null}
+      </form>
+
+      <div className="bulk" role="group" aria-label="Act on the selected tasks">
+        <span aria-live="polite">{chosen.length} selected</span>
+        {BULK.map((a) => {
+          const n = chosen.filter((t) => callFor(t, a) !== null).length;
+          return (
+            <button
+              key={a}
+              type="button"
+              aria-disabled={n === 0 || running}
+              title={
+                n === 0
+                  ? chosen.length === 0
+                    ? 'select tasks first'
+                    : `none of the selected tasks can be: ${ACTION_EFFECTS[a]}`
+                  : undefined
+              }
+              onClick={() => {
+                if (n > 0 && !running) setAsking(a);
+              }}
+            >
+              {ACTION_LABELS[a]}
+              {n > 0 ? ` (${n})` : ''}
+            </button>
+          );
+        })}
+      </div>
+      {running ? <Loading what="the answers" /> : null}
+      {report ? (
+        <div className={`report ${report.failures.length ? 'error' : ''}`} role="status">
+          <p>{report.text}</p>
+          {report.failures.length ? (
+            <ul>
+              {report.failures.map((f) => (
+                <li key={f}>{f}</li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
+      ) : null}
+
+      {page.isPending ? (
+        <Loading what="tasks" />
+      ) : page.isError ? (
+        <ErrorState error={page.error} what="tasks" />
+      ) : items.length === 0 ? (
+        <Empty>
+          {page.data.items.length === 0 && !cursor && !type && !status && !outcome ? (
+            <>
+              No tasks yet. <Link href="/tasks/new">Create one</Link>.
+            </>
+          ) : (
+            <>
+              No tasks match these filters{text ? ' on this page' : ''}.{' '}
+              <Link href="/tasks">Show all tasks</Link>
+            </>
+          )}
+        </Empty>
+      ) : (
+        <div
+          className="scroll"
+          tabIndex={0}
+          role="region"
+          aria-label="Task list"
+          aria-busy={page.isPlaceholderData}
+        >
+          <table className="dense">
+            <thead>
+              <tr>
+                <th scope="col" className="check">
+                  <input
+                    ref={headerBox}
+                    type="checkbox"
+                    aria-label={`Select all ${items.length} tasks shown`}
+                    checked={allChosen}
+                    onChange={() =>
+                      setSelected(allChosen ? new Set() : new Set(items.map((t) => t.task_id)))
+                    }
+                  />
+                </th>
+                <th scope="col">Task</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col">Progress</th>
+                <th scope="col" className="num">
+                  Attempt
+                </th>
+                <th scope="col">Created</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((t) => (
+                <tr key={t.task_id} className={selected.has(t.task_id) ? 'selected' : undefined}>
+                  <td className="check">
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${t.task_name} (${t.task_id})`}
+                      checked={selected.has(t.task_id)}
+                      onChange={() => toggle(t.task_id)}
+                    />
+                  </td>
+                  <td>
+                    <Link href={`/tasks/${t.task_id}`}>{t.task_name}</Link>
+                    <div className="id">{t.task_id}</div>
+                  </td>
+                  <td>{t.task_type}</td>
+                  <td>
+                    <StatusBadge status={t.task_status} outcome={t.outcome} />
+                  </td>
+                  <td>
+                    {progressOf(t) ? (
+                      <Progress
+                        percent={progressOf(t)?.percent ?? 0}
+                        label={`Progress of ${t.task_name}`}
+                      />
+                    ) : (
+                      <span className="muted">—</span>
+                    )}
+                  </td>
+                  <td className="num">{t.attempt}</td>
+                  <td>
+                    <Time iso={t.created_at} />
+                  </td>
+                  <td>
+                    <Time iso={t.updated_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav className="pager" aria-label="Pages">
+        {cursor ? <Link href={withQuery(loc, { cursor: undefined })}>Newest</Link> : null}
+        {page.data?.next_cursor ? (
+          <Link href={withQuery(loc, { cursor: page.data.next_cursor })}>Older tasks</Link>
+        ) : null}
+      </nav>
+
+      {asking ? (
+        <ConfirmDialog
+          title={`${ACTION_LABELS[asking]} ${askingTargets.length} task${askingTargets.length === 1 ? '' : 's'}?`}
+          confirmLabel={`${ACTION_LABELS[asking]} ${askingTargets.length}`}
+          onConfirm={() => void run(asking)}
+          onClose={() => setAsking(null)}
+        >
+          <p>
+            {askingTargets.length} task{askingTargets.length === 1 ? '' : 's'} will be{' '}
+            {ACTION_EFFECTS[asking]}.
+          </p>
+          {chosen.length > askingTargets.length ? (
+            <p>
+              {chosen.length - askingTargets.length} of the {chosen.length} selected cannot be, in
+              their status, and are left as they are.
+            </p>
+          ) : null}
+        </ConfirmDialog>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,488 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Browser, BrowserContext, Page, chromium } from 'playwright-core';
+import { request } from 'undici';
+import {
+  ADMIN_KEY,
+  Api,
+  Backend,
+  embeddedBackend,
+  startScheduler,
+  startTemplateWorker,
+} from './support/baton';
+import { ROOT, RunningProcess, eventually, startProcess } from './support/processes';
+
+jest.setTimeout(180_000);
+
+/** Debian's Chromium (scripts/services.sh installs it); nothing here downloads a browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const CONSOLE_MAIN = 'dist/apps/console/src/main.js';
+const SHOTS = join(ROOT, '.test-results', 'console');
+/** axe-core's build, evaluated in each page (through the debugger: the page's CSP stays on). */
+const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+/** Waits for an end state: long, since a loaded two-core machine may be slow; never a measure. */
+const SETTLE_MS = 90_000;
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 900 };
+
+interface Task {
+  task_id: string;
+  task_status: string;
+  outcome: string | null;
+  attempt: number;
+  cancel_requested: boolean;
+  progress: { percent: number } | null;
+}
+
+interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+/**
+ * The console as its users meet it: the real scheduler (SQLite + memory queue), the template
+ * worker and the console's own process, with Debian's Chromium driven by playwright-core. Each
+ * test walks pages as a person would (a key pasted in, forms, buttons, confirmations) and checks
+ * the outcome through the scheduler's API. Every page gets an axe check and screenshots at
+ * desktop and phone width in .test-results/console/.
+ */
+describe('console in a browser', () => {
+  let backend: Backend;
+  let dir: string;
+  let scheduler: RunningProcess;
+  let worker: RunningProcess;
+  let consoleApp: RunningProcess;
+  let api: Api;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  const url = (path: string): string => `${consoleApp.url}${path}`;
+  const shot = (name: string): Promise<Buffer> =>
+    page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+
+  const createTask = async (body: Record<string, unknown>): Promise<string> => api.create(body);
+  const task = async (id: string): Promise<Task> => (await api.task(id)) as unknown as Task;
+  const settled = (id: string, what: string, test: (t: Task) => boolean): Promise<Task> =>
+    eventually(
+      async () => {
+        const t = await task(id);
+        return test(t) ? t : undefined;
+      },
+      SETTLE_MS,
+      `task ${id}: ${what}`,
+    );
+
+  /** The serious and critical accessibility violations axe finds on the page as it is now. */
+  const axeViolations = async (): Promise<Violation[]> => {
+    await page.evaluate(AXE);
+    const found = await page.evaluate(async () => {
+      type AxeResult = {
+        violations: {
+          id: string;
+          impact: string | null;
+          help: string;
+          nodes: { target: unknown[] }[];
+        }[];
+      };
+      const axe = (globalThis as unknown as { axe: { run(): Promise<AxeResult> } }).axe;
+      const result = await axe.run();
+      return result.violations.map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')),
+      }));
+    });
+    return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  };
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: run \`bash scripts/services.sh\` (it installs it)`);
+    if (!existsSync(join(ROOT, 'dist', 'console-ui', 'index.html')))
+      throw new Error('the console is not built: run `npm run build:console` (npm test does)');
+    mkdirSync(SHOTS, { recursive: true });
+    backend = embeddedBackend();
+    dir = mkdtempSync(join(tmpdir(), 'baton-console-'));
+    scheduler = await startScheduler(backend);
+    api = new Api(scheduler.url);
+    worker = await startTemplateWorker('console-worker', scheduler.url, join(dir, 'runs.jsonl'));
+    consoleApp = await startProcess(CONSOLE_MAIN, {
+      CONSOLE_PORT: '0',
+      BATON_SCHEDULER_URL: scheduler.url,
+    });
+    await eventually(
+      async () => {
+        const res = await api.call<{ worker_id: string; health: string }[]>('GET', '/v1/workers');
+        return res.data.some((w) => w.worker_id === 'console-worker' && w.health === 'healthy')
+          ? true
+          : undefined;
+      },
+      60_000,
+      'the template worker registered and healthy',
+    );
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      // No background traffic: this machine's network is closed, and the tests need none.
+      args: [
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    // Numbers and times as an English-speaking user sees them, whatever the machine's locale.
+    context = await browser.newContext({ viewport: DESKTOP, locale: 'en-US' });
+    page = await context.newPage();
+    page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const p of [consoleApp, worker, scheduler]) await p?.stop();
+    await backend?.cleanup();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('passes /api/v1/* to the scheduler with the caller’s key, and adds none of its own', async () => {
+    const anonymous = await request(url('/api/v1/tasks'));
+    expect(anonymous.statusCode).toBe(401);
+    expect(await anonymous.body.json()).toMatchObject({ code: 40100 });
+
+    const withKey = await request(url('/api/v1/task-types'), {
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    });
+    expect(withKey.statusCode).toBe(200);
+    const types = (await withKey.body.json()) as { code: number; data: { task_type: string }[] };
+    expect(types.data.map((t) => t.task_type)).toEqual(expect.arrayContaining(['demo.sleep']));
+
+    const elsewhere = await request(url('/api/metrics'));
+    expect(elsewhere.statusCode).toBe(404);
+    expect(await elsewhere.body.json()).toMatchObject({ code: 40402 });
+
+    // Bad input reaches the scheduler and comes back in its envelope.
+    const bad = await request(url('/api/v1/tasks'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: '{"create_info":',
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(await bad.body.json()).toMatchObject({
+      code: expect.any(Number),
+      message: expect.any(String),
+    });
+  });
+
+  it('asks for an API key, refuses a wrong one, and opens on a right one', async () => {
+    await page.goto(url('/'));
+    await heading('Baton console').waitFor();
+    expect(await axeViolations()).toEqual([]);
+    await shot('sign-in');
+    await page.getByLabel('API key').fill('baton_not-a-key-of-this-scheduler-000');
+    await page.getByRole('button', { name: 'Open the console' }).click();
+    await page.getByRole('alert').filter({ hasText: 'refused this key' }).waitFor();
+
+    await page.getByLabel('API key').fill(ADMIN_KEY);
+    await page.getByRole('button', { name: 'Open the console' }).click();
+    await heading('Overview').waitFor();
+  });
+
+  it('creates a task from the form and shows its progress bar reaching 100%', async () => {
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Tasks' })
+      .click();
+    await heading('Tasks').waitFor();
+    await page.getByRole('link', { name: 'New task' }).click();
+    await heading('New task').waitFor();
+    await page.getByLabel('Type', { exact: true }).selectOption('demo.sleep');
+    await page.getByLabel('Name', { exact: true }).fill('console sleeps');
+    await page.getByLabel('Params (JSON)').fill('{ "seconds": 6, "tick_ms": 250 }');
+    await shot('new-task-filled');
+    await page.getByRole('button', { name: 'Create task' }).click();
+
+    await page.waitForURL(/\/tasks\/[0-9A-Z]{26}$/);
+    const id = page.url().split('/').pop() as string;
+    await heading('console sleeps').waitFor();
+    const bar = page.getByRole('progressbar', { name: 'Progress', exact: true });
+    // Some value below 100 first (the worker reports each tick), then 100.
+    const seen = new Set<string>();
+    await eventually(
+      async () => {
+        const value = (await bar.count()) ? await bar.getAttribute('value') : null;
+        if (value !== null) seen.add(value);
+        return value === '100' ? true : undefined;
+      },
+      SETTLE_MS,
+      'the progress bar at 100',
+    );
+    expect([...seen].some((v) => Number(v) > 0 && Number(v) < 100)).toBe(true);
+    const done = await settled(id, 'finished', (t) => t.task_status === 'FINISH');
+    expect(done.outcome).toBe('SUCCESS');
+    await page.getByText('FINISH · SUCCESS').first().waitFor();
+    // The lifecycle timeline lists the moves the API lists.
+    const events = await api.call<unknown[]>('GET', `/v1/tasks/${id}/events`);
+    await eventually(
+      async () =>
+        (await page.locator('ol.timeline > li').count()) === events.data.length ? true : undefined,
+      30_000,
+      'the timeline showing every transition',
+    );
+    await page.getByText('No webhook or callback message about this task.').waitFor();
+    await page.locator('summary', { hasText: 'Params' }).click();
+    await shot('task-detail-finished');
+  });
+
+  it('cancels a running task from its page; actions it does not allow say why', async () => {
+    const id = await createTask({
+      create_info: { task_type: 'demo.sleep', task_name: 'console cancel' },
+      params: { seconds: 120, tick_ms: 500 },
+    });
+    await settled(id, 'running', (t) => t.task_status === 'RUNNING');
+    await page.goto(url(`/tasks/${id}`));
+    await heading('console cancel').waitFor();
+
+    const resume = page.getByRole('button', { name: 'Continue', exact: true });
+    expect(await resume.getAttribute('aria-disabled')).toBe('true');
+    expect(await resume.getAttribute('title')).toBe('only a paused task can be continued');
+
+    await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Cancel this task?' });
+    await dialog.waitFor();
+    await shot('task-cancel-confirm');
+    await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+
+    const ended = await settled(
+      id,
+      'cancelled and finished',
+      (t) => t.task_status === 'FINISH' && t.outcome === 'CANCELLED',
+    );
+    expect(ended.cancel_requested).toBe(true);
+    await page.getByText('FINISH · CANCELLED').first().waitFor({ timeout: 30_000 });
+  });
+
+  it('retries three failed tasks at once from the list, after a confirmation saying how many', async () => {
+    const ids: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      ids.push(
+        await createTask({
+          create_info: { task_type: 'demo.flaky', task_name: `bulk-retry ${i}` },
+          process_arg: { max_retry: 0 },
+          params: { fail_times: 1 },
+        }),
+      );
+    }
+    for (const id of ids)
+      await settled(
+        id,
+        'failed and finished',
+        (t) => t.task_status === 'FINISH' && t.outcome === 'FAIL',
+      );
+
+    await page.goto(url('/tasks?task_type=demo.flaky&q=bulk-retry'));
+    await heading('Tasks').waitFor();
+    await eventually(
+      async () => ((await page.locator('tbody tr').count()) === 3 ? true : undefined),
+      30_000,
+      'three failed tasks listed',
+    );
+    await page.getByLabel('Select all 3 tasks shown').check();
+    await page.getByRole('button', { name: 'Retry (3)' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Retry 3 tasks?' });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain('3 tasks will be run again');
+    await shot('tasks-bulk-confirm');
+    await dialog.getByRole('button', { name: 'Retry 3' }).click();
+    await page.getByRole('status').filter({ hasText: 'Retry: 3 of 3 tasks done.' }).waitFor();
+
+    for (const id of ids) {
+      const t = await settled(id, 'run again and succeeded', (x) => x.outcome === 'SUCCESS');
+      expect(t.attempt).toBe(2);
+    }
+    await eventually(
+      async () => ((await page.getByText('FINISH · SUCCESS').count()) === 3 ? true : undefined),
+      30_000,
+      'the list showing the three succeeded',
+    );
+  });
+
+  it('keeps filters in the URL, and the list answers the keyboard', async () => {
+    await page.goto(url('/tasks'));
+    await heading('Tasks').waitFor();
+    await page.getByLabel('Status', { exact: true }).selectOption('FINISH');
+    await page.waitForURL(/\/tasks\?status=FINISH$/);
+    // The same address, opened afresh, shows the same filter.
+    await page.goto(url('/tasks?status=FINISH&task_type=demo.sleep'));
+    expect(await page.getByLabel('Status', { exact: true }).inputValue()).toBe('FINISH');
+    expect(await page.getByLabel('Type', { exact: true }).inputValue()).toBe('demo.sleep');
+    await page.getByRole('link', { name: 'console sleeps' }).waitFor();
+    await page.getByLabel('Outcome', { exact: true }).selectOption('CANCELLED');
+    await page.waitForURL(/\/tasks\?status=FINISH&task_type=demo\.sleep&outcome=CANCELLED$/);
+    // The rows of the filter before stay while the new ones load (marked busy), then go.
+    await page.locator('[aria-label="Task list"][aria-busy="false"]').waitFor();
+    await page.getByRole('link', { name: 'console cancel' }).waitFor();
+    expect(await page.getByRole('link', { name: 'console sleeps' }).count()).toBe(0);
+
+    // From the top of the page, Tab reaches the "select all" box; Space ticks it.
+    await page.locator('body').focus();
+    let reached = false;
+    for (let i = 0; i < 40 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(
+        () =>
+          (
+            globalThis as unknown as { document: { activeElement: { ariaLabel: string | null } } }
+          ).document.activeElement?.ariaLabel?.startsWith('Select all') ?? false,
+      );
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Space');
+    await page.getByText(/^[1-9]\d* selected$/).waitFor();
+  });
+
+  it('shows counts by status and type on the overview, linking to the filtered list', async () => {
+    await page.goto(url('/'));
+    await heading('Overview').waitFor();
+    const counts = await api.call<{ task_type: string; status: string; count: number }[]>(
+      'GET',
+      '/v1/task-counts',
+    );
+    const finishedSleeps = counts.data.find(
+      (c) => c.task_type === 'demo.sleep' && c.status === 'FINISH',
+    );
+    expect(finishedSleeps?.count).toBe(2);
+    const cell = page.getByRole('link', { name: '2 demo.sleep tasks in FINISH' });
+    await cell.waitFor();
+    await cell.click();
+    await page.waitForURL(/\/tasks\?task_type=demo\.sleep&status=FINISH$/);
+    await heading('Tasks').waitFor();
+  });
+
+  it('lists workers with version and health; drains one, blacklists it with a reason, lifts both', async () => {
+    await page.goto(url('/workers'));
+    await heading('Workers').waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'console-worker' });
+    await row.getByText('healthy').waitFor();
+    await row.getByRole('button', { name: 'Drain', exact: true }).click();
+    await row.getByText('draining since').waitFor();
+    const drained = await api.call<{ worker_id: string; draining: boolean }[]>(
+      'GET',
+      '/v1/workers',
+    );
+    expect(drained.data.find((w) => w.worker_id === 'console-worker')?.draining).toBe(true);
+    await shot('workers-draining');
+    await row.getByRole('button', { name: 'Undrain', exact: true }).click();
+    await row.getByRole('button', { name: 'Drain', exact: true }).waitFor();
+
+    await row.getByRole('button', { name: 'Blacklist…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Blacklist console-worker?' });
+    await dialog.getByLabel('Reason (kept with the blacklist)').fill('disk errors on /dev/sdb');
+    await dialog.getByRole('button', { name: 'Blacklist', exact: true }).click();
+    await row.getByText('blacklisted: disk errors on /dev/sdb').waitFor();
+    const listed = await api.call<{ worker_id: string; blacklist: { reason: string } | null }[]>(
+      'GET',
+      '/v1/workers',
+    );
+    expect(listed.data.find((w) => w.worker_id === 'console-worker')?.blacklist?.reason).toBe(
+      'disk errors on /dev/sdb',
+    );
+    await row.getByRole('button', { name: 'Lift blacklist' }).click();
+    await row.getByRole('button', { name: 'Blacklist…' }).waitFor();
+  });
+
+  it('lists timers with their next fire, and disables one', async () => {
+    const made = await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+      name: 'console hourly echo',
+      schedule: { kind: 'interval', every_ms: 3_600_000 },
+      task: { create_info: { task_type: 'demo.echo', task_name: 'from a timer' } },
+    });
+    expect(made.status).toBe(201);
+    await page.goto(url('/timers'));
+    await heading('Timers').waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'console hourly echo' });
+    await row.getByText('every 3,600 s').waitFor();
+    await row.getByRole('button', { name: 'Disable console hourly echo' }).click();
+    await row.getByText('disabled', { exact: true }).waitFor();
+    const timer = await api.call<{ enabled: boolean }>('GET', `/v1/timers/${made.data.timer_id}`);
+    expect(timer.data.enabled).toBe(false);
+  });
+
+  it('lists log rules with what they make, and disables one', async () => {
+    const made = await api.call<{ rule_id: string }>('POST', '/v1/log-rules', {
+      name: 'console disk full',
+      sources: ['http:*'],
+      match: { regex: 'disk full on (?<host>[\\w.-]+)' },
+      template: {
+        create_info: { task_type: 'demo.echo', task_name: 'clean {{host}}' },
+        params: { host: '{{host}}' },
+      },
+    });
+    expect(made.status).toBe(201);
+    await page.goto(url('/log-rules'));
+    await heading('Log rules').waitFor();
+    const card = page.getByRole('listitem').filter({ hasText: 'console disk full' });
+    await card.getByText('demo.echo', { exact: true }).waitFor();
+    await card.getByRole('button', { name: 'Disable console disk full' }).click();
+    await card.getByText('disabled', { exact: true }).waitFor();
+    const rule = await api.call<{ enabled: boolean }>('GET', `/v1/log-rules/${made.data.rule_id}`);
+    expect(rule.data.enabled).toBe(false);
+  });
+
+  it('every page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
+    const anyTask = (await api.call<{ items: { task_id: string }[] }>('GET', '/v1/tasks?limit=1'))
+      .data.items[0].task_id;
+    const pages: [string, string, string][] = [
+      ['overview', '/', 'Overview'],
+      ['tasks', '/tasks', 'Tasks'],
+      ['task-detail', `/tasks/${anyTask}`, ''],
+      ['new-task', '/tasks/new', 'New task'],
+      ['workers', '/workers', 'Workers'],
+      ['timers', '/timers', 'Timers'],
+      ['log-rules', '/log-rules', 'Log rules'],
+      ['not-found', '/tasks/new/nowhere', 'Not found'],
+    ];
+    const problems: string[] = [];
+    for (const [width, suffix] of [
+      [DESKTOP, ''],
+      [PHONE, '-phone'],
+    ] as const) {
+      await page.setViewportSize(width);
+      for (const [name, path, title] of pages) {
+        await page.goto(url(path));
+        if (title) await heading(title).waitFor();
+        else await page.getByRole('heading', { level: 2, name: 'Lifecycle' }).waitFor();
+        await eventually(
+          async () => ((await page.getByText(/^Loading/).count()) === 0 ? true : undefined),
+          30_000,
+          `${name}${suffix} loaded`,
+        );
+        for (const v of await axeViolations())
+          problems.push(
+            `${name}${suffix}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.join(', ')}`,
+          );
+        const sideways = await page.evaluate(() => {
+          const d = (
+            globalThis as unknown as {
+              document: { documentElement: { scrollWidth: number; clientWidth: number } };
+            }
+          ).document.documentElement;
+          return d.scrollWidth - d.clientWidth;
+        });
+        if (sideways > 1)
+          problems.push(`${name}${suffix}: the page scrolls ${sideways} px sideways`);
+        await shot(`${name}${suffix}`);
+      }
+    }
+    await page.setViewportSize(DESKTOP);
+    expect(problems).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});
