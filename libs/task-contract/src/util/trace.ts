@@ -6,7 +6,21 @@ import { createHash, randomBytes } from 'node:crypto';
  * scheduler's lines share one trace.
  */
 export function attemptTraceId(taskId: string, attempt: number): string {
-  return createHash('sha256').update(`${taskId}/${attempt}`).digest('hex').slice(0, 32);
+  return attemptIds(taskId, attempt).traceId;
+}
+
+/**
+ * The span id of a task attempt's root span: derived, so every instance names the same one (the
+ * next 16 hex digits of the hash whose first 32 are the attempt's trace id, `attemptTraceId`).
+ */
+export function attemptSpanId(taskId: string, attempt: number): string {
+  return attemptIds(taskId, attempt).spanId;
+}
+
+/** The trace id and root span id of a task attempt, from one hash. */
+export function attemptIds(taskId: string, attempt: number): { traceId: string; spanId: string } {
+  const h = createHash('sha256').update(`${taskId}/${attempt}`).digest('hex');
+  return { traceId: h.slice(0, 32), spanId: h.slice(32, 48) };
 }
 
 /**

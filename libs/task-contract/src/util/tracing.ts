@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type * as OtelApi from '@opentelemetry/api';
 import type { IdGenerator } from '@opentelemetry/sdk-trace-base';
 
@@ -88,20 +88,6 @@ export async function stopTracing(): Promise<void> {
   const t = current;
   current = OFF;
   await t.shutdown();
-}
-
-/**
- * The span id of a task attempt's root span: derived, so every instance names the same one (the
- * next 16 hex digits of the hash whose first 32 are the attempt's trace id, `attemptTraceId`).
- */
-export function attemptSpanId(taskId: string, attempt: number): string {
-  return attemptIds(taskId, attempt).spanId;
-}
-
-/** The trace id and root span id of a task attempt, from one hash. */
-export function attemptIds(taskId: string, attempt: number): { traceId: string; spanId: string } {
-  const h = createHash('sha256').update(`${taskId}/${attempt}`).digest('hex');
-  return { traceId: h.slice(0, 32), spanId: h.slice(32, 48) };
 }
 
 const TRACEPARENT = /^([\da-f]{2})-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/;
