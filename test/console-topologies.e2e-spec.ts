@@ -33,7 +33,10 @@ interface Run {
   nodes: RunNode[];
 }
 
-/** A definition with one mistake, on node `verify`: a task type no worker declared. */
+/**
+ * A definition with two mistakes, each on its node: `verify` names a task type no worker declared,
+ * `report` depends on a node that does not exist. `fetch` is sound.
+ */
 const BAD_DEFINITION = `name: console-bad
 nodes:
   - key: fetch
@@ -42,7 +45,7 @@ nodes:
     depends_on: [fetch]
     task: { create_info: { task_type: demo.nowhere } }
   - key: report
-    depends_on: [verify]
+    depends_on: [verify, audit]
     task: { create_info: { task_type: demo.echo } }
 `;
 
@@ -101,7 +104,7 @@ describe('console topology pages in a browser', () => {
     await page.getByText('No such topology').waitFor();
   });
 
-  it('refuses a definition with a mistake: the message on the node it names, nothing stored', async () => {
+  it('refuses a definition with two mistakes: each message on the node it names, nothing stored', async () => {
     await page.goto(url('/topologies'));
     await page.getByRole('link', { name: 'Import a definition' }).click();
     await heading('Import a topology').waitFor();
@@ -115,19 +118,32 @@ describe('console topology pages in a browser', () => {
     await page.getByRole('button', { name: 'Check', exact: true }).click();
     const alert = page.getByRole('alert').filter({ hasText: 'refused this definition' });
     await alert.waitFor();
-    expect(await alert.textContent()).toContain(
-      'node verify: task type demo.nowhere is not registered',
-    );
-    // The node it names is marked, with the message on it; the others are not.
+    const said = await alert.textContent();
+    expect(said).toContain('2 problems');
+    expect(said).toContain('node verify: task type demo.nowhere is not registered');
+    expect(said).toContain('node report: depends_on names audit, which is not a node');
+    // Each node at fault is marked, with its own message on it; the sound one is not.
     const verify = graphNode('verify');
     await verify.waitFor();
     expect(await verify.getAttribute('class')).toContain('node-invalid');
     expect(await verify.textContent()).toContain('task type demo.nowhere is not registered');
+    const report = graphNode('report');
+    expect(await report.getAttribute('class')).toContain('node-invalid');
+    expect(await report.textContent()).toContain('depends_on names audit');
     expect(await graphNode('fetch').getAttribute('class')).not.toContain('node-invalid');
-    expect(await graphNode('report').getAttribute('class')).not.toContain('node-invalid');
     const save = page.getByRole('button', { name: 'Save as a new version' });
     expect(await save.getAttribute('aria-disabled')).toBe('true');
+    // Pressed anyway, it sends nothing: only what the scheduler accepted is saved.
+    const saves: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }): void => {
+      if (r.method() === 'POST' && r.url().endsWith('/api/v1/topologies')) saves.push(r.url());
+    };
+    page.on('request', onRequest);
     await save.click({ force: true });
+    await page.getByRole('button', { name: 'Check', exact: true }).click();
+    await alert.waitFor();
+    page.off('request', onRequest);
+    expect(saves).toEqual([]);
     await shot('topology-import-refused');
     expect(await axeViolations(page)).toEqual([]);
 

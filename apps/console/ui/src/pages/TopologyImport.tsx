@@ -78,7 +78,8 @@ export function TopologyImport() {
 
   const save = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
-    if (saving || !body) return;
+    // Only what the scheduler accepted, unchanged since, is saved.
+    if (!canSave || !body) return;
     setSaving(true);
     setSaveError(null);
     try {

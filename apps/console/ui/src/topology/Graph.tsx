@@ -57,7 +57,11 @@ function NodeBox({ data }: NodeProps<Node<BoxData>>) {
       </div>
       <div className="dag-node-kind">{data.kind}</div>
       {data.detail ? <div className="dag-node-detail">{data.detail}</div> : null}
-      {data.problem ? <div className="dag-node-problem">{data.problem}</div> : null}
+      {data.problem ? (
+        <div className="dag-node-problem" title={data.problem}>
+          {data.problem}
+        </div>
+      ) : null}
       <Handle type="source" position={Position.Bottom} isConnectable={false} />
     </div>
   );
