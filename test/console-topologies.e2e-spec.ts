@@ -292,8 +292,24 @@ describe('console topology pages in a browser', () => {
     await page.goto(url(`/topology-runs/${runId}`));
     await heading('console-demo run').waitFor();
     const r = await run(runId);
-    const link = graphNode('verify').getByRole('link', { name: 'verify' });
-    await link.focus();
+    await graphNode('verify').getByRole('link', { name: 'verify' }).waitFor();
+    // From the top of the page, Tab reaches verify's link in the graph; Enter follows it.
+    await page.locator('body').focus();
+    let reached = false;
+    for (let i = 0; i < 60 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => {
+        const el = (
+          globalThis as unknown as {
+            document: {
+              activeElement: { textContent: string | null; closest(s: string): unknown } | null;
+            };
+          }
+        ).document.activeElement;
+        return el?.textContent === 'verify' && el.closest('.react-flow') !== null;
+      });
+    }
+    expect(reached).toBe(true);
     await page.keyboard.press('Enter');
     await page.waitForURL(new RegExp(`/tasks/${node(r, 'verify').task_id}$`));
     await page.getByRole('heading', { level: 2, name: 'Lifecycle' }).waitFor();

@@ -11,7 +11,7 @@ import {
 } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import './topology.css';
-import { ReactNode, useMemo } from 'react';
+import { ReactNode, useMemo, useSyncExternalStore } from 'react';
 import { Link } from '../router';
 import { NODE_HEIGHT, NODE_WIDTH, layOut } from './layout';
 import { NODE_STATUSES, NodeStatus, statusClass, statusLabel } from './model';
@@ -69,7 +69,13 @@ function NodeBox({ data }: NodeProps<Node<BoxData>>) {
 
 const NODE_TYPES = { box: NodeBox };
 
-/** The run's or definition's name, for the graph's label. */
+const onResize = (changed: () => void): (() => void) => {
+  window.addEventListener('resize', changed);
+  return () => window.removeEventListener('resize', changed);
+};
+const pageWidth = (): number => window.innerWidth;
+
+/** What a node says of itself to screen readers: key, what it does, status, problem. */
 function describe(n: DrawnNode): string {
   const parts = [n.key, n.kind];
   if (n.status) parts.push(statusLabel(n.status));
@@ -116,7 +122,10 @@ export function DagGraph({ nodes, label }: { nodes: readonly DrawnNode[]; label:
         ariaLabel: `${n.key} depends on ${d}`,
       })),
   );
-  const height = Math.max(220, Math.min(560, layout.height + 40));
+  // As tall as the graph once fitted to the width it has (a wide graph on a phone is shrunk).
+  const width = useSyncExternalStore(onResize, pageWidth);
+  const scale = Math.min(1, (width - 40) / (layout.width + 40));
+  const height = Math.max(160, Math.min(560, (layout.height + 40) * scale + 24));
   return (
     <ReactFlowProvider>
       <div className="dag" style={{ height }}>
