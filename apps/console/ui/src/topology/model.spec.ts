@@ -47,6 +47,11 @@ describe('parseDefinitionText', () => {
       body: { name: 'x', nodes: [{ key: 'a' }] },
     });
     expect(parseDefinitionText('[{"name": "only"}]')).toEqual({ ok: true, body: { name: 'only' } });
+    // JSON indented with tabs, which YAML alone would refuse.
+    expect(parseDefinitionText('{\n\t"name": "tabs",\n\t"nodes": []\n}')).toEqual({
+      ok: true,
+      body: { name: 'tabs', nodes: [] },
+    });
   });
 
   it.each([

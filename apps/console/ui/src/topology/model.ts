@@ -117,6 +117,14 @@ export function parseDefinitionText(
   text: string,
 ): { ok: true; body: unknown } | { ok: false; error: string } {
   if (!text.trim()) return { ok: false, error: 'the file is empty' };
+  if (/^\s*[[{]/.test(text)) {
+    // JSON first: YAML reads most JSON too, but not all of it (tabs, for one).
+    try {
+      return oneDefinition(JSON.parse(text));
+    } catch {
+      // not JSON after all: YAML may still read it, or say what is wrong
+    }
+  }
   let docs;
   try {
     docs = parseAllDocuments(text);
@@ -132,7 +140,10 @@ export function parseDefinitionText(
       ok: false,
       error: `the text holds ${filled.length} definitions: import one at a time (npm run topology -- apply takes several)`,
     };
-  const body: unknown = filled[0].toJS();
+  return oneDefinition(filled[0].toJS());
+}
+
+function oneDefinition(body: unknown): { ok: true; body: unknown } | { ok: false; error: string } {
   if (Array.isArray(body)) {
     if (body.length === 1) return { ok: true, body: body[0] };
     return {
