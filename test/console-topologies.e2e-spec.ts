@@ -288,7 +288,7 @@ describe('console topology pages in a browser', () => {
     }
   });
 
-  it('opens a node’s task from the graph, by keyboard', async () => {
+  it('opens a node’s task from the graph, by keyboard and by a click on its box', async () => {
     await page.goto(url(`/topology-runs/${runId}`));
     await heading('console-demo run').waitFor();
     const r = await run(runId);
@@ -312,6 +312,13 @@ describe('console topology pages in a browser', () => {
     expect(reached).toBe(true);
     await page.keyboard.press('Enter');
     await page.waitForURL(new RegExp(`/tasks/${node(r, 'verify').task_id}$`));
+    await page.getByRole('heading', { level: 2, name: 'Lifecycle' }).waitFor();
+
+    // With a mouse, a click anywhere on a node's box opens its task too.
+    await page.goBack();
+    await heading('console-demo run').waitFor();
+    await graphNode('copy_east').getByText('demo.sleep').click();
+    await page.waitForURL(new RegExp(`/tasks/${node(r, 'copy_east').task_id}$`));
     await page.getByRole('heading', { level: 2, name: 'Lifecycle' }).waitFor();
   });
 

@@ -12,7 +12,7 @@ import {
 import '@xyflow/react/dist/style.css';
 import './topology.css';
 import { ReactNode, useMemo, useSyncExternalStore } from 'react';
-import { Link } from '../router';
+import { Link, navigate } from '../router';
 import { NODE_HEIGHT, NODE_WIDTH, layOut } from './layout';
 import { NODE_STATUSES, NodeStatus, statusClass, statusLabel } from './model';
 
@@ -36,6 +36,7 @@ type BoxData = DrawnNode & Record<string, unknown>;
 
 function NodeBox({ data }: NodeProps<Node<BoxData>>) {
   const cls = ['dag-node', data.status ? statusClass(data.status) : 'node-plain'];
+  if (data.href) cls.push('has-link');
   if (data.problem && !data.status) cls.push('node-invalid');
   return (
     <div className={cls.join(' ')} data-node={data.key} data-status={data.status}>
@@ -147,6 +148,10 @@ export function DagGraph({ nodes, label }: { nodes: readonly DrawnNode[]; label:
           zoomOnDoubleClick={false}
           preventScrolling={false}
           proOptions={{ hideAttribution: true }}
+          // A click anywhere on a node follows its link (the keyboard uses the link itself).
+          onNodeClick={(_e, n) => {
+            if (n.data.href) navigate(n.data.href);
+          }}
         >
           <Controls showInteractive={false} position="bottom-right" />
         </ReactFlow>
