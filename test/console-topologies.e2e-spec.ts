@@ -176,6 +176,8 @@ describe('console topology pages in a browser', () => {
   it('starts a run and shows its nodes changing colour as it moves, until verify fails', async () => {
     await page.goto(url('/topologies/console-demo'));
     await heading('console-demo').waitFor();
+    // The form says what the definition reads from its input.
+    await page.getByText('this version reads input.fail_verify').waitFor();
     await page.getByLabel('Input (JSON)').fill('{"fail_verify": 1}');
     await page.getByRole('button', { name: 'Start run' }).click();
     await page.waitForURL(/\/topology-runs\/[0-9A-Z]{26}$/);

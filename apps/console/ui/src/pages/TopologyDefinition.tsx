@@ -155,6 +155,14 @@ function VersionView({ t, newest }: { t: Topology; newest: boolean }) {
 /** Starts a run of this version with an input given as JSON; opens the run once started. */
 function StartRun({ t }: { t: Topology }) {
   const [input, setInput] = useState('{}');
+  // The input paths the nodes' placeholders read, so a person knows what to give.
+  const reads = [
+    ...new Set(
+      [...JSON.stringify(t.nodes).matchAll(/\{\{\s*input\.([\w.-]+)\s*\}\}/g)].map(
+        (m) => `input.${m[1]}`,
+      ),
+    ),
+  ];
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -203,7 +211,21 @@ function StartRun({ t }: { t: Topology }) {
           )}
         </Field>
         <p id="input-help" className="muted">
-          What the nodes read as <code>{'{{input.…}}'}</code>.
+          What the nodes read as <code>{'{{input.…}}'}</code>
+          {reads.length ? (
+            <>
+              ; this version reads{' '}
+              {reads.map((r, i) => (
+                <span key={r}>
+                  {i ? ', ' : ''}
+                  <code>{r}</code>
+                </span>
+              ))}
+            </>
+          ) : (
+            '; this version reads none'
+          )}
+          .
         </p>
         {error ? (
           <p role="alert" className="error">
