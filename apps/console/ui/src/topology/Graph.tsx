@@ -148,6 +148,8 @@ export function DagGraph({ nodes, label }: { nodes: readonly DrawnNode[]; label:
           zoomOnDoubleClick={false}
           preventScrolling={false}
           proOptions={{ hideAttribution: true }}
+          // A large graph (up to 1,000 nodes) draws only the nodes in view; the table lists all.
+          onlyRenderVisibleElements={nodes.length > 150}
           // A click anywhere on a node follows its link (the keyboard uses the link itself).
           onNodeClick={(_e, n) => {
             if (n.data.href) navigate(n.data.href);
