@@ -1,4 +1,5 @@
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useTaskChanges } from '../live';
 import { useEffect, useRef, useState } from 'react';
 import { ACTION_EFFECTS, ACTION_LABELS, TaskAction, bulkRetryCall, whyNot } from '../actions';
 import { ApiError, api, queryString } from '../api';
@@ -52,15 +53,22 @@ export function Tasks() {
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
   });
+  const live = useRef(false);
   const page = useQuery({
     queryKey: ['tasks', type, status, outcome, cursor],
     queryFn: () =>
       api<TaskPage>(
         `/v1/tasks${queryString({ task_type: type, status, outcome, cursor, limit: PAGE_SIZE })}`,
       ),
-    refetchInterval: 3000,
+    // With the live stream, the rows shown are read again when one of them moves, and the
+    // list now and then for new tasks; without it, every 3 s.
+    refetchInterval: () => (live.current ? 10_000 : 3000),
     placeholderData: keepPreviousData,
   });
+  live.current = useTaskChanges(
+    { taskIds: page.data?.items.map((t) => t.task_id) ?? [] },
+    () => void page.refetch(),
+  );
 
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [asking, setAsking] = useState<TaskAction | null>(null);
