@@ -56,10 +56,9 @@ export function decodeTaskCursor(cursor: string, order: TaskOrder): TaskSeek {
     } catch {
       throw notOurs();
     }
+    if (typeof body !== 'object' || body === null) throw notOurs();
     const keyed = body.s !== 'created';
     if (
-      typeof body !== 'object' ||
-      body === null ||
       !TASK_SORTS.includes(body.s as TaskSort) ||
       (body.o !== 'asc' && body.o !== 'desc') ||
       typeof body.i !== 'string' ||
