@@ -21,6 +21,8 @@ export * from './task-counts.repository';
 export * from './task-event-tail';
 export * from './task-store.module';
 export * from './task.model';
+export { NEWEST_FIRST, taskListQuery } from './task-list.query';
+export * from './task-search';
 export * from './tasks.repository';
 
 /** The tables this module owns, for the data source. */

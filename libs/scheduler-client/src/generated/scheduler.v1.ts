@@ -3238,9 +3238,24 @@ export interface operations {
                 label?: string;
                 created_from?: string;
                 created_to?: string;
-                /** @description next_cursor of the previous page */
-                cursor?: string;
                 limit?: number;
+                /** @description names that start with this (case counts); served by the name index, any length of prefix */
+                name_prefix?: string;
+                /** @description a task id (finds that task) or words, all of which a task's name must hold, each as a word or the start of one; case and accents do not count. Words of fewer than 3 characters and very common English words are not indexed and are left out; a search with no other word is refused (40000) */
+                search?: string;
+                /** @description created: by id, which follows creation time; updated: last change; priority: important_level */
+                sort?: "created" | "updated" | "priority";
+                order?: "desc" | "asc";
+                /** @description children of this task */
+                parent_task_id?: string;
+                /** @description tasks this control task (a topology run's centre) drives */
+                control_task_id?: string;
+                /** @description tasks whose current or last attempt went to this worker instance */
+                worker?: string;
+                /** @description tasks that opened at least this many attempts (2: retried at least once) */
+                attempts_min?: number;
+                /** @description next_cursor of the previous page, with the same sort and order (a cursor of another order is refused) */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -4679,9 +4694,9 @@ export interface operations {
                 label?: string;
                 created_from?: string;
                 created_to?: string;
+                limit?: number;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                limit?: number;
                 /** @description runs of this definition */
                 name?: string;
             };
