@@ -8,6 +8,8 @@ import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
+import { TaskChangeStream } from './task-change-stream';
+import { TaskChangesController } from './task-changes.controller';
 import { TaskCountsController } from './task-counts.controller';
 import { TasksController } from './tasks.controller';
 import { FastEnqueue } from './fast-enqueue';
@@ -31,7 +33,7 @@ import { TasksService } from './tasks.service';
     EngineModule,
     RunnerModule,
   ],
-  controllers: [TasksController, TaskCountsController, CallbacksController],
+  controllers: [TasksController, TaskCountsController, TaskChangesController, CallbacksController],
   providers: [
     TaskFactory,
     FastEnqueue,
@@ -40,6 +42,7 @@ import { TasksService } from './tasks.service';
     OutcomeActions,
     TaskActionsService,
     IdempotencyService,
+    TaskChangeStream,
   ],
   exports: [TasksService, TaskActionsService],
 })
