@@ -339,6 +339,42 @@ describe('console topology pages in a browser', () => {
     await page.getByRole('link', { name: runId }).waitFor();
   });
 
+  it('each topology page asks the API for little: the calls of one view', async () => {
+    /** The distinct API calls a fresh view of `path` makes until `ready` shows and 1.5 s pass. */
+    const callsOf = async (path: string, ready: string): Promise<string[]> => {
+      const calls = new Set<string>();
+      const onRequest = (r: { url(): string }): void => {
+        const u = new URL(r.url());
+        if (u.pathname.startsWith('/api/')) calls.add(`${u.pathname}${u.search}`);
+      };
+      await page.goto(url('/'));
+      await heading('Overview').waitFor();
+      page.on('request', onRequest);
+      try {
+        await page.goto(url(path));
+        await heading(ready).waitFor();
+        await page.waitForTimeout(1500);
+      } finally {
+        page.off('request', onRequest);
+      }
+      return [...calls].sort();
+    };
+    expect(await callsOf('/topologies', 'Topologies')).toEqual(['/api/v1/topologies']);
+    expect(await callsOf('/topologies/console-demo', 'console-demo')).toEqual([
+      '/api/v1/topologies/console-demo/versions',
+    ]);
+    expect(await callsOf('/topology-import', 'Import a topology')).toEqual([]);
+    expect(await callsOf('/topology-runs', 'Topology runs')).toEqual([
+      '/api/v1/topologies',
+      '/api/v1/topology-runs?limit=50',
+    ]);
+    // A finished run: the run once (again every 10 s) and its definition's version once.
+    expect(await callsOf(`/topology-runs/${runId}`, 'console-demo run')).toEqual([
+      '/api/v1/topologies/console-demo?version=1',
+      `/api/v1/topology-runs/${runId}`,
+    ]);
+  });
+
   it('every topology page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
     const pages: [string, string, string][] = [
       ['topologies', '/topologies', 'Topologies'],
