@@ -18,6 +18,7 @@ export * from './attempt-drops.repository';
 export * from './task-log.repository';
 export * from './task-purge.repository';
 export * from './task-counts.repository';
+export * from './task-history.repository';
 export * from './task-store.module';
 export * from './task.model';
 export * from './tasks.repository';

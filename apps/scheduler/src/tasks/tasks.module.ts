@@ -9,6 +9,7 @@ import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
 import { TaskCountsController } from './task-counts.controller';
+import { TaskOverviewService } from './task-overview.service';
 import { TasksController } from './tasks.controller';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
@@ -40,6 +41,7 @@ import { TasksService } from './tasks.service';
     OutcomeActions,
     TaskActionsService,
     IdempotencyService,
+    TaskOverviewService,
   ],
   exports: [TasksService, TaskActionsService],
 })
