@@ -159,6 +159,44 @@ describe('console operations pages in a browser', () => {
     // Local time shown, UTC on hover.
     expect(await listed.first().getAttribute('title')).toMatch(/ UTC$/);
     await h.shot('ops-timers');
+
+    // Change one: a new schedule, previewed; what the form does not show of its task stays.
+    const made = await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+      name: 'labelled noon',
+      schedule: { kind: 'interval', every_ms: 3_600_000 },
+      task: {
+        create_info: { task_type: 'demo.echo', task_name: 'noon', important_level: 8 },
+        labels: { team: 'dba' },
+      },
+    });
+    await page.reload();
+    await page.getByRole('button', { name: 'Change labelled noon' }).click();
+    const edit = page.getByRole('region', { name: 'Change labelled noon' });
+    await edit.getByLabel('Schedule').selectOption('cron');
+    await edit.getByLabel('Cron expression').fill('0 0 12 * * *');
+    await edit.getByLabel('Time zone').fill('UTC');
+    await eventually(
+      async () => {
+        const shown = await edit
+          .getByRole('list', { name: 'Next fires' })
+          .locator('time')
+          .evaluateAll((ts) => ts.map((t) => (t as unknown as { dateTime: string }).dateTime));
+        return shown.length === 5 && shown.every((f) => f.endsWith('T12:00:00.000Z'))
+          ? true
+          : undefined;
+      },
+      30_000,
+      'five noons previewed',
+    );
+    await edit.getByRole('button', { name: 'Save timer' }).click();
+    await page.getByRole('status').filter({ hasText: 'labelled noon: changed.' }).waitFor();
+    const changed = await api.call<{
+      schedule: { kind: string; cron: string };
+      task: { create_info: { important_level: number }; labels: Record<string, string> };
+    }>('GET', `/v1/timers/${made.data.timer_id}`);
+    expect(changed.data.schedule).toMatchObject({ kind: 'cron', cron: '0 0 12 * * *' });
+    expect(changed.data.task.create_info.important_level).toBe(8);
+    expect(changed.data.task.labels).toEqual({ team: 'dba' });
   });
 
   it('tests a log rule on a matching and a non-matching line, then saves it', async () => {

@@ -56,8 +56,14 @@ function draftOf(t: Timer | null): Draft {
   };
 }
 
-/** The body of POST /v1/timers for a draft, or why it cannot be one yet. */
-function bodyOf(d: Draft): { body?: Record<string, unknown>; problem?: string } {
+/**
+ * The body of POST /v1/timers for a draft, or why it cannot be one yet. A changed timer keeps
+ * what the form does not show of its task (priority, labels, process_arg...).
+ */
+function bodyOf(
+  d: Draft,
+  base: Timer | null,
+): { body?: Record<string, unknown>; problem?: string } {
   let params: unknown;
   try {
     params = JSON.parse(d.params || '{}');
@@ -79,7 +85,12 @@ function bodyOf(d: Draft): { body?: Record<string, unknown>; problem?: string } 
       name: d.name || 'preview',
       schedule,
       task: {
-        create_info: { task_type: d.taskType, task_name: d.taskName || d.name || 'timer task' },
+        ...base?.task,
+        create_info: {
+          ...base?.task?.create_info,
+          task_type: d.taskType,
+          task_name: d.taskName || d.name || 'timer task',
+        },
         params,
       },
     },
@@ -107,7 +118,7 @@ export function TimerForm({
   const [busy, setBusy] = useState(false);
   const set = (k: keyof Draft) => (e: { target: { value: string } }) =>
     setD({ ...d, [k]: e.target.value });
-  const built = bodyOf(d);
+  const built = bodyOf(d, timer);
   const settled = useSettled(JSON.stringify(built.body ?? null), 400);
   const preview = useQuery({
     queryKey: ['timer-preview', settled],
