@@ -285,6 +285,33 @@ describe('console operations pages in a browser', () => {
     const dialog = page.getByRole('dialog', { name: `Delete the subscription to ${url}?` });
     await dialog.getByRole('button', { name: 'Back' }).click();
     expect((await api.call<unknown[]>('GET', '/v1/webhooks')).data).toHaveLength(1);
+
+    // Rotate: a new secret, shown once; disable and enable again.
+    await page.getByRole('button', { name: `Rotate secret of ${url}` }).click();
+    const rotated = (await page.getByTestId('webhook-secret').textContent()) ?? '';
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    await page.getByRole('button', { name: 'I have kept it' }).click();
+    await page.getByRole('button', { name: `Disable ${url}` }).click();
+    await page.getByRole('button', { name: `Enable ${url}` }).waitFor();
+    const hooks = await api.call<{ enabled: boolean }[]>('GET', '/v1/webhooks');
+    expect(hooks.data.map((w) => w.enabled)).toEqual([false]);
+    await page.getByRole('button', { name: `Enable ${url}` }).click();
+    await page.getByRole('button', { name: `Disable ${url}` }).waitFor();
+
+    // Delete, confirmed: another subscription goes, this one stays.
+    const doomedUrl = receiver.hook('doomed');
+    await api.call('POST', '/v1/webhooks', { url: doomedUrl, events: ['task.finished'] });
+    await page.reload();
+    await page.getByRole('button', { name: `Delete ${doomedUrl}` }).click();
+    const confirm = page.getByRole('dialog', { name: `Delete the subscription to ${doomedUrl}?` });
+    await confirm.getByRole('button', { name: 'Delete', exact: true }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `${doomedUrl}: deleted.` })
+      .waitFor();
+    const left = await api.call<{ url: string }[]>('GET', '/v1/webhooks');
+    expect(left.data.map((w) => w.url)).toEqual([url]);
   });
 
   it('every operations page: no serious or critical axe violation, no sideways scroll on a phone', async () => {
