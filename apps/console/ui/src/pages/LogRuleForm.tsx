@@ -126,6 +126,7 @@ export function LogRuleForm({
               {(id) => (
                 <input
                   id={id}
+                  size={40}
                   spellCheck={false}
                   value={regex}
                   onChange={(e) => setRegex(e.target.value)}
