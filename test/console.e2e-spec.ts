@@ -1,30 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Browser, BrowserContext, Page, chromium } from 'playwright-core';
+import { Page } from 'playwright-core';
 import { request } from 'undici';
-import {
-  ADMIN_KEY,
-  Api,
-  Backend,
-  embeddedBackend,
-  startScheduler,
-  startTemplateWorker,
-} from './support/baton';
-import { ROOT, RunningProcess, eventually, startProcess } from './support/processes';
+import { ADMIN_KEY, Api } from './support/baton';
+import { ConsoleHarness, DESKTOP, PHONE } from './support/console-harness';
+import { eventually } from './support/processes';
 
 jest.setTimeout(180_000);
 
-/** Debian's Chromium (scripts/services.sh installs it); nothing here downloads a browser. */
-const CHROMIUM = '/usr/bin/chromium';
-const CONSOLE_MAIN = 'dist/apps/console/src/main.js';
-const SHOTS = join(ROOT, '.test-results', 'console');
-/** axe-core's build, evaluated in each page (through the debugger: the page's CSP stays on). */
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 /** Waits for an end state: long, since a loaded two-core machine may be slow; never a measure. */
 const SETTLE_MS = 90_000;
-const PHONE = { width: 390, height: 844 };
-const DESKTOP = { width: 1280, height: 900 };
 
 interface Task {
   task_id: string;
@@ -35,13 +18,6 @@ interface Task {
   progress: { percent: number } | null;
 }
 
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: string[];
-}
-
 /**
  * The console as its users meet it: the real scheduler (SQLite + memory queue), the template
  * worker and the console's own process, with Debian's Chromium driven by playwright-core. Each
@@ -50,21 +26,13 @@ interface Violation {
  * desktop and phone width in .test-results/console/.
  */
 describe('console in a browser', () => {
-  let backend: Backend;
-  let dir: string;
-  let scheduler: RunningProcess;
-  let worker: RunningProcess;
-  let consoleApp: RunningProcess;
+  let h: ConsoleHarness;
   let api: Api;
-  let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
-  const pageErrors: string[] = [];
 
-  const url = (path: string): string => `${consoleApp.url}${path}`;
-  const shot = (name: string): Promise<Buffer> =>
-    page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+  const url = (path: string): string => h.url(path);
+  const shot = (name: string): Promise<Buffer> => h.shot(name);
+  const heading = (name: string) => h.heading(name);
 
   const createTask = async (body: Record<string, unknown>): Promise<string> => api.create(body);
   const task = async (id: string): Promise<Task> => (await api.task(id)) as unknown as Task;
@@ -79,77 +47,15 @@ describe('console in a browser', () => {
     );
 
   /** The serious and critical accessibility violations axe finds on the page as it is now. */
-  const axeViolations = async (): Promise<Violation[]> => {
-    await page.evaluate(AXE);
-    const found = await page.evaluate(async () => {
-      type AxeResult = {
-        violations: {
-          id: string;
-          impact: string | null;
-          help: string;
-          nodes: { target: unknown[] }[];
-        }[];
-      };
-      const axe = (globalThis as unknown as { axe: { run(): Promise<AxeResult> } }).axe;
-      const result = await axe.run();
-      return result.violations.map((v) => ({
-        id: v.id,
-        impact: v.impact,
-        help: v.help,
-        nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')),
-      }));
-    });
-    return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  };
+  const axeViolations = () => h.axeViolations();
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: run \`bash scripts/services.sh\` (it installs it)`);
-    if (!existsSync(join(ROOT, 'dist', 'console-ui', 'index.html')))
-      throw new Error('the console is not built: run `npm run build:console` (npm test does)');
-    mkdirSync(SHOTS, { recursive: true });
-    backend = embeddedBackend();
-    dir = mkdtempSync(join(tmpdir(), 'baton-console-'));
-    scheduler = await startScheduler(backend);
-    api = new Api(scheduler.url);
-    worker = await startTemplateWorker('console-worker', scheduler.url, join(dir, 'runs.jsonl'));
-    consoleApp = await startProcess(CONSOLE_MAIN, {
-      CONSOLE_PORT: '0',
-      BATON_SCHEDULER_URL: scheduler.url,
-    });
-    await eventually(
-      async () => {
-        const res = await api.call<{ worker_id: string; health: string }[]>('GET', '/v1/workers');
-        return res.data.some((w) => w.worker_id === 'console-worker' && w.health === 'healthy')
-          ? true
-          : undefined;
-      },
-      60_000,
-      'the template worker registered and healthy',
-    );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // No background traffic: this machine's network is closed, and the tests need none.
-      args: [
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    // Numbers and times as an English-speaking user sees them, whatever the machine's locale.
-    context = await browser.newContext({ viewport: DESKTOP, locale: 'en-US' });
-    page = await context.newPage();
-    page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+    h = await ConsoleHarness.start('console-worker');
+    ({ api, page } = h);
   });
 
   afterAll(async () => {
-    await browser?.close();
-    for (const p of [consoleApp, worker, scheduler]) await p?.stop();
-    await backend?.cleanup();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await h?.stop();
   });
 
   it('passes /api/v1/* to the scheduler with the caller’s key, and adds none of its own', async () => {
@@ -504,14 +410,7 @@ describe('console in a browser', () => {
           problems.push(
             `${name}${suffix}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.join(', ')}`,
           );
-        const sideways = await page.evaluate(() => {
-          const d = (
-            globalThis as unknown as {
-              document: { documentElement: { scrollWidth: number; clientWidth: number } };
-            }
-          ).document.documentElement;
-          return d.scrollWidth - d.clientWidth;
-        });
+        const sideways = await h.sideways();
         if (sideways > 1)
           problems.push(`${name}${suffix}: the page scrolls ${sideways} px sideways`);
         await shot(`${name}${suffix}`);
@@ -519,6 +418,6 @@ describe('console in a browser', () => {
     }
     await page.setViewportSize(DESKTOP);
     expect(problems).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(h.pageErrors).toEqual([]);
   });
 });

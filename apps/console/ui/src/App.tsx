@@ -9,6 +9,7 @@ import { Overview } from './pages/Overview';
 import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
 import { Timers } from './pages/Timers';
+import { Webhooks } from './pages/Webhooks';
 import { Workers } from './pages/Workers';
 import { Link, useLocation } from './router';
 
@@ -18,6 +19,7 @@ const NAV = [
   { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
   { href: '/log-rules', label: 'Log rules', current: (p: string) => p === '/log-rules' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },
+  { href: '/webhooks', label: 'Webhooks', current: (p: string) => p === '/webhooks' },
 ];
 
 function Page({ path }: { path: string }) {
@@ -29,6 +31,7 @@ function Page({ path }: { path: string }) {
   if (path === '/timers') return <Timers />;
   if (path === '/log-rules') return <LogRules />;
   if (path === '/workers') return <Workers />;
+  if (path === '/webhooks') return <Webhooks />;
   return <NotFound />;
 }
 
