@@ -1,20 +1,13 @@
 import { join } from 'node:path';
 import { Page } from 'playwright-core';
 import { ADMIN_KEY, Api } from './support/baton';
-import {
-  ConsoleStack,
-  DESKTOP,
-  PHONE,
-  SETTLE_MS,
-  SHOTS,
-  axeViolations,
-  sidewaysScroll,
-  startConsoleStack,
-  widerThanPage,
-} from './support/console';
+import { ConsoleHarness, DESKTOP, PHONE, SHOTS } from './support/console-harness';
 import { ROOT, RunningProcess, eventually } from './support/processes';
 
 jest.setTimeout(240_000);
+
+/** Waits for an end state: long, since a loaded two-core machine may be slow; never a measure. */
+const SETTLE_MS = 90_000;
 
 /** The example a user imports to try the run view (docs/console.md points to it). */
 const EXAMPLE = join(ROOT, 'examples', 'topologies', 'console-demo.yaml');
@@ -56,8 +49,31 @@ nodes:
  * retry the run from it and see it succeed; the run list's filters in the URL; axe and
  * screenshots of every topology page at desktop and phone width.
  */
+/** The outermost elements that reach past the right edge of the page (why it scrolls sideways). */
+function widerThanPage(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    type El = {
+      tagName: string;
+      className: unknown;
+      parentElement: El | null;
+      getBoundingClientRect(): { right: number };
+    };
+    const doc = (
+      globalThis as unknown as {
+        document: { documentElement: { clientWidth: number }; querySelectorAll(s: string): El[] };
+      }
+    ).document;
+    const edge = doc.documentElement.clientWidth + 1;
+    const past = (e: El | null): boolean => !!e && e.getBoundingClientRect().right > edge;
+    return [...doc.querySelectorAll('body *')]
+      .filter((e) => past(e) && !past(e.parentElement))
+      .slice(0, 5)
+      .map((e) => `${e.tagName.toLowerCase()}.${String(e.className).split(' ').join('.')}`);
+  });
+}
+
 describe('console topology pages in a browser', () => {
-  let stack: ConsoleStack;
+  let harness: ConsoleHarness;
   let consoleApp: RunningProcess;
   let api: Api;
   let page: Page;
@@ -83,8 +99,8 @@ describe('console topology pages in a browser', () => {
     );
 
   beforeAll(async () => {
-    stack = await startConsoleStack('topology-console-worker');
-    ({ consoleApp, api, page } = stack);
+    harness = await ConsoleHarness.start('topology-console-worker');
+    ({ consoleApp, api, page } = harness);
     await page.goto(url('/topologies'));
     await page.getByLabel('API key').fill(ADMIN_KEY);
     await page.getByRole('button', { name: 'Open the console' }).click();
@@ -92,7 +108,7 @@ describe('console topology pages in a browser', () => {
   });
 
   afterAll(async () => {
-    await stack?.stop();
+    await harness?.stop();
   });
 
   it('shows the empty states before anything is saved or run', async () => {
@@ -145,7 +161,7 @@ describe('console topology pages in a browser', () => {
     page.off('request', onRequest);
     expect(saves).toEqual([]);
     await shot('topology-import-refused');
-    expect(await axeViolations(page)).toEqual([]);
+    expect(await harness.axeViolations()).toEqual([]);
 
     const stored = await api.call<unknown[]>('GET', '/v1/topologies');
     expect(stored.data).toEqual([]);
@@ -260,7 +276,7 @@ describe('console topology pages in a browser', () => {
       role: 'viewer',
     });
     expect(made.status).toBe(201);
-    const context = await stack.browser.newContext({ viewport: DESKTOP, locale: 'en-US' });
+    const context = await harness.browser.newContext({ viewport: DESKTOP, locale: 'en-US' });
     try {
       const viewer = await context.newPage();
       await viewer.goto(url(`/topology-runs/${runId}`));
@@ -397,11 +413,11 @@ describe('console topology pages in a browser', () => {
           30_000,
           `${name}${suffix} loaded`,
         );
-        for (const v of await axeViolations(page))
+        for (const v of await harness.axeViolations())
           problems.push(
             `${name}${suffix}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.join(', ')}`,
           );
-        const sideways = await sidewaysScroll(page);
+        const sideways = await harness.sideways();
         if (sideways > 1)
           problems.push(
             `${name}${suffix}: the page scrolls ${sideways} px sideways (${(await widerThanPage(page)).join(', ')})`,
@@ -411,6 +427,6 @@ describe('console topology pages in a browser', () => {
     }
     await page.setViewportSize(DESKTOP);
     expect(problems).toEqual([]);
-    expect(stack.pageErrors).toEqual([]);
+    expect(harness.pageErrors).toEqual([]);
   });
 });

@@ -1,20 +1,13 @@
-import { join } from 'node:path';
 import { Page } from 'playwright-core';
 import { request } from 'undici';
 import { ADMIN_KEY, Api } from './support/baton';
-import {
-  ConsoleStack,
-  DESKTOP,
-  PHONE,
-  SETTLE_MS,
-  SHOTS,
-  axeViolations as axeOf,
-  sidewaysScroll,
-  startConsoleStack,
-} from './support/console';
-import { RunningProcess, eventually } from './support/processes';
+import { ConsoleHarness, DESKTOP, PHONE } from './support/console-harness';
+import { eventually } from './support/processes';
 
 jest.setTimeout(180_000);
+
+/** Waits for an end state: long, since a loaded two-core machine may be slow; never a measure. */
+const SETTLE_MS = 90_000;
 
 interface Task {
   task_id: string;
@@ -33,16 +26,13 @@ interface Task {
  * desktop and phone width in .test-results/console/.
  */
 describe('console in a browser', () => {
-  let stack: ConsoleStack;
-  let consoleApp: RunningProcess;
+  let h: ConsoleHarness;
   let api: Api;
   let page: Page;
-  let pageErrors: string[];
 
-  const url = (path: string): string => `${consoleApp.url}${path}`;
-  const shot = (name: string): Promise<Buffer> =>
-    page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+  const url = (path: string): string => h.url(path);
+  const shot = (name: string): Promise<Buffer> => h.shot(name);
+  const heading = (name: string) => h.heading(name);
 
   const createTask = async (body: Record<string, unknown>): Promise<string> => api.create(body);
   const task = async (id: string): Promise<Task> => (await api.task(id)) as unknown as Task;
@@ -56,15 +46,16 @@ describe('console in a browser', () => {
       `task ${id}: ${what}`,
     );
 
-  const axeViolations = () => axeOf(page);
+  /** The serious and critical accessibility violations axe finds on the page as it is now. */
+  const axeViolations = () => h.axeViolations();
 
   beforeAll(async () => {
-    stack = await startConsoleStack('console-worker');
-    ({ consoleApp, api, page, pageErrors } = stack);
+    h = await ConsoleHarness.start('console-worker');
+    ({ api, page } = h);
   });
 
   afterAll(async () => {
-    await stack?.stop();
+    await h?.stop();
   });
 
   it('passes /api/v1/* to the scheduler with the caller’s key, and adds none of its own', async () => {
@@ -419,7 +410,7 @@ describe('console in a browser', () => {
           problems.push(
             `${name}${suffix}: ${v.impact} ${v.id} (${v.help}) at ${v.nodes.join(', ')}`,
           );
-        const sideways = await sidewaysScroll(page);
+        const sideways = await h.sideways();
         if (sideways > 1)
           problems.push(`${name}${suffix}: the page scrolls ${sideways} px sideways`);
         await shot(`${name}${suffix}`);
@@ -427,6 +418,6 @@ describe('console in a browser', () => {
     }
     await page.setViewportSize(DESKTOP);
     expect(problems).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(h.pageErrors).toEqual([]);
   });
 });

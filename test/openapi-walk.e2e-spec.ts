@@ -341,6 +341,8 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'GET /v1/task-counts': () => ({ path: '/v1/task-counts' }),
       // A live stream: ended by the scheduler after a second, so its whole answer can be read.
       'GET /v1/task-changes/stream': () => ({ path: '/v1/task-changes/stream?max_seconds=1' }),
+      'GET /v1/task-counts/history': () => ({ path: '/v1/task-counts/history?minutes=30' }),
+      'GET /v1/task-counts/backlog': () => ({ path: '/v1/task-counts/backlog' }),
       'POST /v1/tasks/batch': () => ({ path: '/v1/tasks/batch' }),
       'GET /v1/tasks/{task_id}': () => ({ path: `/v1/tasks/${s.done}` }),
       'GET /v1/tasks/{task_id}/events': () => ({ path: `/v1/tasks/${s.done}/events` }),
@@ -365,12 +367,14 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
         path: `/v1/tasks/${s.callbacks}/progress`,
       }),
       'POST /v1/timers': () => ({ path: '/v1/timers' }),
+      'POST /v1/timers/preview': () => ({ path: '/v1/timers/preview' }),
       'GET /v1/timers': () => ({ path: '/v1/timers' }),
       'GET /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
       'PATCH /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
       'DELETE /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
       'GET /v1/producer': () => ({ path: '/v1/producer' }),
       'POST /v1/log-rules': () => ({ path: '/v1/log-rules' }),
+      'POST /v1/log-rules/test': () => ({ path: '/v1/log-rules/test' }),
       'GET /v1/log-rules': () => ({ path: '/v1/log-rules' }),
       'GET /v1/log-rules/{rule_id}': () => ({ path: `/v1/log-rules/${s.ruleId}` }),
       'PATCH /v1/log-rules/{rule_id}': () => ({ path: `/v1/log-rules/${s.ruleId}` }),
@@ -389,7 +393,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       }),
       'POST /v1/webhooks/{webhook_id}/test': () => ({ path: `/v1/webhooks/${s.webhookId}/test` }),
       'GET /v1/webhooks/{webhook_id}/deliveries': () => ({
-        path: `/v1/webhooks/${s.webhookId}/deliveries`,
+        path: `/v1/webhooks/${s.webhookId}/deliveries?limit=5&before=${s.messageId}`,
       }),
       'POST /v1/webhooks/{webhook_id}/deliveries/{message_id}/redeliver': () => ({
         path: `/v1/webhooks/${s.webhookId}/deliveries/${s.messageId}/redeliver`,

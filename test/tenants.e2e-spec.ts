@@ -59,11 +59,24 @@ const FOREIGN_BODIES: Record<string, unknown> = {
     schedule: { kind: 'cron', cron: '0 0 4 * * *' },
     task: echo('foreign', { tenant: 'alpha' }),
   },
+  'POST /v1/timers/preview': {
+    name: 'foreign',
+    schedule: { kind: 'interval', every_ms: 60_000 },
+    task: echo('foreign', { tenant: 'alpha' }),
+  },
   'PATCH /v1/timers/{timer_id}': { name: 'taken over', enabled: false },
   'POST /v1/log-rules': {
     name: 'foreign',
     match: { regex: 'x' },
     template: echo('foreign', { tenant: 'alpha' }),
+  },
+  'POST /v1/log-rules/test': {
+    rule: {
+      name: 'foreign',
+      match: { regex: 'x' },
+      template: echo('foreign', { tenant: 'alpha' }),
+    },
+    line: 'x',
   },
   'PATCH /v1/log-rules/{rule_id}': { enabled: false },
   'POST /v1/logs': { source: 'shared', tenant: 'alpha', records: [{ position: 1, line: 'x' }] },
@@ -99,6 +112,8 @@ const ALL_TENANTS = new Set([
   'GET /v1/producer',
   'GET /v1/logs/stats',
   'GET /v1/task-counts',
+  'GET /v1/task-counts/history',
+  'GET /v1/task-counts/backlog',
   'POST /v1/workers/{worker_id}/drain',
   'DELETE /v1/workers/{worker_id}/drain',
   'POST /v1/workers/{worker_id}/blacklist',

@@ -16,6 +16,7 @@ export const PAGE_ROUTES = [
   '/timers',
   '/log-rules',
   '/workers',
+  '/webhooks',
 ] as const;
 
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Baton console</title></head>

@@ -157,6 +157,24 @@ export const REQUEST_EXAMPLES: Record<string, Examples> = {
       },
     },
   },
+  TimersController_preview: {
+    zone: {
+      summary: 'weekdays at 09:30 in Berlin: the next five fires, nothing stored',
+      value: {
+        name: 'morning report',
+        schedule: { kind: 'cron', cron: '0 30 9 * * 1-5', time_zone: 'Europe/Berlin' },
+        task: echo('morning report'),
+      },
+    },
+    interval: {
+      summary: 'every ten minutes from a given instant',
+      value: {
+        name: 'poll',
+        schedule: { kind: 'interval', every_ms: 600_000, at: '2030-01-01T00:00:00Z' },
+        task: echo('poll'),
+      },
+    },
+  },
   TimersController_update: {
     stop: { summary: 'stop it firing', value: { enabled: false } },
   },
@@ -171,6 +189,22 @@ export const REQUEST_EXAMPLES: Record<string, Examples> = {
           create_info: { task_type: 'demo.echo', task_name: 'clean {{host}}' },
           params: { host: '{{host}}' },
         },
+      },
+    },
+  },
+  LogRulesController_test: {
+    matching: {
+      summary: 'a "disk full" rule tried on a line it matches',
+      value: {
+        rule: {
+          name: 'disk full',
+          match: { regex: 'disk full on (?<host>[\\w.-]+)' },
+          template: {
+            create_info: { task_type: 'demo.echo', task_name: 'clean {{host}}' },
+            params: { host: '{{host}}' },
+          },
+        },
+        line: 'ERROR disk full on db-7.prod',
       },
     },
   },

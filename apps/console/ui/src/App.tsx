@@ -10,6 +10,7 @@ import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
 import { Timers } from './pages/Timers';
 import { topologyPage } from './pages/topology-routes';
+import { Webhooks } from './pages/Webhooks';
 import { Workers } from './pages/Workers';
 import { Link, useLocation } from './router';
 
@@ -20,6 +21,7 @@ const NAV = [
   { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
   { href: '/log-rules', label: 'Log rules', current: (p: string) => p === '/log-rules' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },
+  { href: '/webhooks', label: 'Webhooks', current: (p: string) => p === '/webhooks' },
 ];
 
 function Page({ path }: { path: string }) {
@@ -33,6 +35,7 @@ function Page({ path }: { path: string }) {
   if (path === '/timers') return <Timers />;
   if (path === '/log-rules') return <LogRules />;
   if (path === '/workers') return <Workers />;
+  if (path === '/webhooks') return <Webhooks />;
   return <NotFound />;
 }
 

@@ -17,6 +17,7 @@ import { Topologies1765100000000 } from './migrations/1765100000000-Topologies';
 import { TaskCounts1765200000000 } from './migrations/1765200000000-TaskCounts';
 import { FleetControl1765300000000 } from './migrations/1765300000000-FleetControl';
 import { TaskListIndexes1765400000000 } from './migrations/1765400000000-TaskListIndexes';
+import { TaskHistory1765500000000 } from './migrations/1765500000000-TaskHistory';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -41,6 +42,7 @@ export const MIGRATIONS = [
   TaskCounts1765200000000,
   FleetControl1765300000000,
   TaskListIndexes1765400000000,
+  TaskHistory1765500000000,
 ];
 
 /**

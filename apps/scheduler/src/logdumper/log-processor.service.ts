@@ -1,10 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ContractException, validateDto } from '@baton/task-contract';
 import { CreateTaskDto, TasksService } from '../tasks';
-import { LogRecord, MalformedRecord, idempotencyKeyOf } from './log-record';
+import { LogRecord, MalformedRecord } from './log-record';
 import { ActiveRule, LogRulesService } from './log-rules.service';
 import { LogDumperCounters } from './logdumper.counters';
-import { fillTemplate } from './rule-matcher';
+import { ruleTaskBody } from './rule-task';
 
 /** What became of one record. */
 export interface RecordOutcome {
@@ -72,24 +72,7 @@ export class LogProcessorService {
       if (!lookup) continue;
       outcome.matched++;
       this.counters.add(sourceId, 'matched');
-      const builtins: Record<string, string> = {
-        _line: record.content.text,
-        _source: record.sourceId,
-        _position: record.position,
-      };
-      const filled = fillTemplate(rule.template, (name) =>
-        name in builtins ? builtins[name] : lookup(name),
-      );
-      const body = {
-        ...filled,
-        idempotency_key: idempotencyKeyOf(record, rule.ruleId),
-        // Labels let people (and tests) find what a rule or a source produced.
-        labels: {
-          ...(filled.labels as Record<string, unknown> | undefined),
-          log_rule: rule.ruleId,
-          log_source: record.sourceId,
-        },
-      };
+      const body = ruleTaskBody(rule, lookup, record);
       try {
         const { created } = await this.tasks.create(validateDto(CreateTaskDto, body));
         outcome[created ? 'created' : 'duplicate']++;

@@ -1,7 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Envelope, ok } from '@baton/task-contract';
-import { CreateLogRuleDto, LogRuleDto, UpdateLogRuleDto, toLogRuleDto } from './dto/log-rule.dto';
+import {
+  CreateLogRuleDto,
+  LogRuleDto,
+  LogRuleTestDto,
+  TestLogRuleDto,
+  UpdateLogRuleDto,
+  toLogRuleDto,
+  toLogRuleTestDto,
+} from './dto/log-rule.dto';
 import { LogRulesService } from './log-rules.service';
 import { Access, Audited, TenantFields } from '../auth';
 import { TenantQuery } from '../common';
@@ -22,6 +30,20 @@ export class LogRulesController {
   @ApiOkResponse({ type: LogRuleDto })
   async create(@Body() dto: CreateLogRuleDto): Promise<Envelope<LogRuleDto>> {
     return ok(toLogRuleDto(await this.rules.create(dto)));
+  }
+
+  @Post('test')
+  @TenantFields('body.rule.tenant', 'body.rule.template.tenant')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'try a rule on one log line before saving it: whether it matches, and the task it would make',
+    description:
+      "The rule is checked as `POST /v1/log-rules` checks it (the same 400s) and run through the LogDumper's own matcher and template filling. Nothing is stored and no task is made.",
+  })
+  @ApiOkResponse({ type: LogRuleTestDto })
+  async test(@Body() dto: TestLogRuleDto): Promise<Envelope<LogRuleTestDto>> {
+    return ok(toLogRuleTestDto(await this.rules.test(dto)));
   }
 
   @Access('read')

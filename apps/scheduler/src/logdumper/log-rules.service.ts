@@ -2,7 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
 import { CreateTaskDto, TasksService } from '../tasks';
-import { CreateLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
+import { CreateLogRuleDto, TestLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
+import { LogRecord, contentOfLine } from './log-record';
+import { ruleTaskBody } from './rule-task';
 import { invalid } from './checks';
 import { LogRuleModel, tenantOfRule } from './log-rule.model';
 import { LogRulesRepository } from './log-rules.repository';
@@ -26,6 +28,22 @@ export interface ActiveRule {
   rule: LogRuleModel;
   matcher: Matcher;
 }
+
+/** What a rule's test makes of a line. */
+export interface LogRuleTest {
+  /** The rule's match took the line. */
+  matched: boolean;
+  /** The rule reads the source the line was said to come from. */
+  sourceApplies: boolean;
+  /** The create-task body the LogDumper would send (matched only). */
+  task: Record<string, unknown> | null;
+  /** Why that task would be refused (a capture that makes a bad field...), or null. */
+  taskError: string | null;
+}
+
+/** Where a tested line comes from unless the test says, and its place there. */
+const TEST_SOURCE = 'http:test';
+const TEST_POSITION = 'test';
 
 function appliesTo(patterns: readonly string[], sourceId: string): boolean {
   const [kind] = sourceId.split(':', 1);
@@ -55,6 +73,40 @@ export class LogRulesService {
   ) {}
 
   async create(dto: CreateLogRuleDto): Promise<LogRuleModel> {
+    const rule = await this.build(dto);
+    await this.repo.save(rule);
+    this.cache = null;
+    return rule;
+  }
+
+  /**
+   * A rule as `create` would store it (checked the same way, refused with the same 400), tried on
+   * one line through the LogDumper's own matcher and template filling; nothing is stored and no
+   * task is made. The task it would make is checked as a create would check it.
+   */
+  async test(dto: TestLogRuleDto): Promise<LogRuleTest> {
+    const rule = await this.build(dto.rule);
+    const record: LogRecord = {
+      sourceId: dto.source ?? TEST_SOURCE,
+      position: TEST_POSITION,
+      content: contentOfLine(dto.line),
+    };
+    const sourceApplies = appliesTo(rule.sources, record.sourceId);
+    const lookup = compileMatcher(rule.match)(record.content);
+    if (!lookup) return { matched: false, sourceApplies, task: null, taskError: null };
+    const task = ruleTaskBody(rule, lookup, record);
+    let taskError: string | null = null;
+    try {
+      await this.tasks.check(validateDto(CreateTaskDto, task));
+    } catch (err) {
+      // A refusal is what the LogDumper would count as rejected for this line; else a real fault.
+      if (!(err instanceof ContractException) || err.httpStatus >= 500) throw err;
+      taskError = err.message;
+    }
+    return { matched: true, sourceApplies, task, taskError };
+  }
+
+  private async build(dto: CreateLogRuleDto): Promise<LogRuleModel> {
     const now = this.clock.now();
     const rule = this.checked({
       ruleId: this.ids.taskId(),
@@ -68,8 +120,6 @@ export class LogRulesService {
       updatedAt: now,
     });
     await this.checkRegistered(rule.template);
-    await this.repo.save(rule);
-    this.cache = null;
     return rule;
   }
 

@@ -1,5 +1,5 @@
 import { CreateTaskDto } from '../tasks';
-import { Schedule } from './schedule';
+import { Schedule, slotsBetween } from './schedule';
 
 /** Skip a fire while the previous fire's task is not finished, fire anyway, or cancel the previous. */
 export type OverlapPolicy = 'skip' | 'allow' | 'cancel_previous';
@@ -52,4 +52,13 @@ export interface TimerModel {
   version: number;
   createdAt: number;
   updatedAt: number;
+}
+
+/**
+ * A timer's next `count` fires from its next slot, in its window, by the Producer's schedule code:
+ * fewer when the schedule or the window ends first.
+ */
+export function upcomingFires(t: TimerModel, count: number): number[] {
+  if (t.nextFireAt === null) return [];
+  return slotsBetween(t.schedule, t.nextFireAt, t.endAt ?? Number.MAX_SAFE_INTEGER, count);
 }

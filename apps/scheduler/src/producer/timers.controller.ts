@@ -16,7 +16,9 @@ import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import {
   CreateTimerDto,
+  NEXT_FIRES,
   ProducerStatusDto,
+  TimerPreviewDto,
   TimerDto,
   UpdateTimerDto,
   toTimerDto,
@@ -52,6 +54,20 @@ export class TimersController {
   @ApiOkResponse({ type: TimerDto })
   async create(@Body() dto: CreateTimerDto): Promise<Envelope<TimerDto>> {
     return ok(toTimerDto(await this.timers.create(dto)));
+  }
+
+  @Post('timers/preview')
+  @TenantFields('body.task.tenant', 'body.topology.tenant')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: "a timer's next fires, from a create body checked as a create is, and nothing stored",
+    description:
+      "The body of `POST /v1/timers`, refused with the same 400 (a bad cron, an unknown time zone, a task type not registered...); when it would be accepted, the first five fire times by the Producer's own schedule code.",
+  })
+  @ApiOkResponse({ type: TimerPreviewDto })
+  async preview(@Body() dto: CreateTimerDto): Promise<Envelope<TimerPreviewDto>> {
+    const fires = await this.timers.preview(dto, NEXT_FIRES);
+    return ok({ next_fires: fires.map((ms) => new Date(ms).toISOString()) });
   }
 
   @Access('read')

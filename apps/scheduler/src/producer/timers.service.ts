@@ -11,7 +11,7 @@ import { TopologyRunsService } from '../topologies';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
 import { ProducerService } from './producer.service';
 import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';
-import { TimerModel, TimerTemplate, isTopologyTemplate } from './timer.model';
+import { TimerModel, TimerTemplate, isTopologyTemplate, upcomingFires } from './timer.model';
 import { TimersRepository } from './timers.repository';
 
 const invalid = (message: string, data?: Record<string, unknown>): ContractException =>
@@ -40,6 +40,21 @@ export class TimersService {
   ) {}
 
   async create(dto: CreateTimerDto): Promise<TimerModel> {
+    const timer = await this.build(dto);
+    await this.repo.insert(timer);
+    this.producer.track(timer);
+    return timer;
+  }
+
+  /**
+   * The timer a create body would make, checked exactly as `create` checks it, and not stored:
+   * with its next fires (the Producer's own schedule code), for a preview as the body is typed.
+   */
+  async preview(dto: CreateTimerDto, count: number): Promise<number[]> {
+    return upcomingFires(await this.build(dto), count);
+  }
+
+  private async build(dto: CreateTimerDto): Promise<TimerModel> {
     const now = this.clock.now();
     const startAt = dto.start_at ? Date.parse(dto.start_at) : null;
     const endAt = dto.end_at ? Date.parse(dto.end_at) : null;
@@ -71,8 +86,6 @@ export class TimersService {
     };
     if (timer.nextFireAt === null)
       throw invalid('the schedule has no slot between start_at and end_at');
-    await this.repo.insert(timer);
-    this.producer.track(timer);
     return timer;
   }
 

@@ -74,6 +74,7 @@ describe.each([
     });
     return new RetentionService(
       store.purge,
+      store.history,
       new TaskTypesService(types.repo, new Clock()),
       new Clock(),
       metrics,

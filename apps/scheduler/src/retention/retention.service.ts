@@ -9,7 +9,12 @@ import { LOCK_PROVIDER, LockProvider } from '@baton/locks';
 import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { Metrics } from '../metrics';
-import { TaskPurgeRepository } from '../task-store';
+import {
+  HISTORY_MINUTES,
+  MINUTE_MS,
+  TaskHistoryRepository,
+  TaskPurgeRepository,
+} from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { RetentionExport } from './retention-export';
 
@@ -22,6 +27,8 @@ export interface RetentionPass {
   purged: number;
   batches: number;
   idempotencyRecords: number;
+  /** Rows of the per-minute history of finished tasks that were past HISTORY_MINUTES. */
+  historyRows: number;
 }
 
 /**
@@ -40,6 +47,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
 
   constructor(
     private readonly purge: TaskPurgeRepository,
+    private readonly history: TaskHistoryRepository,
     private readonly types: TaskTypesService,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
@@ -77,7 +85,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   async runOnce(): Promise<RetentionPass> {
     const { defaultDays, batch, pauseMs } = this.config.retention;
     const started = this.clock.now();
-    const pass: RetentionPass = { purged: 0, batches: 0, idempotencyRecords: 0 };
+    const pass: RetentionPass = { purged: 0, batches: 0, idempotencyRecords: 0, historyRows: 0 };
     const inBudget = (): boolean => !this.stopping && this.clock.now() - started < PASS_BUDGET_MS;
     for (const type of await this.types.list()) {
       const days = type.retentionDays ?? defaultDays;
@@ -104,6 +112,8 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         if (n < batch) break;
         await this.rest(pauseMs, 0);
       }
+    // The history of finished tasks per minute keeps its last hours, whatever the task types keep.
+    pass.historyRows = await this.history.prune(started - HISTORY_MINUTES * MINUTE_MS);
     if (pass.purged > 0 || pass.idempotencyRecords > 0)
       this.logger.log(
         `purged ${pass.purged} finished task(s) in ${pass.batches} batch(es) and ${pass.idempotencyRecords} idempotency record(s)`,

@@ -1,14 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { TaskStatus } from '@baton/task-contract';
 import { Clock } from '../common';
 import { Metrics, Series, cachedFor } from '../metrics';
-import { TaskCountsRepository } from '../task-store';
+import { BACKLOG_STATUSES, TaskCountsRepository } from '../task-store';
 
 /** How long a gauge read from the database is reused: scrapes of several Prometheus share it. */
 export const GAUGE_CACHE_MS = 5000;
-
-/** Statuses of a task that waits for an attempt (and FAIL with a retry due): its backlog. */
-const WAITING = [TaskStatus.INIT, TaskStatus.POSTPONE, TaskStatus.NONE];
 
 /**
  * Gauges of the stored tasks, the same on every instance: `baton_tasks{task_type,status}` from
@@ -41,7 +37,7 @@ export class TaskGauges {
 
   async backlog(): Promise<{ backlog: Series[]; oldest: Series[] }> {
     const now = this.clock.now();
-    const rows = await this.counts.waiting(WAITING, now);
+    const rows = await this.counts.waiting(BACKLOG_STATUSES, now);
     const oldest = new Map<string, number>();
     for (const r of rows)
       oldest.set(r.taskType, Math.min(oldest.get(r.taskType) ?? r.oldestDueAt, r.oldestDueAt));

@@ -19,6 +19,7 @@ export * from './task-log.repository';
 export * from './task-purge.repository';
 export * from './task-counts.repository';
 export * from './task-event-tail';
+export * from './task-history.repository';
 export * from './task-store.module';
 export * from './task.model';
 export { NEWEST_FIRST, taskListQuery } from './task-list.query';

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { TaskStatus } from '@baton/task-contract';
 import { DataSource, EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter } from './task-change-feed';
 import { SqlRunner } from './sql-runner';
@@ -17,6 +18,13 @@ export interface WaitingCount {
   n: number;
   oldestDueAt: number;
 }
+
+/** Statuses of a task that waits for an attempt (and FAIL with a retry due): its backlog. */
+export const BACKLOG_STATUSES: readonly TaskStatus[] = [
+  TaskStatus.INIT,
+  TaskStatus.POSTPONE,
+  TaskStatus.NONE,
+];
 
 /** Shards of each count on MySQL: concurrent transactions pick one at random. */
 const SHARDS = 16;

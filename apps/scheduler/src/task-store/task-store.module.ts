@@ -6,6 +6,7 @@ import { TaskChangeFeed } from './task-change-feed';
 import { TaskChangeRelay } from './task-change-relay';
 import { TaskEventTail } from './task-event-tail';
 import { TaskCountsRepository } from './task-counts.repository';
+import { TaskHistoryRepository } from './task-history.repository';
 import { TaskLogRepository } from './task-log.repository';
 import { TaskPurgeRepository } from './task-purge.repository';
 import { TasksRepository } from './tasks.repository';
@@ -14,7 +15,8 @@ import { TasksRepository } from './tasks.repository';
  * Where tasks live: their rows and compare-and-set (TasksRepository), the lifecycle log and
  * attempts (TaskLogRepository), the group-commit writer behind every transition, and the durable
  * status-change seam (TaskChangeFeed: consumers subscribe; TaskChangeRelay hands the outbox over),
- * and the counts of tasks by type and status kept with each change (TaskCountsRepository).
+ * the counts of tasks by type and status kept with each change (TaskCountsRepository), and the
+ * tasks finished per minute by type and outcome (TaskHistoryRepository).
  * Other modules read and change tasks only through what this module exports.
  */
 @Module({
@@ -29,10 +31,12 @@ import { TasksRepository } from './tasks.repository';
     TaskPurgeRepository,
     TaskCountsRepository,
     TaskEventTail,
+    TaskHistoryRepository,
   ],
   exports: [
     TaskEventTail,
     TaskCountsRepository,
+    TaskHistoryRepository,
     TasksRepository,
     TaskLogRepository,
     TaskChangeFeed,
@@ -44,10 +48,12 @@ export class TaskStoreModule implements OnModuleInit {
   constructor(
     private readonly feed: TaskChangeFeed,
     private readonly counts: TaskCountsRepository,
+    private readonly history: TaskHistoryRepository,
   ) {}
 
-  /** Tasks by type and status are kept with every change. */
+  /** Tasks by type and status, and finished per minute, are kept with every change. */
   onModuleInit(): void {
     this.feed.attach(this.counts);
+    this.feed.attach(this.history);
   }
 }

@@ -11,6 +11,7 @@ import { IdempotencyService } from './idempotency.service';
 import { TaskChangeStream } from './task-change-stream';
 import { TaskChangesController } from './task-changes.controller';
 import { TaskCountsController } from './task-counts.controller';
+import { TaskOverviewService } from './task-overview.service';
 import { TasksController } from './tasks.controller';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
@@ -43,6 +44,7 @@ import { TasksService } from './tasks.service';
     TaskActionsService,
     IdempotencyService,
     TaskChangeStream,
+    TaskOverviewService,
   ],
   exports: [TasksService, TaskActionsService],
 })

@@ -172,16 +172,25 @@ export class WebhookMessagesRepository {
     return rows[0] ? messageModel(rows[0]) : undefined;
   }
 
-  /** A webhook's messages, newest first. */
+  /**
+   * A webhook's messages, newest first (by creation, then id), those after `after` in that order
+   * when given: a page of the delivery log, read on the (webhook_id, created_at) index.
+   */
   async messagesOf(
     webhookId: string,
     status: MessageStatus | undefined,
     limit: number,
+    after?: Pick<WebhookMessageModel, 'createdAt' | 'messageId'>,
   ): Promise<WebhookMessageModel[]> {
+    const params: unknown[] = [webhookId];
+    if (status) params.push(status);
+    if (after) params.push(after.createdAt, after.createdAt, after.messageId);
     const rows = await this.query(
       `SELECT ${MESSAGE_COLUMNS} FROM baton_webhook_message WHERE webhook_id = ?
-         ${status ? 'AND status = ?' : ''} ORDER BY created_at DESC LIMIT ${Math.floor(limit)}`,
-      status ? [webhookId, status] : [webhookId],
+         ${status ? 'AND status = ?' : ''}
+         ${after ? 'AND (created_at < ? OR (created_at = ? AND message_id < ?))' : ''}
+         ORDER BY created_at DESC, message_id DESC LIMIT ${Math.floor(limit)}`,
+      params,
     );
     return rows.map(messageModel);
   }

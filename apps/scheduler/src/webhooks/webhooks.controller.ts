@@ -10,6 +10,7 @@ import {
   RedeliverDto,
   RedeliveredDto,
   UpdateWebhookDto,
+  WebhookDeliveriesQuery,
   WebhookDeliveryDto,
   WebhookDto,
   WebhookWithSecretDto,
@@ -128,13 +129,20 @@ export class WebhooksController {
 
   @Access('read')
   @Get(':webhook_id/deliveries')
-  @ApiOperation({ summary: "the subscription's messages, newest first, each with its attempts" })
+  @ApiOperation({
+    summary:
+      "the subscription's messages, newest first, each with its attempts; `before` pages to older ones",
+  })
   @ApiOkResponse({ type: [WebhookDeliveryDto] })
   async deliveries(
     @Param('webhook_id') webhookId: string,
-    @Query() q: DeliveriesQuery,
+    @Query() q: WebhookDeliveriesQuery,
   ): Promise<Envelope<WebhookDeliveryDto[]>> {
-    const list = await this.webhooks.deliveries({ webhookId }, q.status, q.limit ?? 50);
+    const list = await this.webhooks.deliveries(
+      { webhookId, before: q.before },
+      q.status,
+      q.limit ?? 50,
+    );
     return ok(list.map(([m, a]) => toDeliveryDto(m, a)));
   }
 

@@ -156,15 +156,26 @@ export class WebhooksService {
     return (await this.messages.message(messageId)) as WebhookMessageModel;
   }
 
+  /**
+   * Messages of a subscription (older than the message `before`, when given) or of a task, newest
+   * first, with their attempts. A `before` that is not a message of this subscription is a 404.
+   */
   async deliveries(
-    where: { webhookId: string } | { taskId: string },
+    where: { webhookId: string; before?: string } | { taskId: string },
     status: MessageStatus | undefined,
     limit: number,
   ): Promise<[WebhookMessageModel, WebhookAttemptModel[]][]> {
-    if ('webhookId' in where) await this.get(where.webhookId);
+    let after: WebhookMessageModel | undefined;
+    if ('webhookId' in where) {
+      await this.get(where.webhookId);
+      if (where.before !== undefined) {
+        after = await this.messages.message(where.before);
+        if (!after || after.webhookId !== where.webhookId) throw deliveryNotFound(where.before);
+      }
+    }
     const messages =
       'webhookId' in where
-        ? await this.messages.messagesOf(where.webhookId, status, limit)
+        ? await this.messages.messagesOf(where.webhookId, status, limit, after)
         : await this.messages.messagesOfTask(where.taskId, status, limit);
     const attempts = await this.messages.attemptsOf(messages.map((m) => m.messageId));
     return messages.map((m) => [m, attempts.get(m.messageId) ?? []]);

@@ -469,6 +469,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task-counts/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * tasks finished per minute by type and outcome, over the last minutes (kept with each change, no scan)
+         * @description Counted when a task moves to FINISH, in the same transaction; the last 6 hours are kept.
+         */
+        get: operations["TaskCountsController_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task-counts/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * tasks due and waiting for an attempt, by type and priority, with the oldest wait
+         * @description INIT, POSTPONE, NONE, or FAIL with a retry due, whose start time has passed (the autoscaling signal of /metrics). Read through the index of due tasks; one read serves every caller for 2 s.
+         */
+        get: operations["TaskCountsController_backlog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/task-changes/stream": {
         parameters: {
             query?: never;
@@ -567,6 +607,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/timers/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * a timer's next fires, from a create body checked as a create is, and nothing stored
+         * @description The body of `POST /v1/timers`, refused with the same 400 (a bad cron, an unknown time zone, a task type not registered...); when it would be accepted, the first five fire times by the Producer's own schedule code.
+         */
+        post: operations["TimersController_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/timers/{timer_id}": {
         parameters: {
             query?: never;
@@ -615,6 +675,26 @@ export interface paths {
         put?: never;
         /** create a LogDumper rule: a match and a task template filled from its captures */
         post: operations["LogRulesController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log-rules/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * try a rule on one log line before saving it: whether it matches, and the task it would make
+         * @description The rule is checked as `POST /v1/log-rules` checks it (the same 400s) and run through the LogDumper's own matcher and template filling. Nothing is stored and no task is made.
+         */
+        post: operations["LogRulesController_test"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1017,7 +1097,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** the subscription's messages, newest first, each with its attempts */
+        /** the subscription's messages, newest first, each with its attempts; `before` pages to older ones */
         get: operations["WebhooksController_deliveries"];
         put?: never;
         post?: never;
@@ -1642,6 +1722,44 @@ export interface components {
             status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
             count: number;
         };
+        TaskMinuteDto: {
+            /**
+             * Format: date-time
+             * @description the minute's start (UTC)
+             */
+            minute: string;
+            task_type: string;
+            /** @enum {string} */
+            outcome: "SUCCESS" | "FAIL" | "ROLLBACK" | "CANCELLED";
+            count: number;
+        };
+        TaskHistoryDto: {
+            /**
+             * Format: date-time
+             * @description the first minute covered (its start)
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description now: the last minute covered is under way
+             */
+            to: string;
+            minutes: number;
+            /** @description every count above zero, oldest minute first; a minute, type or outcome missing had none */
+            buckets: components["schemas"]["TaskMinuteDto"][];
+        };
+        BacklogDto: {
+            task_type: string;
+            priority: number;
+            count: number;
+            /**
+             * Format: date-time
+             * @description the earliest time one of them was due (its start_time, else its creation)
+             */
+            oldest_due_at: string;
+            /** @description how long that one has waited, in seconds */
+            oldest_wait_seconds: number;
+        };
         CallbackErrorDto: {
             message: string;
             code?: string;
@@ -1763,6 +1881,8 @@ export interface components {
              * @description null: no slot left
              */
             next_fire_at: string | null;
+            /** @description the next 5 fires from next_fire_at (fewer when the schedule or end_at stops first); none while disabled */
+            next_fires: string[];
             /** Format: date-time */
             last_fire_at: string | null;
             last_task_id: string | null;
@@ -1777,6 +1897,10 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        TimerPreviewDto: {
+            /** @description the first 5 fires of a timer made from this body now (fewer when the schedule or end_at stops first); a one-shot in the past fires at once */
+            next_fires: string[];
         };
         UpdateTimerDto: {
             name?: string;
@@ -1870,6 +1994,29 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        TestLogRuleDto: {
+            /** @description a rule as `POST /v1/log-rules` takes it (checked the same way; not stored) */
+            rule: components["schemas"]["CreateLogRuleDto"];
+            /** @description one log line, as a source would send it (a JSON object line also gives its fields to JSON rules) */
+            line: string;
+            /**
+             * @description the source the line is taken to come from (`{{_source}}`, and whether the rule reads it)
+             * @default http:test
+             */
+            source?: string;
+        };
+        LogRuleTestDto: {
+            /** @description the rule's match takes the line */
+            matched: boolean;
+            /** @description the rule's sources include the line's source */
+            source_applies: boolean;
+            /** @description the create-task body the LogDumper would send for this line (its idempotency key and log_rule label name a stand-in rule id); null when it does not match */
+            task: {
+                [key: string]: unknown;
+            } | null;
+            /** @description why the scheduler would refuse that task (the LogDumper counts it as rejected); null when it would make it */
+            task_error: string | null;
         };
         UpdateLogRuleDto: {
             name?: string;
@@ -3781,6 +3928,70 @@ export interface operations {
             503: components["responses"]["error-50302"];
         };
     };
+    TaskCountsController_history: {
+        parameters: {
+            query?: {
+                /** @description how many minutes back, the current one included */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskHistoryDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TaskCountsController_backlog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["BacklogDto"][];
+                    };
+                };
+            };
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
     TaskChangesController_open: {
         parameters: {
             query?: {
@@ -4027,6 +4238,43 @@ export interface operations {
             503: components["responses"]["error-50302"];
         };
     };
+    TimersController_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTimerDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerPreviewDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
     TimersController_get: {
         parameters: {
             query?: never;
@@ -4229,6 +4477,43 @@ export interface operations {
                         /** @example ok */
                         message: string;
                         data: components["schemas"]["LogRuleDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    LogRulesController_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestLogRuleDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["LogRuleTestDto"];
                     };
                 };
             };
@@ -5320,6 +5605,8 @@ export interface operations {
             query?: {
                 status?: "pending" | "delivered" | "failed";
                 limit?: number;
+                /** @description the message_id of the last delivery of the previous page: the page holds the deliveries older than it */
+                before?: string;
             };
             header?: never;
             path: {

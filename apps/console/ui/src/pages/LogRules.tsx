@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { api } from '../api';
 import { Empty, ErrorState, JsonBlock, Loading, Time, useTitle } from '../components';
 import { LogRule } from '../types';
+import { LogRuleForm } from './LogRuleForm';
 
 /** The task type a rule's template creates, if it names one. */
 function templateType(rule: LogRule): string {
@@ -10,7 +11,7 @@ function templateType(rule: LogRule): string {
   return typeof info?.task_type === 'string' ? info.task_type : '—';
 }
 
-/** Log rules: which log lines make which tasks; enable or disable each. */
+/** Log rules: which log lines make which tasks; enable or disable each; create one, tried first. */
 export function LogRules() {
   useTitle('Log rules');
   const client = useQueryClient();
@@ -20,6 +21,12 @@ export function LogRules() {
     refetchInterval: 10_000,
   });
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);
+  const [creating, setCreating] = useState(false);
+  const created = async (text: string): Promise<void> => {
+    setCreating(false);
+    setNote({ ok: true, text });
+    await client.invalidateQueries({ queryKey: ['log-rules'] });
+  };
 
   const setEnabled = async (r: LogRule, enabled: boolean): Promise<void> => {
     try {
@@ -36,7 +43,17 @@ export function LogRules() {
 
   return (
     <>
-      <h1>Log rules</h1>
+      <div className="title-row">
+        <h1>Log rules</h1>
+        {creating ? null : (
+          <button type="button" className="primary" onClick={() => setCreating(true)}>
+            New rule
+          </button>
+        )}
+      </div>
+      {creating ? (
+        <LogRuleForm onDone={(text) => void created(text)} onCancel={() => setCreating(false)} />
+      ) : null}
       {note ? (
         <p role="status" className={note.ok ? undefined : 'error'}>
           {note.text}
@@ -48,7 +65,8 @@ export function LogRules() {
         <ErrorState error={rules.error} what="log rules" />
       ) : rules.data.length === 0 ? (
         <Empty>
-          No log rules. A rule turns matching log lines into tasks: <code>POST /v1/log-rules</code>.
+          No log rules. A rule turns matching log lines into tasks: make one with{' '}
+          <strong>New rule</strong>.
         </Empty>
       ) : (
         <ul className="cards">

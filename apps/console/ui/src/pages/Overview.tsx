@@ -1,12 +1,64 @@
 import { useQuery } from '@tanstack/react-query';
+import { ReactNode } from 'react';
 import { ApiError, api } from '../api';
-import { Empty, ErrorState, Loading, StatusBadge, useTitle } from '../components';
-import { Link } from '../router';
-import { STATUSES, TaskCount, Worker } from '../types';
+import { Empty, ErrorState, Field, Loading, StatusBadge, useTitle } from '../components';
+import { Backlog, TaskHistory } from '../ops-types';
+import { Link, navigate, useLocation, withQuery } from '../router';
+import { STATUSES, TaskCount, TaskPage, Worker } from '../types';
+import { BacklogTable, RecentFailures, WorkerSummary } from './OverviewParts';
+import { Throughput } from './Throughput';
 
-/** "Is anything wrong?": tasks by status and type, and the workers that are not healthy. */
+/** What a key of one tenant is told where the numbers span every tenant. */
+const ALL_TENANTS = (
+  <Empty>
+    These numbers span every tenant: a key of one tenant sees its own tasks on the{' '}
+    <Link href="/tasks">Tasks</Link> page.
+  </Empty>
+);
+
+/** A query's states: loading, refused to a tenant's key, failed, or its content. */
+function Section<T>({
+  q,
+  what,
+  children,
+}: {
+  q: { isPending: boolean; isError: boolean; error: unknown; data?: T };
+  what: string;
+  children: (data: T) => ReactNode;
+}) {
+  if (q.isPending) return <Loading what={what} />;
+  if (q.isError)
+    return q.error instanceof ApiError && q.error.status === 403 ? (
+      ALL_TENANTS
+    ) : (
+      <ErrorState error={q.error} what={what} />
+    );
+  return <>{children(q.data as T)}</>;
+}
+
+/**
+ * "Is anything wrong?": tasks by status and type, finished per minute over the last hour, the
+ * backlog, the workers that are not healthy and the last failures. Five calls, polled.
+ */
 export function Overview() {
   useTitle('Overview');
+  const loc = useLocation();
+  const chartType = loc.query.get('type') ?? '';
+  const history = useQuery({
+    queryKey: ['task-history', 60],
+    queryFn: () => api<TaskHistory>('/v1/task-counts/history?minutes=60'),
+    refetchInterval: 10_000,
+  });
+  const backlog = useQuery({
+    queryKey: ['task-backlog'],
+    queryFn: () => api<Backlog[]>('/v1/task-counts/backlog'),
+    refetchInterval: 5000,
+  });
+  const failures = useQuery({
+    queryKey: ['tasks', 'recent-failures'],
+    queryFn: () => api<TaskPage>('/v1/tasks?outcome=FAIL&limit=10'),
+    refetchInterval: 10_000,
+  });
   const counts = useQuery({
     queryKey: ['task-counts'],
     queryFn: () => api<TaskCount[]>('/v1/task-counts'),
@@ -42,15 +94,57 @@ export function Overview() {
           <CountTables counts={counts.data} />
         )}
       </section>
+      <section aria-labelledby="throughput">
+        <div className="title-row">
+          <h2 id="throughput">Finished in the last hour</h2>
+          {history.data ? (
+            <Field label="Task type">
+              {(id) => (
+                <select
+                  id={id}
+                  value={chartType}
+                  onChange={(e) =>
+                    navigate(withQuery(loc, { type: e.target.value }), { replace: true })
+                  }
+                >
+                  <option value="">all types</option>
+                  {[...new Set(history.data.buckets.map((b) => b.task_type)), chartType]
+                    .filter((t, i, a) => t && a.indexOf(t) === i)
+                    .sort()
+                    .map((t) => (
+                      <option key={t} value={t}>
+                        {t}
+                      </option>
+                    ))}
+                </select>
+              )}
+            </Field>
+          ) : null}
+        </div>
+        <Section q={history} what="the last hour">
+          {(h) => <Throughput history={h} taskType={chartType} />}
+        </Section>
+      </section>
+      <section aria-labelledby="backlog">
+        <h2 id="backlog">Waiting to start</h2>
+        <Section q={backlog} what="the backlog">
+          {(rows) => <BacklogTable rows={rows} />}
+        </Section>
+      </section>
       <section aria-labelledby="workers-health">
         <h2 id="workers-health">Workers</h2>
-        {workers.isPending ? (
-          <Loading what="workers" />
-        ) : workers.isError ? (
-          <ErrorState error={workers.error} what="workers" />
-        ) : (
-          <WorkerSummary workers={workers.data} />
-        )}
+        <Section q={workers} what="workers">
+          {(list) => <WorkerSummary workers={list} />}
+        </Section>
+      </section>
+      <section aria-labelledby="recent-failures">
+        <h2 id="recent-failures">Recent failures</h2>
+        <Section q={failures} what="recent failures">
+          {(page) => <RecentFailures tasks={page.items} />}
+        </Section>
+        <p>
+          <Link href="/tasks?outcome=FAIL">Every failed task</Link>
+        </p>
       </section>
     </>
   );
@@ -123,27 +217,5 @@ function CountTables({ counts }: { counts: TaskCount[] }) {
         </table>
       </div>
     </>
-  );
-}
-
-function WorkerSummary({ workers }: { workers: Worker[] }) {
-  if (workers.length === 0) return <Empty>No worker is registered.</Empty>;
-  const unwell = workers.filter((w) => w.health !== 'healthy' || w.draining);
-  return (
-    <p>
-      {workers.length} registered, {workers.length - unwell.length} healthy and taking tasks
-      {unwell.length > 0 ? (
-        <>
-          ; <strong>{unwell.length} not</strong>:{' '}
-          {unwell.map((w, i) => (
-            <span key={w.worker_id}>
-              {i > 0 ? ', ' : ''}
-              {w.worker_id} ({w.draining ? 'draining' : w.health})
-            </span>
-          ))}
-        </>
-      ) : null}
-      . <Link href="/workers">All workers</Link>
-    </p>
   );
 }

@@ -3,7 +3,8 @@ import { useState } from 'react';
 import { api } from '../api';
 import { Empty, ErrorState, Loading, Time, useTitle } from '../components';
 import { Link } from '../router';
-import { Timer } from '../types';
+import { TaskType, Timer } from '../types';
+import { TimerForm } from './TimerForm';
 
 /** How a timer fires, in a few words. */
 function scheduleOf(t: Timer): string {
@@ -13,7 +14,10 @@ function scheduleOf(t: Timer): string {
   return `once at ${s.at ? new Date(s.at).toLocaleString() : '?'}`;
 }
 
-/** Timers: what each starts, when it fires next and fired last, and enable or disable it. */
+/**
+ * Timers: what each starts, its next five fires and its last, enable or disable it; create one,
+ * or change one that starts a task, with a preview of its fires as the schedule is typed.
+ */
 export function Timers() {
   useTitle('Timers');
   const client = useQueryClient();
@@ -23,6 +27,19 @@ export function Timers() {
     refetchInterval: 5000,
   });
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);
+  /** The form: closed, a new timer, or one being changed. */
+  const [editing, setEditing] = useState<Timer | 'new' | null>(null);
+  const types = useQuery({
+    queryKey: ['task-types'],
+    queryFn: () => api<TaskType[]>('/v1/task-types'),
+    staleTime: 60_000,
+    enabled: editing !== null,
+  });
+  const done = async (text: string): Promise<void> => {
+    setEditing(null);
+    setNote({ ok: true, text });
+    await client.invalidateQueries({ queryKey: ['timers'] });
+  };
 
   const setEnabled = async (t: Timer, enabled: boolean): Promise<void> => {
     try {
@@ -39,7 +56,29 @@ export function Timers() {
 
   return (
     <>
-      <h1>Timers</h1>
+      <div className="title-row">
+        <h1>Timers</h1>
+        {editing === null ? (
+          <button type="button" className="primary" onClick={() => setEditing('new')}>
+            New timer
+          </button>
+        ) : null}
+      </div>
+      {editing !== null ? (
+        types.isPending ? (
+          <Loading what="task types" />
+        ) : types.isError ? (
+          <ErrorState error={types.error} what="task types" />
+        ) : (
+          <TimerForm
+            key={editing === 'new' ? 'new' : editing.timer_id}
+            timer={editing === 'new' ? null : editing}
+            types={types.data}
+            onDone={(text) => void done(text)}
+            onCancel={() => setEditing(null)}
+          />
+        )
+      ) : null}
       {note ? (
         <p role="status" className={note.ok ? undefined : 'error'}>
           {note.text}
@@ -51,8 +90,8 @@ export function Timers() {
         <ErrorState error={timers.error} what="timers" />
       ) : timers.data.length === 0 ? (
         <Empty>
-          No timers. A timer starts a task (or a topology run) on a cron, an interval or once:{' '}
-          <code>POST /v1/timers</code>.
+          No timers. A timer starts a task (or a topology run) on a cron, an interval or once: make
+          one with <strong>New timer</strong>.
         </Empty>
       ) : (
         <div className="scroll" tabIndex={0} role="region" aria-label="Timer list">
@@ -62,7 +101,7 @@ export function Timers() {
                 <th scope="col">Timer</th>
                 <th scope="col">Starts</th>
                 <th scope="col">Schedule</th>
-                <th scope="col">Next fire</th>
+                <th scope="col">Next fires</th>
                 <th scope="col">Last fire</th>
                 <th scope="col" className="num">
                   Fired, missed, skipped
@@ -86,7 +125,17 @@ export function Timers() {
                   </td>
                   <td>{scheduleOf(t)}</td>
                   <td>
-                    <Time iso={t.next_fire_at} />
+                    {t.next_fires.length ? (
+                      <ol className="fires" aria-label={`Next fires of ${t.name}`}>
+                        {t.next_fires.map((f) => (
+                          <li key={f}>
+                            <Time iso={f} />
+                          </li>
+                        ))}
+                      </ol>
+                    ) : (
+                      <span className="muted">{t.enabled ? 'no more' : 'none while disabled'}</span>
+                    )}
                   </td>
                   <td>
                     <Time iso={t.last_fire_at} />
@@ -108,6 +157,11 @@ export function Timers() {
                         {t.enabled ? 'Disable' : 'Enable'}
                         <span className="visually-hidden"> {t.name}</span>
                       </button>
+                      {t.task ? (
+                        <button type="button" onClick={() => setEditing(t)}>
+                          Change<span className="visually-hidden"> {t.name}</span>
+                        </button>
+                      ) : null}
                     </div>
                   </td>
                 </tr>

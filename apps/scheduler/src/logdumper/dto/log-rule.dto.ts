@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -9,9 +10,12 @@ import {
   IsString,
   Length,
   Matches,
+  ValidateNested,
 } from 'class-validator';
 import { TENANT_PATTERN } from '../../common';
 import { LogRuleModel } from '../log-rule.model';
+import { MAX_LINE_CHARS } from '../log-record';
+import type { LogRuleTest } from '../log-rules.service';
 
 const SOURCES_DOC =
   'source patterns the rule applies to: `http:<name>`, `file:<name>`, `stream:<name>`, with `*` for any name (`file:*`), or `*` for every source';
@@ -120,3 +124,66 @@ export function toLogRuleDto(m: LogRuleModel): LogRuleDto {
     updated_at: new Date(m.updatedAt).toISOString(),
   };
 }
+
+/** Body of `POST /v1/log-rules/test`. */
+export class TestLogRuleDto {
+  @ApiProperty({
+    type: CreateLogRuleDto,
+    description: 'a rule as `POST /v1/log-rules` takes it (checked the same way; not stored)',
+  })
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CreateLogRuleDto)
+  rule!: CreateLogRuleDto;
+
+  @ApiProperty({
+    minLength: 1,
+    maxLength: MAX_LINE_CHARS,
+    description:
+      'one log line, as a source would send it (a JSON object line also gives its fields to JSON rules)',
+  })
+  @IsString()
+  @Length(1, MAX_LINE_CHARS)
+  line!: string;
+
+  @ApiPropertyOptional({
+    default: 'http:test',
+    pattern: '^(http|file|stream):[A-Za-z0-9._-]{1,64}$',
+    description:
+      'the source the line is taken to come from (`{{_source}}`, and whether the rule reads it)',
+  })
+  @IsOptional()
+  @Matches(/^(http|file|stream):[A-Za-z0-9._-]{1,64}$/, {
+    message: 'source must be http:<name>, file:<name> or stream:<name>',
+  })
+  source?: string;
+}
+
+/** What a rule makes of one line: whether it matches, and the task it would make. */
+export class LogRuleTestDto {
+  @ApiProperty({ description: "the rule's match takes the line" }) matched!: boolean;
+  @ApiProperty({ description: "the rule's sources include the line's source" })
+  source_applies!: boolean;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description:
+      'the create-task body the LogDumper would send for this line (its idempotency key and log_rule label name a stand-in rule id); null when it does not match',
+  })
+  task!: Record<string, unknown> | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      'why the scheduler would refuse that task (the LogDumper counts it as rejected); null when it would make it',
+  })
+  task_error!: string | null;
+}
+
+export const toLogRuleTestDto = (t: LogRuleTest): LogRuleTestDto => ({
+  matched: t.matched,
+  source_applies: t.sourceApplies,
+  task: t.task,
+  task_error: t.taskError,
+});

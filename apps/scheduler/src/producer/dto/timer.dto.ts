@@ -24,7 +24,11 @@ import {
   OverlapPolicy,
   TimerModel,
   isTopologyTemplate,
+  upcomingFires,
 } from '../timer.model';
+
+/** How many coming fires a timer (and a preview) shows. */
+export const NEXT_FIRES = 5;
 
 const KINDS = ['cron', 'interval', 'once'] as const;
 
@@ -193,6 +197,12 @@ export class TimerDto {
     description: 'null: no slot left',
   })
   next_fire_at!: string | null;
+  @ApiProperty({
+    type: [String],
+    format: 'date-time',
+    description: `the next ${NEXT_FIRES} fires from next_fire_at (fewer when the schedule or end_at stops first); none while disabled`,
+  })
+  next_fires!: string[];
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_fire_at!: string | null;
   @ApiProperty({ type: String, nullable: true }) last_task_id!: string | null;
   @ApiProperty({ description: 'tasks created by this timer' }) fire_count!: number;
@@ -228,6 +238,9 @@ export function toTimerDto(t: TimerModel): TimerDto {
     misfire_policy: t.misfirePolicy,
     misfire_grace_ms: t.misfireGraceMs,
     next_fire_at: iso(t.nextFireAt),
+    next_fires: t.enabled
+      ? upcomingFires(t, NEXT_FIRES).map((ms) => new Date(ms).toISOString())
+      : [],
     last_fire_at: iso(t.lastFireAt),
     last_task_id: t.lastTaskId,
     fire_count: t.fireCount,
@@ -237,6 +250,16 @@ export function toTimerDto(t: TimerModel): TimerDto {
     created_at: new Date(t.createdAt).toISOString(),
     updated_at: new Date(t.updatedAt).toISOString(),
   };
+}
+
+/** The answer of `POST /v1/timers/preview`. */
+export class TimerPreviewDto {
+  @ApiProperty({
+    type: [String],
+    format: 'date-time',
+    description: `the first ${NEXT_FIRES} fires of a timer made from this body now (fewer when the schedule or end_at stops first); a one-shot in the past fires at once`,
+  })
+  next_fires!: string[];
 }
 
 export class ProducerStatusDto {

@@ -5,6 +5,7 @@ import { GroupCommitWriter } from '../group-commit.writer';
 import { SqlRunner } from '../sql-runner';
 import { TaskChangeFeed } from '../task-change-feed';
 import { TaskCountsRepository } from '../task-counts.repository';
+import { TaskHistoryRepository } from '../task-history.repository';
 import { TaskLogRepository } from '../task-log.repository';
 import { TaskPurgeRepository } from '../task-purge.repository';
 import { TasksRepository } from '../tasks.repository';
@@ -16,6 +17,8 @@ export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
   const feed = new TaskChangeFeed(sql);
   const counts = new TaskCountsRepository(ds, sql);
   feed.attach(counts);
+  const history = new TaskHistoryRepository(ds, sql);
+  feed.attach(history);
   const log = new TaskLogRepository(ds, sql, feed);
   const writer = new GroupCommitWriter(ds, tx, sql, log, feed, metrics);
   return {
@@ -23,6 +26,7 @@ export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
     log,
     purge: new TaskPurgeRepository(tx, sql, counts, ds),
     counts,
+    history,
     /** Runs SQL as it is (for a spec's own set-up and checks). */
     exec: (query: string, params: unknown[] = []) => sql.exec(undefined, query, params),
   };

@@ -310,3 +310,15 @@ export function toDeliveryDto(
     })),
   };
 }
+
+/** Query of a subscription's delivery log: a page, and the next one. */
+export class WebhookDeliveriesQuery extends DeliveriesQuery {
+  @ApiPropertyOptional({
+    description:
+      'the message_id of the last delivery of the previous page: the page holds the deliveries older than it',
+    example: 'msg_01JD0000000000000000000000',
+  })
+  @IsOptional()
+  @Matches(/^msg_[0-9A-Z]{26}$/, { message: 'before must be a message_id (msg_...)' })
+  before?: string;
+}
