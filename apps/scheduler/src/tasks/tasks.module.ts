@@ -10,6 +10,8 @@ import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
 import { TaskCountsController } from './task-counts.controller';
 import { TasksController } from './tasks.controller';
+import { TaskLocksController } from './task-locks.controller';
+import { TaskLocksService } from './task-locks.service';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
 import { TaskFactory } from './task-factory';
@@ -31,7 +33,7 @@ import { TasksService } from './tasks.service';
     EngineModule,
     RunnerModule,
   ],
-  controllers: [TasksController, TaskCountsController, CallbacksController],
+  controllers: [TasksController, TaskLocksController, TaskCountsController, CallbacksController],
   providers: [
     TaskFactory,
     FastEnqueue,
@@ -40,6 +42,7 @@ import { TasksService } from './tasks.service';
     OutcomeActions,
     TaskActionsService,
     IdempotencyService,
+    TaskLocksService,
   ],
   exports: [TasksService, TaskActionsService],
 })
