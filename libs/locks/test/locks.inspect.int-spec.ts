@@ -175,6 +175,38 @@ describe.each(DRIVERS)('LockProvider.inspect: %s', (driver) => {
     });
   }
 
+  if (driver === 'redis') {
+    it('counts a quorum of Redis nodes: answers with one of three down, refuses with two down', async () => {
+      const n0 = config.redis!.nodes[0];
+      const down = { host: '127.0.0.1', port: 1 };
+      // Two independent keyspaces of the machine's Redis, and a node that refuses connections.
+      const three = createLockProvider({
+        driver,
+        redis: { nodes: [n0, { ...n0, db: 3 }, down] },
+      });
+      const minority = createLockProvider({
+        driver,
+        redis: { nodes: [n0, down, { ...down, port: 2 }] },
+      });
+      try {
+        const k = key('quorum');
+        const lease = await three.acquire(k, { ttlMs: 10_000, holder: 'on two of three' });
+        await expect(three.inspect([k])).resolves.toMatchObject([
+          { held: true, holder: 'on two of three', fence: lease.fence },
+        ]);
+        // One node answering cannot say whether a quorum holds the key.
+        await expect(minority.inspect([k])).rejects.toMatchObject({
+          code: LockErrorCode.BACKEND_UNAVAILABLE,
+        });
+        await lease.release();
+        await expect(three.inspect([k])).resolves.toMatchObject([{ held: false }]);
+      } finally {
+        await three.close();
+        await minority.close();
+      }
+    });
+  }
+
   if (driver === 'mysql') {
     it('adds the label column to a lease table made before labels existed', async () => {
       const c = config.mysql!;
@@ -209,6 +241,46 @@ describe.each(DRIVERS)('LockProvider.inspect: %s', (driver) => {
       } finally {
         await p1.close();
         await p2.close();
+        await conn.query(`DROP TABLE IF EXISTS ${table}`);
+        await conn.end();
+      }
+    });
+
+    it('keeps locking, unlabelled, on an old table a user without ALTER may not change', async () => {
+      const c = config.mysql!;
+      const table = `baton_lock_noalter_${process.pid}`;
+      const user = `baton_noalter_${process.pid}`;
+      const conn = await createConnection({
+        host: c.host,
+        port: c.port,
+        user: c.user,
+        password: c.password,
+        database: c.database,
+      });
+      await conn.query(`DROP TABLE IF EXISTS ${table}`);
+      await conn.query(
+        `CREATE TABLE ${table} (lock_key VARCHAR(191) NOT NULL PRIMARY KEY, holder CHAR(36) NULL,
+         fence BIGINT UNSIGNED NOT NULL DEFAULT 0, expires_at BIGINT UNSIGNED NOT NULL DEFAULT 0)`,
+      );
+      await conn.query(`CREATE USER IF NOT EXISTS '${user}'@'%' IDENTIFIED BY 'pw-${user}'`);
+      await conn.query(
+        `GRANT SELECT, INSERT, UPDATE, CREATE ON ${c.database}.${table} TO '${user}'@'%'`,
+      );
+      const limited = createLockProvider({
+        driver,
+        mysql: { ...c, user, password: `pw-${user}`, table },
+      });
+      try {
+        const lease = await limited.acquire('k', { ttlMs: 10_000, holder: 'no column for me' });
+        await expect(limited.inspect(['k'])).resolves.toMatchObject([
+          { held: true, holder: null, token: expect.any(String), fence: lease.fence },
+        ]);
+        await expect(limited.tryAcquire('k', { ttlMs: 1000 })).resolves.toBeNull();
+        await lease.release();
+        await expect(limited.inspect(['k'])).resolves.toMatchObject([{ held: false }]);
+      } finally {
+        await limited.close();
+        await conn.query(`DROP USER IF EXISTS '${user}'@'%'`);
         await conn.query(`DROP TABLE IF EXISTS ${table}`);
         await conn.end();
       }

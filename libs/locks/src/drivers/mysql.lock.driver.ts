@@ -30,6 +30,8 @@ export class MysqlLockDriver extends BaseLockProvider {
   private readonly maxPollMs: number;
   private readonly waiters = new KeyWaiters();
   private ready: Promise<void> | undefined;
+  /** False when the table has no `holder_label` and the server refused to add it: no labels. */
+  private labels = true;
 
   constructor(config: MysqlLockConfig) {
     super();
@@ -71,12 +73,13 @@ export class MysqlLockDriver extends BaseLockProvider {
       const epoch = this.waiters.epoch(key);
       // The database starts the TTL after this; the holder's clock must not start it earlier.
       const attemptAt = Date.now();
+      const labelled = label === undefined ? null : tokenWithLabel(holder, label);
       const result = await this.exec(
         `UPDATE ${this.table}
-            SET holder = ?, fence = LAST_INSERT_ID(fence + 1), expires_at = ${NOW_MS} + ?,
-                holder_label = ?
+            SET holder = ?, fence = LAST_INSERT_ID(fence + 1), expires_at = ${NOW_MS} + ?
+                ${this.labels ? ', holder_label = ?' : ''}
           WHERE lock_key = ? AND (holder IS NULL OR expires_at <= ${NOW_MS})`,
-        [holder, ttlMs, label === undefined ? null : tokenWithLabel(holder, label), key],
+        this.labels ? [holder, ttlMs, labelled, key] : [holder, ttlMs, key],
       );
       if (result.affectedRows === 1) {
         return this.heldKey(key, holder, Number(result.insertId), attemptAt);
@@ -90,7 +93,7 @@ export class MysqlLockDriver extends BaseLockProvider {
   async inspectKey(key: string): Promise<LockState> {
     await this.ensureTable();
     const rows = await this.exec<RowDataPacket[]>(
-      `SELECT holder, holder_label, fence,
+      `SELECT holder, ${this.labels ? 'holder_label' : 'NULL AS holder_label'}, fence,
               CAST(expires_at AS SIGNED) - CAST(${NOW_MS} AS SIGNED) AS remaining_ms
          FROM ${this.table} WHERE lock_key = ?`,
       [key],
@@ -162,7 +165,10 @@ export class MysqlLockDriver extends BaseLockProvider {
     return this.ready;
   }
 
-  /** A table made before labels existed gets the column (once; a concurrent add is fine). */
+  /**
+   * A table made before labels existed gets the column (once; a concurrent add is fine). When
+   * the server refuses the ALTER (a user without the right), locks work on without labels.
+   */
   private async addLabelColumn(): Promise<void> {
     const found = await this.exec<RowDataPacket[]>(
       `SELECT 1 FROM information_schema.COLUMNS
@@ -173,8 +179,12 @@ export class MysqlLockDriver extends BaseLockProvider {
     try {
       await this.exec(`ALTER TABLE ${this.table} ADD COLUMN ${LABEL_COLUMN}`, []);
     } catch (error) {
+      const code = (error as LockException).data?.code;
       // Another process added it between the look and the ALTER.
-      if ((error as LockException).data?.code !== 'ER_DUP_FIELDNAME') throw error;
+      if (code === 'ER_DUP_FIELDNAME') return;
+      // The server answered no (not a lost connection, which is retried on next use).
+      if (typeof code === 'string' && code.startsWith('ER_')) this.labels = false;
+      else throw error;
     }
   }
 
