@@ -136,7 +136,8 @@ describe('console: the locks of a task', () => {
     // A second task on the same key waits, and its page names and links the holder.
     const second = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'ui waits for the key' },
-      params: { seconds: 2, tick_ms: 250 },
+      // Long enough for the open page (read every second) to see it holding the key.
+      params: { seconds: 6, tick_ms: 250 },
       lock_keys: [key],
     });
     await eventually(

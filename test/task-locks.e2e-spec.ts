@@ -85,7 +85,8 @@ describe.each([
     const key = `db-main-${run}`;
     const first = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'holds the key' },
-      params: { seconds: 6, tick_ms: 250 },
+      // Long enough for the second task to be seen waiting and paused on a busy machine.
+      params: { seconds: 15, tick_ms: 250 },
       lock_keys: [key, `disk-${run}`],
     });
     const running = await until(first, 'running', (t) => t.task_status === 'RUNNING');
@@ -183,7 +184,7 @@ describe.each([
     const key = `shared-${run}`;
     const holder = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'alpha holds' },
-      params: { seconds: 5, tick_ms: 250 },
+      params: { seconds: 10, tick_ms: 250 },
       tenant: 'alpha',
       lock_keys: [key],
     });
