@@ -269,6 +269,42 @@ describe('console in a browser', () => {
     await page.getByText('FINISH · CANCELLED').first().waitFor({ timeout: 30_000 });
   });
 
+  it('follows a task through the live stream, not only by polling', async () => {
+    // A task that waits an hour: its page polls it every 30 s while the stream is connected.
+    const id = await createTask({
+      create_info: { task_type: 'demo.echo', task_name: 'console live' },
+      process_arg: { start_time: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    const streams: string[] = [];
+    const onResponse = (r: {
+      url(): string;
+      status(): number;
+      headers(): Record<string, string>;
+    }) => {
+      const live = String(r.headers()['content-type']).startsWith('text/event-stream');
+      if (r.url().includes('/api/v1/task-changes/stream') && r.status() === 200 && live)
+        streams.push(r.url());
+    };
+    page.on('response', onResponse);
+    try {
+      await page.goto(url(`/tasks/${id}`));
+      await heading('console live').waitFor();
+      await eventually(
+        async () => (streams.some((u) => u.includes(`task_id=${id}`)) ? true : undefined),
+        30_000,
+        'the live stream for the task, open through the console',
+      );
+      const before = (await task(id)).task_status;
+      expect(before).not.toBe('FINISH');
+      await api.call('POST', `/v1/tasks/${id}/cancel`, {});
+      await settled(id, 'cancelled', (t) => t.task_status === 'FINISH');
+      // Told by the stream: well before the 30 s poll would have read it again.
+      await page.getByText('FINISH · CANCELLED').first().waitFor({ timeout: 20_000 });
+    } finally {
+      page.off('response', onResponse);
+    }
+  });
+
   it('retries three failed tasks at once from the list, after a confirmation saying how many', async () => {
     const ids: string[] = [];
     for (let i = 1; i <= 3; i++) {

@@ -349,6 +349,8 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'POST /v1/tasks': () => ({ path: '/v1/tasks' }),
       'GET /v1/tasks': () => ({ path: '/v1/tasks?limit=3&status=FINISH,RUNNING' }),
       'GET /v1/task-counts': () => ({ path: '/v1/task-counts' }),
+      // A live stream: ended by the scheduler after a second, so its whole answer can be read.
+      'GET /v1/task-changes/stream': () => ({ path: '/v1/task-changes/stream?max_seconds=1' }),
       'POST /v1/tasks/batch': () => ({ path: '/v1/tasks/batch' }),
       'GET /v1/tasks/{task_id}': () => ({ path: `/v1/tasks/${s.done}` }),
       'GET /v1/tasks/{task_id}/events': () => ({ path: `/v1/tasks/${s.done}/events` }),

@@ -203,6 +203,11 @@ export class Api {
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+    if (!String(res.headers['content-type']).startsWith('application/json')) {
+      // Not an envelope (the live stream, metrics): the text as it came, as the message.
+      const text = await res.body.text();
+      return { status: res.statusCode, code: 0, message: text, data: undefined as T };
+    }
     const json = (await res.body.json()) as { code: number; message: string; data: T };
     return { status: res.statusCode, ...json };
   }

@@ -2,9 +2,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { request } from 'undici';
 
 /** Request headers passed on to the scheduler; everything else stays at the console. */
-const FORWARDED = ['authorization', 'content-type', 'accept', 'idempotency-key'] as const;
+const FORWARDED = [
+  'authorization',
+  'content-type',
+  'accept',
+  'idempotency-key',
+  'last-event-id',
+] as const;
 /** Answer headers passed back to the browser. */
 const RETURNED = ['content-type', 'retry-after'] as const;
+/** The scheduler's live stream of task changes: passed on as it comes, for as long as it lasts. */
+const LIVE_STREAM = /^\/v1\/task-changes\/stream(\?|$)/;
 /** The largest body the console passes on (the scheduler's own default limit). */
 const BODY_LIMIT = 1024 * 1024;
 
@@ -52,15 +60,20 @@ async function forward(
     if (typeof value === 'string') headers[name] = value;
   }
   const body = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
+  const live = LIVE_STREAM.test(path);
+  // A live stream ends when the page leaves: so does the request to the scheduler.
+  const gone = new AbortController();
+  if (live) req.raw.once('close', () => gone.abort());
   try {
     const res = await request(`${schedulerUrl}${path}`, {
       method: req.method as 'GET',
       headers,
       body,
       headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
+      // A live stream is quiet between changes (a comment every 15 s): no limit on its body.
+      bodyTimeout: live ? 0 : timeoutMs,
+      signal: gone.signal,
     });
-    const answer = Buffer.from(await res.body.arrayBuffer());
     reply.code(res.statusCode);
     for (const name of RETURNED) {
       const value = res.headers[name];
@@ -68,7 +81,13 @@ async function forward(
     }
     // What a person's key may read is not for shared caches.
     reply.header('cache-control', 'no-store');
-    return reply.send(answer);
+    if (live && String(res.headers['content-type']).startsWith('text/event-stream')) {
+      // Passed on as it comes, not gathered first.
+      reply.header('x-accel-buffering', 'no');
+      res.body.on('error', () => undefined);
+      return reply.send(res.body);
+    }
+    return reply.send(Buffer.from(await res.body.arrayBuffer()));
   } catch (err) {
     req.log.warn({ err }, 'the scheduler did not answer a proxied request');
     return reply

@@ -37,6 +37,9 @@ const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
 const WORKER_CALL =
   /^(POST \/v1\/workers\/?|PUT \/v1\/workers\/[^/?]+\/heartbeat|DELETE \/v1\/workers\/[^/?]+|PUT \/v1\/tasks\/[^/?]+\/(notify|heartbeat|progress))(\?|$)/;
 
+/** The long-lived live-view stream. */
+const LIVE_STREAM = /^\/v1\/task-changes\/stream(\?|$)/;
+
 /** Requests the API may turn away when overloaded or over a rate: not probes, metrics or workers' calls. */
 function shedable(method: string, url: string): boolean {
   if (url.startsWith('/health') || url.startsWith('/metrics')) return false;
@@ -110,7 +113,10 @@ export async function createSchedulerApp(
     if (!shedable(req.method, req.url)) return;
     const admitted = overload.admit();
     if ('done' in admitted) {
-      reply.raw.once('close', admitted.done);
+      // A live stream stays open for as long as its page: it counts as one request only while
+      // it is being set up, not for its whole life (TaskChangeStream caps how many there are).
+      if (LIVE_STREAM.test(req.url)) admitted.done();
+      else reply.raw.once('close', admitted.done);
       return;
     }
     const retryAfter = Math.max(1, Math.ceil(overload.lagMs / 1000));

@@ -86,6 +86,12 @@ export interface SchedulerConfig {
     overloadLagMs: number;
     /** Public API requests per second per API key (per address without one); 0: no limit. */
     rateLimitPerSec: number;
+    /** How often the lifecycle log is read for live views (`/v1/task-changes/stream`) while someone watches. */
+    streamPollMs: number;
+    /** Live-view connections one instance keeps; more get 503 (and poll instead). */
+    streamMaxWatchers: number;
+    /** A live-view connection is ended after this long (its client reconnects, maybe elsewhere). */
+    streamMaxSeconds: number;
   };
   logdumper: LogDumperConfig;
   retention: {
@@ -348,6 +354,9 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       maxInFlight: int(env, 'BATON_API_MAX_IN_FLIGHT', 512, 1, 100_000),
       overloadLagMs: int(env, 'BATON_OVERLOAD_LAG_MS', 1000, 10, 600_000),
       rateLimitPerSec: int(env, 'BATON_API_RATE_LIMIT', 1000, 0, 1_000_000),
+      streamPollMs: int(env, 'BATON_STREAM_POLL_MS', 500, 50, 60_000),
+      streamMaxWatchers: int(env, 'BATON_STREAM_MAX_WATCHERS', 500, 0, 100_000),
+      streamMaxSeconds: int(env, 'BATON_STREAM_MAX_SECONDS', 900, 1, 86_400),
     },
     logdumper: logdumper(env),
     outgoing: outgoingConfig(env),

@@ -16,6 +16,7 @@ import { Webhooks1765000000000 } from './migrations/1765000000000-Webhooks';
 import { Topologies1765100000000 } from './migrations/1765100000000-Topologies';
 import { TaskCounts1765200000000 } from './migrations/1765200000000-TaskCounts';
 import { FleetControl1765300000000 } from './migrations/1765300000000-FleetControl';
+import { TaskListIndexes1765400000000 } from './migrations/1765400000000-TaskListIndexes';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   Topologies1765100000000,
   TaskCounts1765200000000,
   FleetControl1765300000000,
+  TaskListIndexes1765400000000,
 ];
 
 /**

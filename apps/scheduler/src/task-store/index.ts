@@ -18,8 +18,11 @@ export * from './attempt-drops.repository';
 export * from './task-log.repository';
 export * from './task-purge.repository';
 export * from './task-counts.repository';
+export * from './task-event-tail';
 export * from './task-store.module';
 export * from './task.model';
+export { NEWEST_FIRST, taskListQuery } from './task-list.query';
+export * from './task-search';
 export * from './tasks.repository';
 
 /** The tables this module owns, for the data source. */

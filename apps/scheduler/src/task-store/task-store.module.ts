@@ -4,6 +4,7 @@ import { GroupCommitWriter } from './group-commit.writer';
 import { SqlRunner } from './sql-runner';
 import { TaskChangeFeed } from './task-change-feed';
 import { TaskChangeRelay } from './task-change-relay';
+import { TaskEventTail } from './task-event-tail';
 import { TaskCountsRepository } from './task-counts.repository';
 import { TaskLogRepository } from './task-log.repository';
 import { TaskPurgeRepository } from './task-purge.repository';
@@ -27,8 +28,10 @@ import { TasksRepository } from './tasks.repository';
     TasksRepository,
     TaskPurgeRepository,
     TaskCountsRepository,
+    TaskEventTail,
   ],
   exports: [
+    TaskEventTail,
     TaskCountsRepository,
     TasksRepository,
     TaskLogRepository,

@@ -1,13 +1,25 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { bigintNumber, jsonText } from '../database';
 
-/** One task (docs/architecture.md). Never leaves the repository: services see TaskModel. */
+/**
+ * One task (docs/architecture.md). Never leaves the repository: services see TaskModel. The name
+ * search index (migration TaskListIndexes) is not an entity's: a FULLTEXT index over a generated
+ * column on MariaDB/MySQL, an FTS5 table on SQLite.
+ */
 @Entity('baton_task')
 @Index('ix_task_due', ['due_at'])
 @Index('ix_task_status_due', ['status', 'due_at'])
 @Index('ix_task_type_status_finished', ['task_type', 'status', 'finished_at'])
 @Index('ix_task_tenant_created', ['tenant', 'created_at'])
 @Index('ix_task_tenant_status', ['tenant', 'status'])
+@Index('ix_task_parent', ['parent_task_id', 'task_id'])
+@Index('ix_task_control', ['control_task_id', 'task_id'])
+@Index('ix_task_worker', ['worker_id', 'task_id'])
+@Index('ix_task_outcome', ['outcome', 'task_id'])
+@Index('ix_task_attempt', ['attempt', 'task_id'])
+@Index('ix_task_name', ['task_name', 'task_id'])
+@Index('ix_task_updated', ['updated_at', 'task_id'])
+@Index('ix_task_priority', ['priority', 'task_id'])
 @Index('ux_task_idempotency', ['tenant', 'idempotency_key'], { unique: true })
 export class TaskEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })

@@ -119,4 +119,34 @@ export interface TaskFilter {
   label?: { key: string; value: string };
   createdFrom?: number;
   createdTo?: number;
+  /** Names that start with it (case as stored). */
+  namePrefix?: string;
+  /** Names holding every one of these words, each as a word or the start of one (`searchWords`). */
+  nameWords?: string[];
+  /** This one task (a search box given an id). */
+  taskId?: string;
+  parentTaskId?: string;
+  controlTaskId?: string;
+  /** The worker of the current or last attempt. */
+  workerId?: string;
+  /** At least this many attempts opened. */
+  attemptsMin?: number;
+}
+
+/** Orders of the task list. `created` is the order of the ids, which are made time-ordered. */
+export const TASK_SORTS = ['created', 'updated', 'priority'] as const;
+export type TaskSort = (typeof TASK_SORTS)[number];
+
+export interface TaskOrder {
+  sort: TaskSort;
+  dir: 'asc' | 'desc';
+}
+
+/**
+ * Where a page starts: after the task of this id, which held `key` in the sort's column (none
+ * for `created`, whose column is the id itself).
+ */
+export interface TaskSeek {
+  key?: number;
+  taskId: string;
 }

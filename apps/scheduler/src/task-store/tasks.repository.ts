@@ -9,7 +9,8 @@ import { TaskChangeFeed } from './task-change-feed';
 import { TaskLogRepository } from './task-log.repository';
 import { entityRow, fromRow, toColumn, toEntity, toModel } from './task-row.mapping';
 import { TaskEntity } from './task.entity';
-import { TaskFilter, TaskModel } from './task.model';
+import { NEWEST_FIRST, taskListQuery } from './task-list.query';
+import { TaskFilter, TaskModel, TaskOrder, TaskSeek } from './task.model';
 
 /** A task in the queue's terms. */
 export interface DueTask {
@@ -214,26 +215,18 @@ export class TasksRepository {
     return found;
   }
 
-  /** Newest first; `before` is the last task_id of the previous page (ids are time-ordered). */
-  async list(filter: TaskFilter, before: string | undefined, limit: number): Promise<TaskModel[]> {
-    const q = this.db.manager.createQueryBuilder(TaskEntity, 't');
-    if (filter.taskType) q.andWhere('t.task_type = :type', { type: filter.taskType });
-    if (filter.taskName) q.andWhere('t.task_name = :name', { name: filter.taskName });
-    if (filter.status?.length) q.andWhere('t.status IN (:...status)', { status: filter.status });
-    if (filter.outcome?.length)
-      q.andWhere('t.outcome IN (:...outcome)', { outcome: filter.outcome });
-    if (filter.tenant) q.andWhere('t.tenant = :tenant', { tenant: filter.tenant });
-    if (filter.createdFrom !== undefined)
-      q.andWhere('t.created_at >= :from', { from: filter.createdFrom });
-    if (filter.createdTo !== undefined) q.andWhere('t.created_at < :to', { to: filter.createdTo });
-    if (filter.label) {
-      q.andWhere(
-        'EXISTS (SELECT 1 FROM baton_task_label l WHERE l.task_id = t.task_id AND l.label_key = :lk AND l.label_value = :lv)',
-        { lk: filter.label.key, lv: filter.label.value },
-      );
-    }
-    if (before) q.andWhere('t.task_id < :before', { before });
-    const rows = await q.orderBy('t.task_id', 'DESC').limit(limit).getMany();
+  /**
+   * A page of tasks in `order` (newest first unless asked), after `after` (a task id: the last of
+   * the previous page newest first).
+   */
+  async list(
+    filter: TaskFilter,
+    after: TaskSeek | string | undefined,
+    limit: number,
+    order: TaskOrder = NEWEST_FIRST,
+  ): Promise<TaskModel[]> {
+    const seek = typeof after === 'string' ? { taskId: after } : after;
+    const rows = await taskListQuery(this.db, filter, seek, limit, order).getMany();
     return rows.map(toModel);
   }
 

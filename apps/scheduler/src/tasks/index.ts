@@ -2,7 +2,7 @@ import { IdempotencyRecordEntity } from './idempotency-record.entity';
 
 export * from './dto/create-task.dto';
 export * from './dto/create-task.fast';
-export { ListTasksQuery, taskFilterOf } from './dto/list-tasks.query';
+export { ListTasksQuery, TaskListFilterQuery, taskFilterOf } from './dto/list-tasks.query';
 export { toTaskDto, TaskDto } from './dto/task.dto';
 export * from './tasks.module';
 export * from './task-actions.service';

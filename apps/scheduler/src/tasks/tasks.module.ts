@@ -8,6 +8,8 @@ import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
 import { IdempotencyService } from './idempotency.service';
+import { TaskChangeStream } from './task-change-stream';
+import { TaskChangesController } from './task-changes.controller';
 import { TaskCountsController } from './task-counts.controller';
 import { TasksController } from './tasks.controller';
 import { TaskLocksController } from './task-locks.controller';
@@ -33,7 +35,13 @@ import { TasksService } from './tasks.service';
     EngineModule,
     RunnerModule,
   ],
-  controllers: [TasksController, TaskLocksController, TaskCountsController, CallbacksController],
+  controllers: [
+    TasksController,
+    TaskLocksController,
+    TaskCountsController,
+    TaskChangesController,
+    CallbacksController,
+  ],
   providers: [
     TaskFactory,
     FastEnqueue,
@@ -43,6 +51,7 @@ import { TasksService } from './tasks.service';
     TaskActionsService,
     IdempotencyService,
     TaskLocksService,
+    TaskChangeStream,
   ],
   exports: [TasksService, TaskActionsService],
 })

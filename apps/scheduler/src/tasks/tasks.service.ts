@@ -10,10 +10,12 @@ import {
   TaskEventModel,
   TaskLogRepository,
   TaskModel,
+  TaskOrder,
   TasksRepository,
 } from '../task-store';
 import { CreateTaskDto } from './dto/create-task.dto';
-import { ListTasksQuery, taskFilterOf } from './dto/list-tasks.query';
+import { ListTasksQuery, searchFilterOf, taskFilterOf } from './dto/list-tasks.query';
+import { decodeTaskCursor, encodeTaskCursor } from './dto/task-cursor';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskFactory } from './task-factory';
 
@@ -169,10 +171,16 @@ export class TasksService {
 
   async list(q: ListTasksQuery): Promise<{ items: TaskModel[]; nextCursor: string | null }> {
     const limit = q.limit ?? 50;
-    const items = await this.repo.list(taskFilterOf(q), q.cursor, limit + 1);
+    const order: TaskOrder = { sort: q.sort ?? 'created', dir: q.order ?? 'desc' };
+    const after = q.cursor ? decodeTaskCursor(q.cursor, order) : undefined;
+    const filter = { ...taskFilterOf(q), ...searchFilterOf(q.search) };
+    const items = await this.repo.list(filter, after, limit + 1, order);
     const more = items.length > limit;
     const page = more ? items.slice(0, limit) : items;
-    return { items: page, nextCursor: more ? page[page.length - 1].taskId : null };
+    return {
+      items: page,
+      nextCursor: more ? encodeTaskCursor(order, page[page.length - 1]) : null,
+    };
   }
 
   async events(taskId: string): Promise<TaskEventModel[]> {

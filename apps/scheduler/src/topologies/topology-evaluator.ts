@@ -69,7 +69,11 @@ export function viewsOf(
   tasks: ReadonlyMap<string, NodeTask>,
 ): Map<string, NodeView> {
   const byNode = new Map<string, NodeRow[]>();
-  for (const r of rows) byNode.set(r.key, [...(byNode.get(r.key) ?? []), r]);
+  for (const r of rows) {
+    const list = byNode.get(r.key);
+    if (list) list.push(r);
+    else byNode.set(r.key, [r]);
+  }
   return new Map(spec.nodes.map((n) => [n.key, viewOf(n, byNode.get(n.key) ?? [], tasks)]));
 }
 

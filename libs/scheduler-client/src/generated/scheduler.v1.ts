@@ -489,6 +489,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task-changes/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * a server-sent-events stream of task status changes (live views)
+         * @description Each transition and note of the lifecycle log of the tasks the filters select, as `event: task` with the change as JSON in `data:`, soon after it commits on any instance. The `id:` of each message is a place in the log: send it back as `Last-Event-ID` on reconnecting and up to 1,000 missed events are replayed; past that an `event: reset` says to read the views again. Delivery is at least once; an event may come late (its transaction committed after later ones), so a view re-reads the task an event names. A key of one tenant receives its own tenant only. A comment line is sent every 15 s; the scheduler ends a stream after `max_seconds` or BATON_STREAM_MAX_SECONDS (then reconnect).
+         */
+        get: operations["TaskChangesController_open"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/notify": {
         parameters: {
             query?: never;
@@ -3260,9 +3280,24 @@ export interface operations {
                 label?: string;
                 created_from?: string;
                 created_to?: string;
-                /** @description next_cursor of the previous page */
-                cursor?: string;
                 limit?: number;
+                /** @description names that start with this (case counts); served by the name index, any length of prefix */
+                name_prefix?: string;
+                /** @description a task id (finds that task) or words, all of which a task's name must hold, each as a word or the start of one; case and accents do not count. Words of fewer than 3 characters and very common English words are not indexed and are left out; a search with no other word is refused (40000) */
+                search?: string;
+                /** @description created: by id, which follows creation time; updated: last change; priority: important_level */
+                sort?: "created" | "updated" | "priority";
+                order?: "desc" | "asc";
+                /** @description children of this task */
+                parent_task_id?: string;
+                /** @description tasks this control task (a topology run's centre) drives */
+                control_task_id?: string;
+                /** @description tasks whose current or last attempt went to this worker instance */
+                worker?: string;
+                /** @description tasks that opened at least this many attempts (2: retried at least once) */
+                attempts_min?: number;
+                /** @description next_cursor of the previous page, with the same sort and order (a cursor of another order is refused) */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3821,6 +3856,43 @@ export interface operations {
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];
+        };
+    };
+    TaskChangesController_open: {
+        parameters: {
+            query?: {
+                /** @description only this tenant's tasks (a key of one tenant sees its own only) */
+                tenant?: string;
+                /** @description comma-separated task types (at most 50) */
+                task_type?: string[];
+                /** @description comma-separated task ids (at most 500): the rows a page shows */
+                task_id?: string[];
+                /** @description the tasks of one topology run: its centre task's id */
+                control_task_id?: string;
+                /** @description end the stream after this many seconds (the scheduler ends it after BATON_STREAM_MAX_SECONDS anyway, so connections move to new instances) */
+                max_seconds?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream, open until the client or the server ends it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     CallbacksController_notify: {
@@ -4699,9 +4771,9 @@ export interface operations {
                 label?: string;
                 created_from?: string;
                 created_to?: string;
+                limit?: number;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                limit?: number;
                 /** @description runs of this definition */
                 name?: string;
             };

@@ -1,5 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useTaskChanges } from '../live';
+import { useRef, useState } from 'react';
 import { ACTION_LABELS, TaskAction, whyNot } from '../actions';
 import { ApiError, api } from '../api';
 import {
@@ -32,11 +33,21 @@ const ACTIONS: readonly TaskAction[] = [
 export function TaskDetail({ id }: { id: string }) {
   useTitle(`Task ${id}`);
   const client = useQueryClient();
+  const live = useRef(false);
   const task = useQuery({
     queryKey: ['task', id],
     queryFn: () => api<Task>(`/v1/tasks/${encodeURIComponent(id)}`),
-    // Live while it moves; a task at rest is looked at now and then.
-    refetchInterval: (q) => (q.state.data?.task_status === 'FINISH' ? 10_000 : 1000),
+    // Every second while it runs (the worker's progress is not in the stream of changes); else
+    // a change read from the live stream brings it, and polling covers a stream that is down.
+    refetchInterval: (q) => {
+      const status = q.state.data?.task_status;
+      if (status === 'RUNNING') return 1000;
+      if (live.current) return 30_000;
+      return status === 'FINISH' ? 10_000 : 1000;
+    },
+  });
+  live.current = useTaskChanges({ taskIds: [id] }, () => {
+    void client.invalidateQueries({ queryKey: ['task', id] });
   });
   const version = task.data?.version;
   const events = useQuery({
@@ -222,7 +233,13 @@ export function TaskDetail({ id }: { id: string }) {
         <JsonBlock label="Error" value={t.error} open />
       </section>
 
-      {t.lock_keys.length ? <TaskLocks id={t.task_id} refreshedAt={task.dataUpdatedAt} /> : null}
+      {t.lock_keys.length ? (
+        <TaskLocks
+          id={t.task_id}
+          refreshedAt={task.dataUpdatedAt}
+          finished={t.task_status === 'FINISH'}
+        />
+      ) : null}
 
       <section aria-labelledby="timeline-h">
         <h2 id="timeline-h">Lifecycle</h2>

@@ -7,12 +7,24 @@ import { TaskLock } from '../types';
 
 /**
  * Who holds each lock key of a task, as the lock backend answers now: read again each time the
- * task is (`refreshedAt`), since a holder or an expiry changes without the task changing.
+ * task is (`refreshedAt`), and every 5 s while a key is held by another holder (it passes on
+ * without this task changing) or still by this task once it has finished (the release follows
+ * the final write).
  */
-export function TaskLocks({ id, refreshedAt }: { id: string; refreshedAt: number }) {
+export function TaskLocks({
+  id,
+  refreshedAt,
+  finished,
+}: {
+  id: string;
+  refreshedAt: number;
+  finished: boolean;
+}) {
   const locks = useQuery({
     queryKey: ['task-locks', id],
     queryFn: () => api<TaskLock[]>(`/v1/tasks/${encodeURIComponent(id)}/locks`),
+    refetchInterval: (q) =>
+      q.state.data?.some((l) => l.held && (!l.held_by_this_task || finished)) ? 5000 : false,
   });
   const { refetch } = locks;
   useEffect(() => {

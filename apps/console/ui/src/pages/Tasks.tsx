@@ -1,4 +1,5 @@
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useTaskChanges } from '../live';
 import { useEffect, useRef, useState } from 'react';
 import { ACTION_EFFECTS, ACTION_LABELS, TaskAction, bulkRetryCall, whyNot } from '../actions';
 import { ApiError, api, queryString } from '../api';
@@ -6,20 +7,18 @@ import {
   ConfirmDialog,
   Empty,
   ErrorState,
-  Field,
   Loading,
   Progress,
   StatusBadge,
   Time,
   useTitle,
 } from '../components';
-import { Link, navigate, useLocation, withQuery } from '../router';
-import { STATUSES, Task, TaskPage, TaskType, progressOf } from '../types';
+import { Link, useLocation, withQuery } from '../router';
+import { Task, TaskPage, TaskType, progressOf } from '../types';
+import { TaskFilters, apiFilters, paramsOf, typedOnly, useSettled } from './TaskFilters';
 
 const PAGE_SIZE = 50;
 const BULK: readonly TaskAction[] = ['cancel', 'retry', 'pause', 'continue'];
-/** Outcomes of decided tasks (CANCELLED: stopped because someone asked, not a failure). */
-const OUTCOMES = ['SUCCESS', 'FAIL', 'ROLLBACK', 'CANCELLED'] as const;
 
 /** The call a bulk action makes for one task, or null when the task is left alone. */
 function callFor(task: Task, action: TaskAction): string | null {
@@ -40,11 +39,12 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
 export function Tasks() {
   useTitle('Tasks');
   const loc = useLocation();
-  const type = loc.query.get('task_type') ?? '';
-  const status = loc.query.get('status') ?? '';
-  const outcome = loc.query.get('outcome') ?? '';
-  const text = loc.query.get('q') ?? '';
+  const p = paramsOf(loc);
   const cursor = loc.query.get('cursor') ?? '';
+  // Typing in a text filter asks the server once the text has stayed the same a moment; a
+  // choice from a list asks at once.
+  const filterKey = useSettled(JSON.stringify(apiFilters(p)), typedOnly(p));
+  const filters = JSON.parse(filterKey) as Record<string, string | undefined>;
   const client = useQueryClient();
 
   const types = useQuery({
@@ -52,15 +52,20 @@ export function Tasks() {
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
   });
+  const live = useRef(false);
   const page = useQuery({
-    queryKey: ['tasks', type, status, outcome, cursor],
+    queryKey: ['tasks', filterKey, cursor],
     queryFn: () =>
-      api<TaskPage>(
-        `/v1/tasks${queryString({ task_type: type, status, outcome, cursor, limit: PAGE_SIZE })}`,
-      ),
-    refetchInterval: 3000,
+      api<TaskPage>(`/v1/tasks${queryString({ ...filters, cursor, limit: PAGE_SIZE })}`),
+    // With the live stream, the rows shown are read again when one of them moves, and the
+    // list now and then for new tasks; without it, every 3 s.
+    refetchInterval: () => (live.current ? 10_000 : 3000),
     placeholderData: keepPreviousData,
   });
+  live.current = useTaskChanges(
+    { taskIds: page.data?.items.map((t) => t.task_id) ?? [] },
+    () => void page.refetch(),
+  );
 
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [asking, setAsking] = useState<TaskAction | null>(null);
@@ -69,15 +74,11 @@ export function Tasks() {
   const headerBox = useRef<HTMLInputElement>(null);
 
   // A new filter or page starts with nothing selected.
-  useEffect(() => setSelected(new Set()), [type, status, outcome, cursor]);
+  useEffect(() => setSelected(new Set()), [filterKey, cursor]);
 
-  const needle = text.trim().toLowerCase();
-  const items = (page.data?.items ?? []).filter(
-    (t) =>
-      !needle ||
-      t.task_name.toLowerCase().includes(needle) ||
-      t.task_id.toLowerCase().includes(needle),
-  );
+  const items = page.data?.items ?? [];
+  const filtered = Object.values(filters).some(Boolean);
+  const newestFirst = (p.sort || 'created') === 'created' && (p.order || 'desc') === 'desc';
   const chosen = items.filter((t) => selected.has(t.task_id));
   const allChosen = items.length > 0 && chosen.length === items.length;
   useEffect(() => {
@@ -124,9 +125,6 @@ export function Tasks() {
     await client.invalidateQueries({ queryKey: ['task-counts'] });
   };
 
-  const setFilter = (changes: Record<string, string | undefined>, replace = false): void =>
-    navigate(withQuery(loc, { ...changes, cursor: undefined }), { replace });
-
   const askingTargets = asking ? chosen.filter((t) => callFor(t, asking) !== null) : [];
 
   return (
@@ -137,72 +135,7 @@ export function Tasks() {
           New task
         </Link>
       </div>
-      <form
-        className="filters"
-        role="search"
-        aria-label="Filter tasks"
-        onSubmit={(e) => e.preventDefault()}
-      >
-        <Field label="Type">
-          {(id) => (
-            <select id={id} value={type} onChange={(e) => setFilter({ task_type: e.target.value })}>
-              <option value="">any</option>
-              {(types.data ?? []).map((t) => (
-                <option key={t.task_type} value={t.task_type}>
-                  {t.task_type}
-                </option>
-              ))}
-              {type && !types.data?.some((t) => t.task_type === type) ? (
-                <option value={type}>{type}</option>
-              ) : null}
-            </select>
-          )}
-        </Field>
-        <Field label="Status">
-          {(id) => (
-            <select id={id} value={status} onChange={(e) => setFilter({ status: e.target.value })}>
-              <option value="">any</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Outcome">
-          {(id) => (
-            <select
-              id={id}
-              value={outcome}
-              onChange={(e) => setFilter({ outcome: e.target.value })}
-            >
-              <option value="">any</option>
-              {OUTCOMES.map((o) => (
-                <option key={o} value={o}>
-                  {o}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Name or id">
-          {(id) => (
-            <input
-              id={id}
-              type="search"
-              value={text}
-              placeholder="on this page"
-              onChange={(e) => navigate(withQuery(loc, { q: e.target.value }), { replace: true })}
-            />
-          )}
-        </Field>
-        {type || status || outcome || text ? (
-          <Link href="/tasks" className="button">
-            Clear filters
-          </Link>
-        ) : null}
-      </form>
+      <TaskFilters loc={loc} p={p} types={types.data} />
 
       <div className="bulk" role="group" aria-label="Act on the selected tasks">
         <span aria-live="polite">{chosen.length} selected</span>
@@ -250,14 +183,13 @@ export function Tasks() {
         <ErrorState error={page.error} what="tasks" />
       ) : items.length === 0 ? (
         <Empty>
-          {page.data.items.length === 0 && !cursor && !type && !status && !outcome ? (
+          {!cursor && !filtered ? (
             <>
               No tasks yet. <Link href="/tasks/new">Create one</Link>.
             </>
           ) : (
             <>
-              No tasks match these filters{text ? ' on this page' : ''}.{' '}
-              <Link href="/tasks">Show all tasks</Link>
+              No tasks match these filters. <Link href="/tasks">Show all tasks</Link>
             </>
           )}
         </Empty>
@@ -337,9 +269,15 @@ export function Tasks() {
         </div>
       )}
       <nav className="pager" aria-label="Pages">
-        {cursor ? <Link href={withQuery(loc, { cursor: undefined })}>Newest</Link> : null}
+        {cursor ? (
+          <Link href={withQuery(loc, { cursor: undefined })}>
+            {newestFirst ? 'Newest' : 'First page'}
+          </Link>
+        ) : null}
         {page.data?.next_cursor ? (
-          <Link href={withQuery(loc, { cursor: page.data.next_cursor })}>Older tasks</Link>
+          <Link href={withQuery(loc, { cursor: page.data.next_cursor })}>
+            {newestFirst ? 'Older tasks' : 'Next page'}
+          </Link>
         ) : null}
       </nav>
 

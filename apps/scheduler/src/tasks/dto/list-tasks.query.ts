@@ -1,8 +1,22 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsDateString, IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import {
+  IsDateString,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+} from 'class-validator';
+import {
+  ContractErrorCode,
+  ContractException,
   TASK_OUTCOMES,
+  TASK_ID_PATTERN,
   TASK_STATUSES,
   TASK_TYPE_PATTERN,
   TaskOutcome,
@@ -11,10 +25,14 @@ import {
   parseTaskStatus,
 } from '@baton/task-contract';
 import { DecimalInt, TENANT_PATTERN } from '../../common';
-import { TaskFilter } from '../../task-store';
+import { SEARCH_MIN_WORD, TASK_SORTS, TaskFilter, TaskSort, searchWords } from '../../task-store';
+import { TASK_CURSOR_PATTERN } from './task-cursor';
 
-/** Query string of `GET /v1/tasks`. */
-export class ListTasksQuery {
+/** A worker instance's id, as workers register it. */
+const WORKER_ID_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/;
+
+/** The filters and page size the task list shares with the topology-run list. */
+export class TaskListFilterQuery {
   @ApiPropertyOptional({ pattern: TASK_TYPE_PATTERN.source })
   @IsOptional()
   @Matches(TASK_TYPE_PATTERN)
@@ -70,11 +88,6 @@ export class ListTasksQuery {
   @IsDateString({ strict: true })
   created_to?: string;
 
-  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
-  @IsOptional()
-  @Matches(/^[0-9A-Z]{26}$/, { message: 'cursor is not one this API gave out' })
-  cursor?: string;
-
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 500, default: 50 })
   @IsOptional()
   @DecimalInt()
@@ -84,8 +97,95 @@ export class ListTasksQuery {
   limit?: number;
 }
 
-/** The repository's filter for a list query. */
-export function taskFilterOf(q: ListTasksQuery): TaskFilter {
+/** Query string of `GET /v1/tasks`. */
+export class ListTasksQuery extends TaskListFilterQuery {
+  @ApiPropertyOptional({
+    description:
+      'names that start with this (case counts); served by the name index, any length of prefix',
+    maxLength: 200,
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  name_prefix?: string;
+
+  @ApiPropertyOptional({
+    description:
+      "a task id (finds that task) or words, all of which a task's name must hold, each as a word or the start of one; case and accents do not count. Words of fewer than 3 characters and very common English words are not indexed and are left out; a search with no other word is refused (40000)",
+    maxLength: 200,
+    example: 'nightly backup',
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
+  search?: string;
+
+  @ApiPropertyOptional({
+    enum: TASK_SORTS,
+    default: 'created',
+    description:
+      'created: by id, which follows creation time; updated: last change; priority: important_level',
+  })
+  @IsOptional()
+  @IsIn(TASK_SORTS)
+  sort?: TaskSort;
+
+  @ApiPropertyOptional({ enum: ['desc', 'asc'], default: 'desc' })
+  @IsOptional()
+  @IsIn(['desc', 'asc'])
+  order?: 'desc' | 'asc';
+
+  @ApiPropertyOptional({ pattern: TASK_ID_PATTERN.source, description: 'children of this task' })
+  @IsOptional()
+  @Matches(TASK_ID_PATTERN)
+  parent_task_id?: string;
+
+  @ApiPropertyOptional({
+    pattern: TASK_ID_PATTERN.source,
+    description: "tasks this control task (a topology run's centre) drives",
+  })
+  @IsOptional()
+  @Matches(TASK_ID_PATTERN)
+  control_task_id?: string;
+
+  @ApiPropertyOptional({
+    pattern: WORKER_ID_PATTERN.source,
+    description: 'tasks whose current or last attempt went to this worker instance',
+  })
+  @IsOptional()
+  @Matches(WORKER_ID_PATTERN)
+  worker?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 1000000,
+    description: 'tasks that opened at least this many attempts (2: retried at least once)',
+  })
+  @IsOptional()
+  @DecimalInt()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  attempts_min?: number;
+
+  @ApiPropertyOptional({
+    description:
+      'next_cursor of the previous page, with the same sort and order (a cursor of another order is refused)',
+  })
+  @IsOptional()
+  @Matches(TASK_CURSOR_PATTERN, { message: 'cursor is not one this API gave out' })
+  cursor?: string;
+}
+
+/** The repository's filter for a list query (the filters either list offers). */
+export function taskFilterOf(
+  q: TaskListFilterQuery &
+    Partial<Pick<ListTasksQuery, 'name_prefix' | 'parent_task_id' | 'control_task_id'>> &
+    Partial<Pick<ListTasksQuery, 'worker' | 'attempts_min'>>,
+): TaskFilter {
   const [key, ...rest] = q.label ? q.label.split(':') : [];
   return {
     taskType: q.task_type,
@@ -95,5 +195,31 @@ export function taskFilterOf(q: ListTasksQuery): TaskFilter {
     label: q.label ? { key, value: rest.join(':') } : undefined,
     createdFrom: q.created_from ? Date.parse(q.created_from) : undefined,
     createdTo: q.created_to ? Date.parse(q.created_to) : undefined,
+    namePrefix: q.name_prefix,
+    parentTaskId: q.parent_task_id,
+    controlTaskId: q.control_task_id,
+    workerId: q.worker,
+    attemptsMin: q.attempts_min,
   };
+}
+
+/** A task id as the scheduler makes them (a ULID), in either case. */
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+
+/**
+ * The filter of a search box's text: a task id finds that task; other text, the names that hold
+ * its words (`searchWords`). Refuses (40000) text with no word the name index holds.
+ */
+export function searchFilterOf(search: string | undefined): TaskFilter {
+  if (search === undefined) return {};
+  const text = search.trim();
+  if (ULID.test(text)) return { taskId: text.toUpperCase() };
+  const words = searchWords(text);
+  if (words.length === 0)
+    throw new ContractException(
+      ContractErrorCode.VALIDATION_FAILED,
+      `search has no word to look for: names are searched by words of ${SEARCH_MIN_WORD} or more characters, very common English words left out`,
+      { search },
+    );
+  return { nameWords: words };
 }

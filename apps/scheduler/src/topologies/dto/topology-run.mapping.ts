@@ -1,6 +1,6 @@
 import { ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
-import { ListTasksQuery } from '../../tasks';
+import { TaskListFilterQuery } from '../../tasks';
 import { NodeView } from '../node-state';
 import { NodeDef, TOPOLOGY_NAME, kindOf } from '../topology-definition';
 import { RunState } from '../topology-runs.service';
@@ -10,7 +10,12 @@ const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
 /** Query string of `GET /v1/topology-runs`. */
-export class ListRunsQuery extends OmitType(ListTasksQuery, ['task_type'] as const) {
+export class ListRunsQuery extends OmitType(TaskListFilterQuery, ['task_type'] as const) {
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
+  @IsOptional()
+  @Matches(/^[0-9A-Z]{26}$/, { message: 'cursor is not one this API gave out' })
+  cursor?: string;
+
   @ApiPropertyOptional({ description: 'runs of this definition', pattern: TOPOLOGY_NAME.source })
   @IsOptional()
   @Matches(TOPOLOGY_NAME, { message: 'name must be a topology name' })

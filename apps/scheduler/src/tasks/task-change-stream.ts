@@ -1,0 +1,171 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { TailedTaskEvent, TaskEventTail } from '../task-store';
+
+/** What one watcher wants; `tenant` is always set for a key of one tenant (TenantFields). */
+export interface TaskChangeFilter {
+  tenant?: string;
+  taskTypes?: ReadonlySet<string>;
+  taskIds?: ReadonlySet<string>;
+  controlTaskId?: string;
+}
+
+/** A connected watcher: the stream writes to it, and ends it on shutdown. */
+export interface TaskChangeWatcher {
+  readonly filter: TaskChangeFilter;
+  /** Events it wants (maybe none), and the highest event id read so far (where to resume from). */
+  send(events: readonly TailedTaskEvent[], mark: number): void;
+  /** The watcher missed more than can be replayed: it should read its views again. */
+  reset(mark: number): void;
+  end(): void;
+}
+
+/** Events read from the log at once; a full read is followed by another straight away. */
+const BATCH = 1000;
+/** Most events replayed to a watcher that comes back with Last-Event-ID. */
+const REPLAY = 1000;
+/** How long an id skipped by the log is looked for again (its transaction may still commit). */
+const GAP_MS = 10_000;
+/** Most skipped ids remembered; past it the watchers' fallback polling covers what is missed. */
+const MAX_GAPS = 10_000;
+
+export function matches(f: TaskChangeFilter, e: TailedTaskEvent): boolean {
+  if (f.tenant !== undefined && e.tenant !== f.tenant) return false;
+  if (f.taskTypes && !f.taskTypes.has(e.taskType)) return false;
+  if (f.taskIds && !f.taskIds.has(e.taskId)) return false;
+  if (f.controlTaskId !== undefined && e.controlTaskId !== f.controlTaskId) return false;
+  return true;
+}
+
+/**
+ * Task status changes for live views (the console's lists, a task's page, a topology run), read
+ * from the lifecycle log and fanned out to every watcher of this instance: one read of the log
+ * per interval however many watch, none when nobody does. Changes made through any instance are
+ * seen, since all write the same log. Delivery is at least once and in log order per task, except
+ * that an event whose transaction committed after later ones arrives late (the ids it skipped are
+ * looked for again for GAP_MS); a view stays right by reading again what an event names.
+ */
+@Injectable()
+export class TaskChangeStream implements OnModuleDestroy {
+  private readonly logger = new Logger('TaskChangeStream');
+  private readonly watchers = new Set<TaskChangeWatcher>();
+  /** The highest id read; undefined while nobody watches. */
+  private cursor: number | undefined;
+  /** Ids below the cursor not seen yet, with when they were first missed. */
+  private readonly gaps = new Map<number, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly tail: TaskEventTail,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
+
+  /** The longest a connection is kept. */
+  get maxSeconds(): number {
+    return this.config.api.streamMaxSeconds;
+  }
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  /**
+   * Adds a watcher; with `lastEventId` (where its previous connection stopped) the events since
+   * are replayed first, or it is told to reset when there are more than REPLAY of them.
+   * Returns the function that removes it.
+   */
+  async join(watcher: TaskChangeWatcher, lastEventId?: number): Promise<() => void> {
+    if (this.closed)
+      throw new ContractException(
+        ContractErrorCode.NOT_READY,
+        'this scheduler is shutting down; connect again (another instance will answer)',
+      );
+    if (this.watchers.size >= this.config.api.streamMaxWatchers)
+      throw new ContractException(
+        ContractErrorCode.OVERLOADED,
+        `this scheduler already streams to ${this.watchers.size} watchers (BATON_STREAM_MAX_WATCHERS); poll instead`,
+      );
+    if (this.cursor === undefined) {
+      const latest = await this.tail.latestId();
+      this.cursor ??= latest; // another watcher may have started the reading meanwhile
+    }
+    const mark = this.cursor;
+    if (lastEventId !== undefined && lastEventId < mark) {
+      const missed = (await this.tail.after(lastEventId, REPLAY + 1)).filter((e) => e.id <= mark);
+      if (missed.length > REPLAY) watcher.reset(mark);
+      else
+        watcher.send(
+          missed.filter((e) => matches(watcher.filter, e)),
+          mark,
+        );
+    } else watcher.send([], mark);
+    this.watchers.add(watcher);
+    this.schedule();
+    return () => this.leave(watcher);
+  }
+
+  private leave(watcher: TaskChangeWatcher): void {
+    this.watchers.delete(watcher);
+    if (this.watchers.size > 0) return;
+    // Nobody watches: stop reading, and start from the end again when someone comes.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.cursor = undefined;
+    this.gaps.clear();
+  }
+
+  private schedule(delayMs = this.config.api.streamPollMs): void {
+    if (this.timer || this.closed || this.watchers.size === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.read().then(
+        (full) => this.schedule(full ? 0 : undefined),
+        (err: unknown) => {
+          this.logger.warn(`reading the lifecycle log for live views failed: ${String(err)}`);
+          this.schedule();
+        },
+      );
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** One read of the log; true when it was full (more is waiting). */
+  private async read(): Promise<boolean> {
+    if (this.cursor === undefined) return false;
+    const from = this.cursor;
+    const now = Date.now();
+    const events = await this.tail.after(from, BATCH);
+    const late = await this.tail.withIds([...this.gaps.keys()].slice(0, BATCH));
+    if (this.cursor !== from) return false; // everybody left (and maybe came back) meanwhile
+    for (const e of late) this.gaps.delete(e.id);
+    for (const [id, since] of this.gaps) if (now - since > GAP_MS) this.gaps.delete(id);
+    let expected = from + 1;
+    for (const e of events) {
+      for (; expected < e.id && this.gaps.size < MAX_GAPS; expected++) this.gaps.set(expected, now);
+      expected = e.id + 1;
+    }
+    if (events.length > 0) this.cursor = events[events.length - 1].id;
+    if (late.length > 0 || events.length > 0) this.deliver([...late, ...events], this.cursor);
+    return events.length === BATCH;
+  }
+
+  private deliver(events: readonly TailedTaskEvent[], mark: number): void {
+    // Every watcher hears of the new mark, those who want none of the events too: a watcher of
+    // a quiet filter then resumes from near the end, not from before all it did not want.
+    for (const w of this.watchers)
+      w.send(
+        events.filter((e) => matches(w.filter, e)),
+        mark,
+      );
+  }
+
+  /** Shutting down: every watcher is ended (its client connects again, to another instance). */
+  onModuleDestroy(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const w of [...this.watchers]) w.end();
+    this.watchers.clear();
+  }
+}
