@@ -263,6 +263,16 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       cancel: await sleeping('to cancel'),
       callbacks: await sleeping('to report on'),
       notified: await sleeping('to notify'),
+      // Runs holding a lock key, so its locks answer a held key.
+      locked: await (async () => {
+        const id = await api.create({
+          create_info: { task_type: 'demo.sleep', task_name: 'holds walk-db' },
+          params: { seconds: 300, tick_ms: 200 },
+          lock_keys: ['walk-db'],
+        });
+        await until(id, (t) => t.task_status === 'RUNNING', 'holds walk-db to run');
+        return id;
+      })(),
       keyId: key.data.key_id,
       timerId: timer.data.timer_id,
       ruleId: rule.data.rule_id,
@@ -347,6 +357,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'GET /v1/tasks/{task_id}': () => ({ path: `/v1/tasks/${s.done}` }),
       'GET /v1/tasks/{task_id}/events': () => ({ path: `/v1/tasks/${s.done}/events` }),
       'GET /v1/tasks/{task_id}/attempts': () => ({ path: `/v1/tasks/${s.done}/attempts` }),
+      'GET /v1/tasks/{task_id}/locks': () => ({ path: `/v1/tasks/${s.locked}/locks` }),
       'POST /v1/tasks/{task_id}/pause': () => ({ path: `/v1/tasks/${s.pause}/pause` }),
       'POST /v1/tasks/{task_id}/continue': () => ({ path: `/v1/tasks/${s.pause}/continue` }),
       'POST /v1/tasks/{task_id}/cancel': () => ({ path: `/v1/tasks/${s.cancel}/cancel` }),

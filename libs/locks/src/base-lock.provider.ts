@@ -8,6 +8,8 @@ import {
   LockDriverName,
   LockObserver,
   LockProvider,
+  LockState,
+  MAX_HOLDER_LABEL,
   TryAcquireOptions,
 } from './lock-provider.interface';
 
@@ -24,7 +26,14 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     this.observer = observer;
   }
 
-  abstract acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null>;
+  abstract acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    holder?: string,
+  ): Promise<HeldKey | null>;
+
+  abstract inspectKey(key: string): Promise<LockState>;
 
   abstract close(): Promise<void>;
 
@@ -58,6 +67,15 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     }
   }
 
+  async inspect(keys: readonly string[]): Promise<LockState[]> {
+    if (this.closed)
+      throw new LockException(LockErrorCode.CLOSED, `${this.driver} provider is closed`);
+    if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string' || k.length === 0)) {
+      throw new LockException(LockErrorCode.INVALID_CONFIG, 'lock keys must be non-empty strings');
+    }
+    return Promise.all([...new Set(keys)].map((k) => this.inspectKey(k)));
+  }
+
   /** `acquire` and `tryAcquire`, timed for the observer. */
   private async take(
     keys: string | readonly string[],
@@ -89,8 +107,17 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     if (this.closed)
       throw new LockException(LockErrorCode.CLOSED, `${this.driver} provider is closed`);
     const ordered = normaliseKeys(keys);
-    const { ttlMs } = options;
+    const { ttlMs, holder } = options;
     const waitMs = options.waitMs ?? 0;
+    if (
+      holder !== undefined &&
+      (typeof holder !== 'string' || holder.length === 0 || holder.length > MAX_HOLDER_LABEL)
+    ) {
+      throw new LockException(
+        LockErrorCode.INVALID_CONFIG,
+        `holder must be a string of 1 to ${MAX_HOLDER_LABEL} characters`,
+      );
+    }
     if (!Number.isInteger(ttlMs) || ttlMs <= 0) {
       throw new LockException(
         LockErrorCode.INVALID_CONFIG,
@@ -102,7 +129,7 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     }
     const deadline = Date.now() + waitMs;
     for (;;) {
-      const keeper = await this.takeAll(ordered, ttlMs, deadline);
+      const keeper = await this.takeAll(ordered, ttlMs, deadline, holder);
       if (keeper === null) return null;
       if (keeper !== RETRY) {
         const renew = options.autoRenew ?? false;
@@ -122,12 +149,13 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     ordered: readonly string[],
     ttlMs: number,
     deadline: number,
+    holder: string | undefined,
   ): Promise<AcquisitionKeeper | typeof RETRY | null> {
     const keeper = new AcquisitionKeeper(ttlMs);
     try {
       // One global order (sorted) is what makes overlapping multi-key acquires deadlock-free.
       for (const key of ordered) {
-        const h = await this.acquireKey(key, ttlMs, deadline);
+        const h = await this.acquireKey(key, ttlMs, deadline, holder);
         if (!h) {
           await keeper.abandon();
           return null;

@@ -1,4 +1,4 @@
-import { LeaseLostReason } from './lock-provider.interface';
+import { LeaseLostReason, LockState } from './lock-provider.interface';
 
 /**
  * What a driver hands back for one key it took: the narrow surface a `BatonLease` needs.
@@ -38,7 +38,15 @@ export interface HeldKey {
 export interface KeyAcquirer {
   /**
    * Takes `key` for `ttlMs`, waiting until `deadline` (epoch ms) at most; resolves null when
-   * the deadline passed with the key still held elsewhere.
+   * the deadline passed with the key still held elsewhere. `holder` is the caller's label, kept
+   * with the lock in the backend where the driver stores a value.
    */
-  acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null>;
+  acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    holder?: string,
+  ): Promise<HeldKey | null>;
+  /** Reads one key's state from the backend; changes nothing. */
+  inspectKey(key: string): Promise<LockState>;
 }

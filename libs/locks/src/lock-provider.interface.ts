@@ -25,10 +25,41 @@ export interface AcquireOptions {
    * (BullMQ style). Off by default: a lock around a whole task is what the design forbids.
    */
   autoRenew?: boolean;
+  /**
+   * Who is taking the keys, in words an operator can act on (e.g. `task 42 on scheduler a-1`):
+   * stored with the lock in the backend so that `inspect` can name the holder. At most
+   * 200 characters. Without it, `inspect` shows only the backend's random token of the holding.
+   */
+  holder?: string;
 }
 
 /** Options for `tryAcquire`: one attempt, no waiting. */
 export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
+
+/** The longest `holder` label `acquire` takes. */
+export const MAX_HOLDER_LABEL = 200;
+
+/**
+ * One key as the lock backend sees it at the moment of an `inspect` (asked of the backend, not of
+ * this process's memory): by the time the answer is read it may have changed.
+ */
+export interface LockState {
+  readonly key: string;
+  /** Someone holds the key now. */
+  readonly held: boolean;
+  /** The `holder` label given to the acquire that holds it; null when free or when none was given. */
+  readonly holder: string | null;
+  /** The backend's own random id of the holding (tells two holdings apart); null when free. */
+  readonly token: string | null;
+  /** The fence of the holding; null when free. */
+  readonly fence: number | null;
+  /**
+   * When the holding ends unless renewed, by the backend's account converted to this process's
+   * clock; null when free, or when the backend keeps no end (ZooKeeper: a znode lives as long as
+   * its holder's session).
+   */
+  readonly expiresAt: Date | null;
+}
 
 /** Called once when a lease is lost. */
 export type LeaseLostListener = (reason: LeaseLostReason, error?: unknown) => void;
@@ -92,6 +123,12 @@ export interface LockProvider {
     options: AcquireOptions,
     fn: (lease: Lease) => Promise<T>,
   ): Promise<T>;
+  /**
+   * Reads, from the backend, who holds each key now; takes nothing and changes nothing. Answers
+   * one state per distinct key, in the order given. Rejects with BACKEND_UNAVAILABLE when the
+   * backend cannot say.
+   */
+  inspect(keys: readonly string[]): Promise<LockState[]>;
   /** Releases nothing, closes connections; held leases expire on the backend. */
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@ export type Worker = Schemas['WorkerDto'];
 export type Timer = Schemas['TimerDto'];
 export type LogRule = Schemas['LogRuleDto'];
 export type Delivery = Schemas['WebhookDeliveryDto'];
+export type TaskLock = Schemas['TaskLockDto'];
 export type TaskStatus = Schemas['TaskStatus'];
 export type CreateTask = Schemas['CreateTaskDto'];
 

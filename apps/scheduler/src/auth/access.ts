@@ -70,3 +70,9 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export function bearerToken(header: string | string[] | undefined): string | undefined {
   return typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
 }
+
+/** A handler parameter: the only tenant the caller may see (a tenant key's), or null for all. */
+export const CallerTenant = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): string | null =>
+    ctx.switchToHttp().getRequest<{ principal?: Principal }>().principal?.tenant ?? null,
+);

@@ -1,5 +1,32 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
+import {
+  LOCK_PROVIDER,
+  Lease,
+  LockErrorCode,
+  LockException,
+  LockProvider,
+  MAX_HOLDER_LABEL,
+} from '@baton/locks';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+
+/** A task's lock keys live under this prefix in the lock backend. */
+const PREFIX = 'resource:';
+/** The label of a task's lease: `task <id> on scheduler <instance>`. Task ids have no spaces. */
+const LABEL = /^task (\S+) on scheduler /;
+
+/** One lock key of a task, as the lock backend sees it now. */
+export interface LockKeyState {
+  /** The task's key (without the backend prefix). */
+  key: string;
+  held: boolean;
+  /** The holding's label, or the backend's token of a holding that carries none; null when free. */
+  holder: string | null;
+  /** The task the label names (read from the label, never guessed); null otherwise. */
+  holderTaskId: string | null;
+  fence: number | null;
+  expiresAt: Date | null;
+}
 
 /**
  * The `lock_keys` leases a task holds from PREPARE to a final state (docs/architecture.md),
@@ -11,15 +38,18 @@ export class ResourceLeases implements OnApplicationShutdown {
   private readonly logger = new Logger('ResourceLeases');
   private readonly held = new Map<string, Lease>();
 
-  constructor(@Inject(LOCK_PROVIDER) private readonly locks: LockProvider) {}
+  constructor(
+    @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+  ) {}
 
   /** True when the task holds (or now took) every key; false when one is held elsewhere. */
   async acquire(taskId: string, keys: readonly string[], ttlMs: number): Promise<boolean> {
     const current = this.held.get(taskId);
     if (current && !current.lost) return true;
     const lease = await this.locks.tryAcquire(
-      keys.map((k) => `resource:${k}`),
-      { ttlMs, autoRenew: true },
+      keys.map((k) => PREFIX + k),
+      { ttlMs, autoRenew: true, holder: this.labelOf(taskId) },
     );
     if (!lease) return false;
     lease.onLost((reason) => {
@@ -40,6 +70,42 @@ export class ResourceLeases implements OnApplicationShutdown {
       .catch((err: unknown) =>
         this.logger.warn(`releasing the leases of ${taskId}: ${String(err)}`),
       );
+  }
+
+  /**
+   * Who holds each of `keys` now, asked of the lock backend (any instance's lease shows, not only
+   * this process's). NOT_READY when the backend cannot say.
+   */
+  async inspect(keys: readonly string[]): Promise<LockKeyState[]> {
+    if (keys.length === 0) return [];
+    let states;
+    try {
+      states = await this.locks.inspect(keys.map((k) => PREFIX + k));
+    } catch (error) {
+      if (
+        !LockException.is(error, LockErrorCode.BACKEND_UNAVAILABLE) &&
+        !LockException.is(error, LockErrorCode.CLOSED)
+      )
+        throw error;
+      throw new ContractException(
+        ContractErrorCode.NOT_READY,
+        `the lock backend (${this.locks.driver}) could not say who holds the keys: ${error.message}`,
+        { lock_driver: this.locks.driver },
+      );
+    }
+    return states.map((s) => ({
+      key: s.key.slice(PREFIX.length),
+      held: s.held,
+      holder: s.held ? (s.holder ?? s.token) : null,
+      holderTaskId: (s.held && s.holder !== null && LABEL.exec(s.holder)?.[1]) || null,
+      fence: s.fence,
+      expiresAt: s.expiresAt,
+    }));
+  }
+
+  /** `task <id> on scheduler <instance>`, cut to the lock provider's limit. */
+  private labelOf(taskId: string): string {
+    return `task ${taskId} on scheduler ${this.config.instanceId}`.slice(0, MAX_HOLDER_LABEL);
   }
 
   /** Tasks this process holds leases for (the Checker frees those whose task ended elsewhere). */

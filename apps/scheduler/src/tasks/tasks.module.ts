@@ -13,6 +13,8 @@ import { TaskChangesController } from './task-changes.controller';
 import { TaskCountsController } from './task-counts.controller';
 import { TaskOverviewService } from './task-overview.service';
 import { TasksController } from './tasks.controller';
+import { TaskLocksController } from './task-locks.controller';
+import { TaskLocksService } from './task-locks.service';
 import { FastEnqueue } from './fast-enqueue';
 import { TaskActionsService } from './task-actions.service';
 import { TaskFactory } from './task-factory';
@@ -34,7 +36,13 @@ import { TasksService } from './tasks.service';
     EngineModule,
     RunnerModule,
   ],
-  controllers: [TasksController, TaskCountsController, TaskChangesController, CallbacksController],
+  controllers: [
+    TasksController,
+    TaskLocksController,
+    TaskCountsController,
+    TaskChangesController,
+    CallbacksController,
+  ],
   providers: [
     TaskFactory,
     FastEnqueue,
@@ -43,6 +51,7 @@ import { TasksService } from './tasks.service';
     OutcomeActions,
     TaskActionsService,
     IdempotencyService,
+    TaskLocksService,
     TaskChangeStream,
     TaskOverviewService,
   ],

@@ -5,6 +5,8 @@ import { HeldKey } from '../held-key.interface';
 import { EtcdLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
 import { LossLatch } from '../loss-latch';
+import { LockState } from '../lock-provider.interface';
+import { freeState, splitTokenAndLabel, tokenWithLabel } from '../lock-state';
 
 /**
  * etcd locks: a lease with the TTL, and a transaction that creates the key under that lease only
@@ -12,7 +14,8 @@ import { LossLatch } from '../loss-latch';
  * the key's create revision: etcd's revision is global, strictly increasing and persisted.
  * Waiters watch the key for its deletion; holders watch it too, so a revoked or expired lease is
  * reported lost as soon as etcd deletes the key. etcd leases have a whole-second TTL with a
- * server minimum (about 2 s); the holder's own clock still uses the requested TTL.
+ * server minimum (about 2 s); the holder's own clock still uses the requested TTL. The key's value
+ * is the holding's random token, followed by the holder's label when one was given.
  */
 export class EtcdLockDriver extends BaseLockProvider {
   readonly driver = 'etcd' as const;
@@ -31,9 +34,15 @@ export class EtcdLockDriver extends BaseLockProvider {
     });
   }
 
-  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+  async acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    label?: string,
+  ): Promise<HeldKey | null> {
     const name = this.prefix + key;
-    const holder = randomUUID();
+    // The whole value is what extend and release compare, so the label is covered too.
+    const holder = tokenWithLabel(randomUUID(), label);
     for (;;) {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'etcd provider is closed');
       // A fresh lease per attempt, granted after the wake-up: one granted before a long wait
@@ -62,6 +71,38 @@ export class EtcdLockDriver extends BaseLockProvider {
       void lease.revoke().catch(() => undefined);
       if (Date.now() >= deadline) return null;
       await this.waitForDeletion(name, revision, deadline);
+    }
+  }
+
+  /**
+   * The key's value (token and label), its create revision (the fence) and its lease's remaining
+   * TTL, which etcd counts in whole seconds.
+   */
+  async inspectKey(key: string): Promise<LockState> {
+    const name = this.prefix + key;
+    try {
+      const res = await this.client.get(name).exec();
+      const kv = res.kvs[0];
+      if (!kv) return freeState(key);
+      const askedAt = Date.now();
+      const { token, label } = splitTokenAndLabel(kv.value.toString('utf8'));
+      let expiresAt: Date | null = null;
+      if (kv.lease && kv.lease !== '0') {
+        const ttl = await this.client.leaseClient.leaseTimeToLive({ ID: kv.lease });
+        // -1: the lease ended; etcd deletes the key with it.
+        if (Number(ttl.TTL) < 0) return freeState(key);
+        expiresAt = new Date(askedAt + Number(ttl.TTL) * 1000);
+      }
+      return {
+        key,
+        held: true,
+        holder: label,
+        token,
+        fence: Number(kv.create_revision),
+        expiresAt,
+      };
+    } catch (error) {
+      throw unavailable('inspect', error);
     }
   }
 

@@ -3,10 +3,15 @@ import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { LocalLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
+import { LockState } from '../lock-provider.interface';
+import { freeState } from '../lock-state';
 import { KeyWaiters } from '../wait';
 
 interface LocalEntry {
   holder: string;
+  /** The caller's `holder` label, if it gave one. */
+  label: string | undefined;
+  fence: number;
   expiresAt: number;
 }
 
@@ -36,7 +41,12 @@ export class LocalLockDriver extends BaseLockProvider {
     this.maxPollMs = config.maxPollMs ?? 1000;
   }
 
-  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+  async acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    label?: string,
+  ): Promise<HeldKey | null> {
     for (;;) {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'local provider is closed');
       const now = Date.now();
@@ -44,7 +54,7 @@ export class LocalLockDriver extends BaseLockProvider {
       if (!entry || entry.expiresAt <= now) {
         const fence = nextFence();
         const holder = randomUUID();
-        this.entries.set(key, { holder, expiresAt: now + ttlMs });
+        this.entries.set(key, { holder, label, fence, expiresAt: now + ttlMs });
         return {
           key,
           fence,
@@ -59,6 +69,22 @@ export class LocalLockDriver extends BaseLockProvider {
       // Woken by release; the timeout covers expiry of an abandoned holder.
       await this.waiters.wait(key, Math.min(entry.expiresAt - now, deadline - now, this.maxPollMs));
     }
+  }
+
+  /** The map is this driver's backend: what it says is what every caller of this process sees. */
+  async inspectKey(key: string): Promise<LockState> {
+    const entry = this.entries.get(key);
+    if (!entry || entry.expiresAt <= Date.now()) {
+      return freeState(key);
+    }
+    return {
+      key,
+      held: true,
+      holder: entry.label ?? null,
+      token: entry.holder,
+      fence: entry.fence,
+      expiresAt: new Date(entry.expiresAt),
+    };
   }
 
   private extendKey(key: string, holder: string, ttlMs: number): void {

@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createPool, Pool, ResultSetHeader } from 'mysql2/promise';
+import { createPool, Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { MysqlLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
+import { LockState } from '../lock-provider.interface';
+import { freeState, splitTokenAndLabel, tokenWithLabel } from '../lock-state';
 import { Backoff, KeyWaiters, sleep } from '../wait';
+
+/** `<holder token> <label>`: 36 + 1 + MAX_HOLDER_LABEL characters, and a little room. */
+const LABEL_COLUMN = 'holder_label VARCHAR(240) CHARACTER SET utf8mb4 NULL';
 
 /** The database's clock in ms: every expiry is judged by one clock, not by each client's. */
 const NOW_MS = 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)';
@@ -13,7 +18,10 @@ const NOW_MS = 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)';
  * Leases in one MySQL/MariaDB table. A key's row is never deleted, so its `fence` column is the
  * key's persistent fence sequence: every successful take bumps it in the same UPDATE that makes
  * the caller holder, and returns it through LAST_INSERT_ID(expr) (one round trip, no gap locks).
- * MySQL has no notifications: waiting is backoff polling (plus an in-process wake-up).
+ * MySQL has no notifications: waiting is backoff polling (plus an in-process wake-up). The
+ * holder's label is kept in `holder_label` as `<holder token> <label>`, written by that same
+ * UPDATE; a label whose token is not the row's holder (one left by an expired holding, taken
+ * over by a build that does not write labels) is not shown.
  */
 export class MysqlLockDriver extends BaseLockProvider {
   readonly driver = 'mysql' as const;
@@ -22,6 +30,8 @@ export class MysqlLockDriver extends BaseLockProvider {
   private readonly maxPollMs: number;
   private readonly waiters = new KeyWaiters();
   private ready: Promise<void> | undefined;
+  /** False when the table has no `holder_label` and the server refused to add it: no labels. */
+  private labels = true;
 
   constructor(config: MysqlLockConfig) {
     super();
@@ -44,7 +54,12 @@ export class MysqlLockDriver extends BaseLockProvider {
     });
   }
 
-  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+  async acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    label?: string,
+  ): Promise<HeldKey | null> {
     await this.ensureTable();
     const holder = randomUUID();
     const backoff = new Backoff(10, this.maxPollMs);
@@ -58,11 +73,13 @@ export class MysqlLockDriver extends BaseLockProvider {
       const epoch = this.waiters.epoch(key);
       // The database starts the TTL after this; the holder's clock must not start it earlier.
       const attemptAt = Date.now();
+      const labelled = label === undefined ? null : tokenWithLabel(holder, label);
       const result = await this.exec(
         `UPDATE ${this.table}
             SET holder = ?, fence = LAST_INSERT_ID(fence + 1), expires_at = ${NOW_MS} + ?
+                ${this.labels ? ', holder_label = ?' : ''}
           WHERE lock_key = ? AND (holder IS NULL OR expires_at <= ${NOW_MS})`,
-        [holder, ttlMs, key],
+        this.labels ? [holder, ttlMs, labelled, key] : [holder, ttlMs, key],
       );
       if (result.affectedRows === 1) {
         return this.heldKey(key, holder, Number(result.insertId), attemptAt);
@@ -70,6 +87,31 @@ export class MysqlLockDriver extends BaseLockProvider {
       if (Date.now() >= deadline) return null;
       await this.waiters.wait(key, backoff.next(deadline), epoch);
     }
+  }
+
+  /** The row as the database sees it, its expiry judged by the database's clock. */
+  async inspectKey(key: string): Promise<LockState> {
+    await this.ensureTable();
+    const rows = await this.exec<RowDataPacket[]>(
+      `SELECT holder, ${this.labels ? 'holder_label' : 'NULL AS holder_label'}, fence,
+              CAST(expires_at AS SIGNED) - CAST(${NOW_MS} AS SIGNED) AS remaining_ms
+         FROM ${this.table} WHERE lock_key = ?`,
+      [key],
+    );
+    const row = rows[0] as
+      | { holder: string | null; holder_label: string | null; fence: number; remaining_ms: number }
+      | undefined;
+    const remaining = Number(row?.remaining_ms ?? 0);
+    if (!row || row.holder === null || remaining <= 0) return freeState(key);
+    const labelled = row.holder_label === null ? null : splitTokenAndLabel(row.holder_label);
+    return {
+      key,
+      held: true,
+      holder: labelled?.token === row.holder ? labelled.label : null,
+      token: row.holder,
+      fence: Number(row.fence),
+      expiresAt: new Date(Date.now() + remaining),
+    };
   }
 
   async close(): Promise<void> {
@@ -114,18 +156,45 @@ export class MysqlLockDriver extends BaseLockProvider {
          lock_key VARCHAR(191) NOT NULL PRIMARY KEY,
          holder CHAR(36) NULL,
          fence BIGINT UNSIGNED NOT NULL DEFAULT 0,
-         expires_at BIGINT UNSIGNED NOT NULL DEFAULT 0
+         expires_at BIGINT UNSIGNED NOT NULL DEFAULT 0,
+         ${LABEL_COLUMN}
        ) ENGINE=InnoDB`,
       [],
-    ).then(() => undefined);
+    ).then(() => this.addLabelColumn());
     this.ready.catch(() => (this.ready = undefined));
     return this.ready;
   }
 
-  private async exec(sql: string, params: unknown[]): Promise<ResultSetHeader> {
+  /**
+   * A table made before labels existed gets the column (once; a concurrent add is fine). When
+   * the server refuses the ALTER (a user without the right), locks work on without labels.
+   */
+  private async addLabelColumn(): Promise<void> {
+    const found = await this.exec<RowDataPacket[]>(
+      `SELECT 1 FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'holder_label'`,
+      [this.table],
+    );
+    if (found.length > 0) return;
+    try {
+      await this.exec(`ALTER TABLE ${this.table} ADD COLUMN ${LABEL_COLUMN}`, []);
+    } catch (error) {
+      const code = (error as LockException).data?.code;
+      // Another process added it between the look and the ALTER.
+      if (code === 'ER_DUP_FIELDNAME') return;
+      // The server answered no (not a lost connection, which is retried on next use).
+      if (typeof code === 'string' && code.startsWith('ER_')) this.labels = false;
+      else throw error;
+    }
+  }
+
+  private async exec<T extends ResultSetHeader | RowDataPacket[] = ResultSetHeader>(
+    sql: string,
+    params: unknown[],
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [result] = await this.pool.execute<ResultSetHeader>(sql, params as never[]);
+        const [result] = await this.pool.execute<T>(sql, params as never[]);
         return result;
       } catch (error) {
         // Row-lock deadlocks between concurrent takers are retryable by definition.

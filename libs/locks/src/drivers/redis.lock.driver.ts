@@ -4,6 +4,8 @@ import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { RedisLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
+import { LockState } from '../lock-provider.interface';
+import { freeState } from '../lock-state';
 import { Backoff, KeyWaiters } from '../wait';
 
 /**
@@ -44,6 +46,29 @@ const RAISE_FENCE = `
     redis.call("set", KEYS[1], ARGV[1])
   end
   return 1
+`;
+
+/**
+ * Writes the holder's record `<key>:holder` (token, fence, label as JSON) only while the lock
+ * value is still ours. The record has no TTL (like the fence counter) and is overwritten by the
+ * next labelled holder; `inspect` believes it only when its token is the lock's current value.
+ */
+const WRITE_HOLDER = `
+  if redis.call("get", KEYS[1]) ~= ARGV[1] then
+    return 0
+  end
+  redis.call("set", KEYS[1] .. ":holder", ARGV[2])
+  return 1
+`;
+
+/** One node's view of a key, read atomically: value, PTTL, fence counter, holder record. */
+const READ_STATE = `
+  return {
+    redis.call("get", KEYS[1]) or "",
+    redis.call("pttl", KEYS[1]),
+    redis.call("get", KEYS[1] .. ":fence") or "0",
+    redis.call("get", KEYS[1] .. ":holder") or ""
+  }
 `;
 
 /**
@@ -101,7 +126,12 @@ export class RedisLockDriver extends BaseLockProvider {
     );
   }
 
-  async acquireKey(key: string, ttlMs: number, deadline: number): Promise<HeldKey | null> {
+  async acquireKey(
+    key: string,
+    ttlMs: number,
+    deadline: number,
+    label?: string,
+  ): Promise<HeldKey | null> {
     await this.subscribe();
     const resource = this.resource(key);
     const backoff = new Backoff(10, this.maxPollMs);
@@ -118,7 +148,10 @@ export class RedisLockDriver extends BaseLockProvider {
       }
       if (lock) {
         const fence = await this.fenceOf(lock);
-        if (fence !== null) return this.heldKey(key, lock, fence, attemptAt);
+        if (fence !== null) {
+          if (label !== undefined) await this.writeHolder(lock, fence, label);
+          return this.heldKey(key, lock, fence, attemptAt);
+        }
         // The fence is not on a quorum: the next holder might count below it. Give the
         // lock back and try again; servers that stay unreachable end it as unavailable.
         await lock.release().catch(() => undefined);
@@ -144,6 +177,63 @@ export class RedisLockDriver extends BaseLockProvider {
     this.waiters.notifyAll();
     await Promise.allSettled([...this.clients, ...this.subscribers].map((c) => c.quit()));
     for (const c of [...this.clients, ...this.subscribers]) c.disconnect();
+  }
+
+  /**
+   * A key is held when a quorum of nodes hold one value (what redlock counts as taken). The
+   * fence is the holder's record's when its token matches, else the highest counter among the
+   * nodes holding the value; the expiry is the shortest PTTL among them, on this process's clock.
+   */
+  async inspectKey(key: string): Promise<LockState> {
+    const resource = this.resource(key);
+    const quorum = Math.floor(this.clients.length / 2) + 1;
+    const askedAt = Date.now();
+    const answers = await Promise.allSettled(
+      this.clients.map(
+        (c) => c.eval(READ_STATE, 1, resource) as Promise<[string, number, string, string]>,
+      ),
+    );
+    const views = answers
+      .filter((a): a is PromiseFulfilledResult<[string, number, string, string]> => {
+        return a.status === 'fulfilled';
+      })
+      .map(({ value: [value, pttl, counter, record] }) => ({
+        value,
+        pttl: Number(pttl),
+        counter: Number(counter),
+        record,
+      }));
+    if (views.length < quorum) {
+      const failed = answers.find((a) => a.status === 'rejected');
+      throw unavailable('inspect', failed?.reason ?? new Error('no quorum of nodes answered'));
+    }
+    const votes = new Map<string, number>();
+    for (const v of views) if (v.value) votes.set(v.value, (votes.get(v.value) ?? 0) + 1);
+    const token = [...votes].find(([, n]) => n >= quorum)?.[0];
+    if (token === undefined) return freeState(key);
+    const holding = views.filter((v) => v.value === token);
+    const record = holding.map((v) => parseRecord(v.record)).find((r) => r?.token === token);
+    const ttls = holding.map((v) => v.pttl).filter((t) => t > 0);
+    return {
+      key,
+      held: true,
+      holder: record?.label ?? null,
+      token,
+      fence: record?.fence ?? Math.max(...holding.map((v) => v.counter)),
+      expiresAt: ttls.length > 0 ? new Date(askedAt + Math.min(...ttls)) : null,
+    };
+  }
+
+  /**
+   * Best effort on every node: a label that reached no node leaves the holding unnamed in
+   * `inspect`, never refuses the lock that was taken.
+   */
+  private async writeHolder(lock: Lock, fence: number, label: string): Promise<void> {
+    const [resource] = lock.resources;
+    const record = JSON.stringify({ token: lock.value, fence, label });
+    await Promise.allSettled(
+      this.clients.map((c) => c.eval(WRITE_HOLDER, 1, resource, lock.value, record)),
+    );
   }
 
   private resource(key: string): string {
@@ -245,6 +335,20 @@ export class RedisLockDriver extends BaseLockProvider {
       throw unavailable('subscribe', error);
     });
     return this.subscribed;
+  }
+}
+
+/** A holder record as WRITE_HOLDER stored it, or undefined when absent or unreadable. */
+function parseRecord(
+  text: string,
+): { token: string; fence: number; label: string | null } | undefined {
+  if (!text) return undefined;
+  try {
+    const r = JSON.parse(text) as { token?: unknown; fence?: unknown; label?: unknown };
+    if (typeof r.token !== 'string' || typeof r.fence !== 'number') return undefined;
+    return { token: r.token, fence: r.fence, label: typeof r.label === 'string' ? r.label : null };
+  } catch {
+    return undefined;
   }
 }
 

@@ -4,7 +4,8 @@ import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { ZookeeperLockConfig } from '../lock-config.interface';
 import { LockErrorCode, LockException } from '../lock.exception';
-import { LeaseLostReason } from '../lock-provider.interface';
+import { LeaseLostReason, LockState } from '../lock-provider.interface';
+import { freeState } from '../lock-state';
 import { LossLatch } from '../loss-latch';
 import { ZookeeperSession, ZookeeperSessionOptions } from './zookeeper.session';
 
@@ -17,7 +18,8 @@ type LostHandler = (reason: LeaseLostReason, error?: unknown) => void;
  * persists. ZooKeeper's known weakness is that a holder whose session expired (GC pause,
  * partition) keeps believing it holds: every key held through a session is reported lost as soon
  * as the session suspects itself gone (see ZookeeperSession). The fence remains the real
- * protection.
+ * protection. The holder's label is the znode's data; ZooKeeper keeps no expiry for it (the znode
+ * lives as long as the session, and the driver removes it when the holder's TTL passes).
  */
 export class ZookeeperLockDriver extends BaseLockProvider {
   readonly driver = 'zookeeper' as const;
@@ -41,7 +43,12 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     };
   }
 
-  async acquireKey(key: string, _ttlMs: number, deadline: number): Promise<HeldKey | null> {
+  async acquireKey(
+    key: string,
+    _ttlMs: number,
+    deadline: number,
+    label?: string,
+  ): Promise<HeldKey | null> {
     const session = await this.connected();
     const { client } = session;
     // encodeURIComponent also escapes '/', so any key is one path segment.
@@ -52,7 +59,12 @@ export class ZookeeperLockDriver extends BaseLockProvider {
     const prefix = `lease-${randomUUID()}-`;
     const create = (): Promise<string> =>
       session.call<string>((cb) =>
-        client.create(`${parent}/${prefix}`, EMPTY, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
+        client.create(
+          `${parent}/${prefix}`,
+          label === undefined ? EMPTY : Buffer.from(label, 'utf8'),
+          zk.CreateMode.EPHEMERAL_SEQUENTIAL,
+          cb,
+        ),
       );
     let path: string;
     try {
@@ -97,6 +109,52 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       await this.removeQuietly(path);
       throw unavailable('acquire', error);
     }
+  }
+
+  /**
+   * The lowest znode under the key is its holder (the recipe's rule, whether or not its owner has
+   * noticed yet); its data is the label, its creation zxid the fence, the id in its name the token.
+   */
+  async inspectKey(key: string): Promise<LockState> {
+    const session = await this.connected();
+    const { client } = session;
+    const parent = `${this.root}/${encodeURIComponent(key)}`;
+    try {
+      // The lowest node may go between the listing and the read: list again.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        let children: string[];
+        try {
+          children = await session.call<string[]>((cb) => client.getChildren(parent, cb));
+        } catch (error) {
+          if (isZkCode(error, zk.Exception.NO_NODE)) return freeState(key);
+          throw error;
+        }
+        const lowest = children.filter((c) => c.startsWith('lease-')).sort(bySequence)[0];
+        if (lowest === undefined) return freeState(key);
+        try {
+          const [data, stat] = await session.call<[Buffer, zk.Stat]>((cb) =>
+            client.getData(`${parent}/${lowest}`, (error, d, st) => cb(error, [d, st])),
+          );
+          return {
+            key,
+            held: true,
+            holder: data && data.length > 0 ? data.toString('utf8') : null,
+            // lease-<uuid>-<10-digit sequence>
+            token: lowest.slice('lease-'.length, -11),
+            fence: zxidToNumber(stat.czxid),
+            expiresAt: null,
+          };
+        } catch (error) {
+          if (!isZkCode(error, zk.Exception.NO_NODE)) throw error;
+        }
+      }
+    } catch (error) {
+      throw unavailable('inspect', error);
+    }
+    throw new LockException(
+      LockErrorCode.BACKEND_UNAVAILABLE,
+      `ZooKeeper lock inspect of "${key}": the holder kept changing`,
+    );
   }
 
   async close(): Promise<void> {

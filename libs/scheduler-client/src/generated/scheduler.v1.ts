@@ -452,6 +452,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}/locks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * who holds each of the task's lock keys now, asked of the lock backend
+         * @description One entry per lock key, in the task’s order (none when it has no lock keys). A task holds its keys from the start of an attempt until a final state; a task waiting for a key (POSTPONE) shows who holds it. The answer is what the backend said at that moment. 503 when the lock backend cannot be reached.
+         */
+        get: operations["TaskLocksController_locks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/task-counts": {
         parameters: {
             query?: never;
@@ -1715,6 +1735,28 @@ export interface components {
             params: {
                 [key: string]: unknown;
             };
+        };
+        TaskLockDto: {
+            /** @description one of the task’s lock_keys */
+            key: string;
+            /** @description someone holds the key now */
+            held: boolean;
+            /**
+             * @description who holds it: `task <task_id> on scheduler <instance_id>`, or the lock backend’s own token of a holding that carries no such label; `a task of another tenant` for a key of one tenant when the holder is not its own; null when free
+             * @example task 01JDZ8Q3M4X7J2V9R5T6Y8W0AB on scheduler sched-1
+             */
+            holder?: string | null;
+            /** @description the task the holder’s label names; null when free, unlabelled, or hidden from a key of another tenant */
+            holder_task_id?: string | null;
+            /** @description the holder is this task (decided from the holder’s label) */
+            held_by_this_task: boolean;
+            /** @description the fence of the holding; null when free */
+            fence?: number | null;
+            /**
+             * Format: date-time
+             * @description when the holding ends unless its holder renews it (holders renew at half the TTL), by the lock backend’s account; null when free, and always with the ZooKeeper driver, which keeps no expiry
+             */
+            expires_at?: string | null;
         };
         TaskCountDto: {
             task_type: string;
@@ -3896,6 +3938,41 @@ export interface operations {
             500: components["responses"]["error-50000"];
             501: components["responses"]["error-50100"];
             503: components["responses"]["error-50300-50302"];
+        };
+    };
+    TaskLocksController_locks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TaskLockDto"][];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskCountsController_list: {

@@ -17,6 +17,7 @@ import {
   useTitle,
 } from '../components';
 import { Link } from '../router';
+import { TaskLocks } from './TaskLocks';
 import { Delivery, Task, TaskAttempt, TaskEvent, TaskType, progressOf } from '../types';
 
 const ACTIONS: readonly TaskAction[] = [
@@ -231,6 +232,14 @@ export function TaskDetail({ id }: { id: string }) {
         <JsonBlock label="Result" value={t.result} />
         <JsonBlock label="Error" value={t.error} open />
       </section>
+
+      {t.lock_keys.length ? (
+        <TaskLocks
+          id={t.task_id}
+          refreshedAt={task.dataUpdatedAt}
+          finished={t.task_status === 'FINISH'}
+        />
+      ) : null}
 
       <section aria-labelledby="timeline-h">
         <h2 id="timeline-h">Lifecycle</h2>

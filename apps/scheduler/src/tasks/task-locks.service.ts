@@ -1,0 +1,52 @@
+import { Injectable } from '@nestjs/common';
+import { LockKeyState, ResourceLeases } from '../engine';
+import { TasksRepository } from '../task-store';
+import { TaskLockDto } from './dto/task-lock.dto';
+import { TasksService } from './tasks.service';
+
+/** Shown instead of a holder a key of one tenant may not see (as the task's log says it). */
+const OTHER_TENANT = 'a task of another tenant';
+
+/** Who holds a task's lock keys, read from the lock backend. */
+@Injectable()
+export class TaskLocksService {
+  constructor(
+    private readonly tasks: TasksService,
+    private readonly repo: TasksRepository,
+    private readonly leases: ResourceLeases,
+  ) {}
+
+  /**
+   * One entry per lock key of the task. Lock keys are shared by every tenant; a caller held to
+   * one tenant (`tenant`) is not told which task of another tenant holds a key.
+   */
+  async locks(taskId: string, tenant: string | null): Promise<TaskLockDto[]> {
+    const task = await this.tasks.get(taskId);
+    const states = await this.leases.inspect(task.lockKeys);
+    const tenants = new Map<string, string | undefined>();
+    const out: TaskLockDto[] = [];
+    for (const s of states) {
+      let hidden = false;
+      if (tenant !== null && s.held && s.holderTaskId !== taskId) {
+        // An unlabelled holding, or one of a task gone from the database, is not known to be ours.
+        const id = s.holderTaskId;
+        if (id !== null && !tenants.has(id)) tenants.set(id, await this.repo.tenantOf(id));
+        hidden = id === null || tenants.get(id) !== tenant;
+      }
+      out.push(toTaskLockDto(s, taskId, hidden));
+    }
+    return out;
+  }
+}
+
+function toTaskLockDto(s: LockKeyState, taskId: string, hidden: boolean): TaskLockDto {
+  return {
+    key: s.key,
+    held: s.held,
+    holder: hidden ? OTHER_TENANT : s.holder,
+    holder_task_id: hidden ? null : s.holderTaskId,
+    held_by_this_task: s.held && s.holderTaskId === taskId,
+    fence: s.fence,
+    expires_at: s.expiresAt?.toISOString() ?? null,
+  };
+}
