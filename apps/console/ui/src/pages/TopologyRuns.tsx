@@ -149,7 +149,7 @@ export function TopologyRuns() {
                 <tr key={r.run_id}>
                   <td>
                     <Link href={`/topology-runs/${encodeURIComponent(r.run_id)}`}>
-                      <span className="id">{r.run_id}</span>
+                      <code>{r.run_id}</code>
                     </Link>
                   </td>
                   <td>
