@@ -557,9 +557,14 @@ describe.each([
     ],
   ])('refuses %s with a 400 naming the node, storing nothing', async (_case, nodes, at) => {
     const name = `bad-${Math.random().toString(36).slice(2, 8)}`;
-    const r = await api.call<{ node: string }>('POST', '/v1/topologies', { name, nodes });
+    const r = await api.call<{ node: string; errors: { node: string }[] }>(
+      'POST',
+      '/v1/topologies',
+      { name, nodes },
+    );
     expect(r.status).toBe(400);
     expect(r.data.node).toBe(at);
+    expect(r.data.errors.map((e) => e.node)).toEqual([at]);
     expect(r.message).toContain(`node ${at}`);
     expect((await api.call('GET', `/v1/topologies/${name}`)).status).toBe(404);
   });

@@ -9,6 +9,7 @@ import { Overview } from './pages/Overview';
 import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
 import { Timers } from './pages/Timers';
+import { topologyPage } from './pages/topology-routes';
 import { Webhooks } from './pages/Webhooks';
 import { Workers } from './pages/Workers';
 import { Link, useLocation } from './router';
@@ -16,6 +17,7 @@ import { Link, useLocation } from './router';
 const NAV = [
   { href: '/', label: 'Overview', current: (p: string) => p === '/' },
   { href: '/tasks', label: 'Tasks', current: (p: string) => p.startsWith('/tasks') },
+  { href: '/topologies', label: 'Topologies', current: (p: string) => p.startsWith('/topolog') },
   { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
   { href: '/log-rules', label: 'Log rules', current: (p: string) => p === '/log-rules' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },
@@ -28,6 +30,8 @@ function Page({ path }: { path: string }) {
   if (path === '/tasks/new') return <CreateTask />;
   const task = /^\/tasks\/([^/]+)$/.exec(path);
   if (task) return <TaskDetail id={decodeURIComponent(task[1])} />;
+  const topology = topologyPage(path);
+  if (topology) return topology;
   if (path === '/timers') return <Timers />;
   if (path === '/log-rules') return <LogRules />;
   if (path === '/workers') return <Workers />;

@@ -111,4 +111,70 @@ describe('parseDefinition', () => {
     const nodes = Array.from({ length: MAX_NODES + 5 }, (_, i) => ({ key: `n${i}`, task: echo }));
     expect(refusal(nodes).node).toBe(`n${MAX_NODES}`);
   });
+
+  it('lists a problem that stops the reading (a cycle) as the only one', () => {
+    try {
+      parseDefinition(
+        {
+          name: 't',
+          nodes: [
+            { key: 'a', depends_on: ['b'], task: echo },
+            { key: 'b', depends_on: ['a'], task: echo },
+          ],
+        },
+        ctx,
+      );
+      throw new Error('the definition was accepted');
+    } catch (err) {
+      if (!(err instanceof ContractException)) throw err;
+      expect(err.data).toEqual({
+        node: 'b',
+        errors: [{ node: 'b', message: 'node b: depends_on a closes a cycle' }],
+      });
+    }
+  });
+
+  it('lists every node at fault at once in data.errors, the first also in data.node', () => {
+    let data: { node?: string; errors?: { node?: string; message: string }[] } = {};
+    try {
+      parseDefinition(
+        {
+          name: 't',
+          nodes: [
+            { key: 'a', task: { create_info: { task_type: 'demo.nowhere' } } },
+            { key: 'b', depends_on: ['a'], task: echo },
+            { key: 'c', depends_on: ['zz'], task: echo },
+            { key: 'd', task: echo, wait: { seconds: 1 } },
+          ],
+        },
+        ctx,
+      );
+    } catch (err) {
+      if (!(err instanceof ContractException)) throw err;
+      expect(err.message).toBe(
+        'node a: task type demo.nowhere is not registered: no worker has declared it',
+      );
+      data = err.data as typeof data;
+    }
+    expect(data.node).toBe('a');
+    // b depends on a, whose own problem is reported: b is not blamed for it.
+    expect(data.errors?.map((e) => e.node)).toEqual(['a', 'd', 'c']);
+    expect(data.errors?.[2].message).toBe('node c: depends_on names zz, which is not a node');
+  });
+
+  it('checks placeholders and cycles only once the nodes are sound, then reports each', () => {
+    const nodes = [
+      { key: 'a', task: { ...echo, params: { x: '{{nodes.b.result}}' } } },
+      { key: 'b', task: echo },
+      { key: 'c', task: { ...echo, params: { y: '{{bogus.path}}' } } },
+    ];
+    try {
+      parseDefinition({ name: 't', nodes }, ctx);
+      throw new Error('the definition was accepted');
+    } catch (err) {
+      if (!(err instanceof ContractException)) throw err;
+      const errors = (err.data as { errors: { node: string }[] }).errors;
+      expect(errors.map((e) => e.node)).toEqual(['a', 'c']);
+    }
+  });
 });

@@ -68,11 +68,38 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 const strings = (v: unknown): v is string[] =>
   Array.isArray(v) && v.every((x) => typeof x === 'string');
 
+/** One thing wrong with a definition: the node it is about (when it is about one) and what. */
+export interface DefinitionProblem {
+  node?: string;
+  message: string;
+}
+
+/** Up to this many problems are reported at once; the rest wait for the next check. */
+const MAX_PROBLEMS = 100;
+
 /**
  * A definition body read and checked: cycles, unknown keys, unknown task types, bad placeholders,
- * too many nodes. Throws VALIDATION_FAILED naming the first node at fault (`data.node`).
+ * too many nodes. Throws VALIDATION_FAILED naming the first node at fault (message and
+ * `data.node`), with every problem found in `data.errors` (one per node at most), so a person can
+ * mend them all at once. Checks that need a sound graph (cycles, placeholders) run only once the
+ * nodes and their dependencies are sound.
  */
 export function parseDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
+  try {
+    return readDefinition(body, ctx);
+  } catch (err) {
+    // A problem that stopped the reading (a cycle, too many nodes) is the only one in the list.
+    if (!(err instanceof ContractException) || (err.data as { errors?: unknown })?.errors)
+      throw err;
+    const node = (err.data as { node?: string } | null)?.node;
+    throw new ContractException(err.code, err.message, {
+      ...(node ? { node } : {}),
+      errors: [node ? { node, message: err.message } : { message: err.message }],
+    });
+  }
+}
+
+function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
   if (!isObject(body)) throw bad('a definition is a JSON object');
   const { name, description = '', rollback_on_failure = false, nodes } = body;
   if (typeof name !== 'string' || !TOPOLOGY_NAME.test(name))
@@ -86,29 +113,66 @@ export function parseDefinition(body: unknown, ctx: DefinitionContext): Topology
       `a definition has at most ${MAX_NODES} nodes (this one has ${nodes.length})`,
       nodeKey(nodes[MAX_NODES]),
     );
-  const parsed = nodes.map((n, i) => parseNode(n, i, ctx));
+  const problems: DefinitionProblem[] = [];
+  const collect = <T>(check: () => T): T | undefined => {
+    try {
+      return check();
+    } catch (err) {
+      if (!(err instanceof ContractException)) throw err;
+      const node = (err.data as { node?: string } | null)?.node;
+      problems.push(node ? { node, message: err.message } : { message: err.message });
+      return undefined;
+    }
+  };
+  const parsed = nodes.flatMap((n, i) => collect(() => parseNode(n, i, ctx)) ?? []);
+  // Keys of nodes that could not be read still exist: a dependency on one is not "unknown".
+  const present = new Set(nodes.map(nodeKey).filter((k): k is string => k !== undefined));
   const byKey = new Map<string, NodeDef>();
   for (const n of parsed) {
-    if (byKey.has(n.key)) throw bad('the key is used by two nodes', n.key);
-    byKey.set(n.key, n);
+    if (byKey.has(n.key)) collect(() => fail('the key is used by two nodes', n.key));
+    else byKey.set(n.key, n);
   }
-  for (const n of parsed) {
-    for (const d of n.depends_on) {
-      if (!byKey.has(d)) throw bad(`depends_on names ${d}, which is not a node`, n.key);
-      if (d === n.key) throw bad('depends on itself', n.key);
-      if (byKey.get(d)?.on_failure !== n.on_failure)
-        throw bad(
-          n.on_failure
-            ? `an on_failure node may depend only on other on_failure nodes (not ${d})`
-            : `depends on ${d}, an on_failure node`,
-          n.key,
-        );
-    }
+  for (const n of parsed) collect(() => checkDependencies(n, byKey, present));
+  if (problems.length === 0) {
+    checkAcyclic(parsed, byKey);
+    const ancestors = ancestorSets(parsed, byKey);
+    for (const n of parsed)
+      collect(() => checkReferences(n, byKey, ancestors.get(n.key) ?? new Set()));
   }
-  checkAcyclic(parsed, byKey);
-  const ancestors = ancestorSets(parsed, byKey);
-  for (const n of parsed) checkReferences(n, byKey, ancestors.get(n.key) ?? new Set());
+  if (problems.length) {
+    const [first] = problems;
+    throw new ContractException(ContractErrorCode.VALIDATION_FAILED, first.message, {
+      ...(first.node ? { node: first.node } : {}),
+      errors: problems.slice(0, MAX_PROBLEMS),
+    });
+  }
   return { name, description, rollback_on_failure, nodes: parsed };
+}
+
+const fail = (message: string, node: string): never => {
+  throw bad(message, node);
+};
+
+function checkDependencies(
+  n: NodeDef,
+  byKey: ReadonlyMap<string, NodeDef>,
+  present: ReadonlySet<string>,
+): void {
+  for (const d of n.depends_on) {
+    if (d === n.key) throw bad('depends on itself', n.key);
+    const dep = byKey.get(d);
+    if (!dep) {
+      if (present.has(d)) continue; // that node has a problem of its own
+      throw bad(`depends_on names ${d}, which is not a node`, n.key);
+    }
+    if (dep.on_failure !== n.on_failure)
+      throw bad(
+        n.on_failure
+          ? `an on_failure node may depend only on other on_failure nodes (not ${d})`
+          : `depends on ${d}, an on_failure node`,
+        n.key,
+      );
+  }
 }
 
 function nodeKey(n: unknown): string | undefined {

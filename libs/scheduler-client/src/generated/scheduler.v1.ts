@@ -2190,7 +2190,7 @@ export interface components {
             rollback_on_failure?: boolean;
             /** @description the tenant whose definition it is (none: every tenant may run it) */
             tenant?: string;
-            /** @description the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the node at fault in data.node */
+            /** @description the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the first node at fault in data.node, and data.errors lists every problem found ({node, message}, one per node at most) */
             nodes: components["schemas"]["TopologyNodeDto"][];
         };
         TopologyDto: {
@@ -2205,7 +2205,7 @@ export interface components {
             created_at: string;
         };
         TopologyCheckDto: {
-            /** @description always true: a definition at fault answers 400 naming the node */
+            /** @description always true: a definition at fault answers 400 naming the first node at fault (data.node) and listing every problem (data.errors) */
             valid: boolean;
             /** @description how many nodes it has */
             nodes: number;

@@ -119,7 +119,7 @@ export class TopologyDefinitionDto {
   @ApiProperty({
     type: [TopologyNodeDto],
     description:
-      'the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the node at fault in data.node',
+      'the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the first node at fault in data.node, and data.errors lists every problem found ({node, message}, one per node at most)',
   })
   @IsArray()
   @ArrayMinSize(1)
@@ -152,7 +152,10 @@ export const toTopologyDto = (v: TopologyVersion): TopologyDto => ({
 
 /** The answer of `POST /v1/topologies/check`: the definition would be saved. */
 export class TopologyCheckDto {
-  @ApiProperty({ description: 'always true: a definition at fault answers 400 naming the node' })
+  @ApiProperty({
+    description:
+      'always true: a definition at fault answers 400 naming the first node at fault (data.node) and listing every problem (data.errors)',
+  })
   valid!: boolean;
 
   @ApiProperty({ description: 'how many nodes it has' })
