@@ -25,8 +25,17 @@ const PEER_TASKS = envInt('BENCH_PEER_TASKS', 1_000);
 const RUNS = envInt('BENCH_RUNS', 5);
 /** Quiet time after the last API answer that counts as settled: under every page's refresh (3 s). */
 const QUIET_MS = 800;
+/** The scheduler's live stream of task changes, as the console passes it on. */
+const LIVE_STREAM = '/api/v1/task-changes/stream';
 /** The newest task of a filled database (fillTasks numbers them 1..n). */
 const newestId = (n: number): string => `01K${String(n).padStart(23, '0')}`;
+
+/** A call as printed: the live stream's list of watched ids is given as its length. */
+const shortPath = (p: string): string =>
+  p.replace(
+    /^(\/api\/v1\/task-changes\/stream\?task_id=)([^&]*)/,
+    (_, head: string, ids: string) => `${head}<${decodeURIComponent(ids).split(',').length} ids>`,
+  );
 
 interface View {
   name: string;
@@ -67,10 +76,12 @@ async function viewOnce(page: Page, base: string, view: View): Promise<Sample> {
     const u = new URL(r.url());
     if (!u.pathname.startsWith('/api/') || settled) return;
     calls.push(`${u.pathname}${u.search}`);
-    inFlight++;
+    // The live stream stays open for the page's life: a call, but never an answer to wait for.
+    if (u.pathname !== LIVE_STREAM) inFlight++;
   };
   const onDone = (r: { url(): string }): void => {
-    if (!new URL(r.url()).pathname.startsWith('/api/')) return;
+    const path = new URL(r.url()).pathname;
+    if (!path.startsWith('/api/') || path === LIVE_STREAM) return;
     inFlight = Math.max(0, inFlight - 1);
     lastDone = Date.now();
   };
@@ -191,7 +202,7 @@ function report(tasks: number, results: Result[]): void {
       median(samples.map((s) => s.lastAnswerMs))
         .toFixed(0)
         .padEnd(15),
-      [...new Set(samples[0].paths)].join(' '),
+      [...new Set(samples[0].paths.map(shortPath))].join(' '),
     ];
     console.log(cells.join(' '));
   }

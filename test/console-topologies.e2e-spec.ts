@@ -384,8 +384,10 @@ describe('console topology pages in a browser', () => {
       '/api/v1/topologies',
       '/api/v1/topology-runs?limit=50',
     ]);
-    // A finished run: the run once (again every 10 s) and its definition's version once.
+    // A finished run: the run once (again every 30 s), its definition's version once, and the
+    // live stream of its tasks (a retry from elsewhere shows at once).
     expect(await callsOf(`/topology-runs/${runId}`, 'console-demo run')).toEqual([
+      `/api/v1/task-changes/stream?control_task_id=${runId}`,
       '/api/v1/topologies/console-demo?version=1',
       `/api/v1/topology-runs/${runId}`,
     ]);

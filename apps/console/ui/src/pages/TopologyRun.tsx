@@ -1,5 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useRef } from 'react';
 import { ApiError, api } from '../api';
+import { useTaskChanges } from '../live';
 import {
   Duration,
   Empty,
@@ -54,10 +56,21 @@ export function TopologyRun({ id }: { id: string }) {
   useTitle(`Topology run ${id}`);
   const client = useQueryClient();
   // One call draws the page: the run with every node's status, task, progress and result.
+  // Every second while a node runs (its progress is not in the stream of changes); else the
+  // live stream of the run's tasks brings each change, and polling covers a stream that is down.
+  const live = useRef(false);
   const run = useQuery({
     queryKey: ['topology-run', id],
     queryFn: () => api<Run>(`/v1/topology-runs/${encodeURIComponent(id)}`),
-    refetchInterval: (q) => (q.state.data && isFinished(q.state.data) ? 10_000 : 1000),
+    refetchInterval: (q) => {
+      const r = q.state.data;
+      if (r && isFinished(r)) return live.current ? 30_000 : 10_000;
+      if (live.current && r && !(r.nodes ?? []).some((n) => n.status === 'ACTIVE')) return 5000;
+      return 1000;
+    },
+  });
+  live.current = useTaskChanges({ controlTaskId: id }, () => {
+    void client.invalidateQueries({ queryKey: ['topology-run', id] });
   });
 
   const crumbs = (
