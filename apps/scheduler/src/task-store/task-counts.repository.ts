@@ -102,19 +102,21 @@ export class TaskCountsRepository implements TaskChangeWriter {
 
   /**
    * The backlog: tasks that were meant to start by `now` (no start_time, or one passed) and wait
-   * for an attempt — in one of `statuses`, or FAIL with a next step due (a retry) — by type and
-   * priority, with the oldest of those start times (start_time, else creation). Read through the
+   * for an attempt — in one of `statuses`, or FAIL with a retry due by `now` (one still backing
+   * off is not late) — by type and priority, with the oldest time each was due from (a retry's due
+   * time; else start_time, else creation). Read through the
    * (status, due_at) index: it costs what waits, not what was ever stored.
    */
   async waiting(statuses: readonly string[], now: number): Promise<WaitingCount[]> {
     const { records } = await this.sql.exec(
       undefined,
-      `SELECT task_type, priority, COUNT(*) AS n, MIN(COALESCE(start_time, created_at)) AS oldest
+      `SELECT task_type, priority, COUNT(*) AS n,
+          MIN(CASE WHEN status = 'FAIL' THEN due_at ELSE COALESCE(start_time, created_at) END) AS oldest
         FROM baton_task
-        WHERE (status IN (${statuses.map(() => '?').join(', ')}) OR (status = 'FAIL' AND due_at IS NOT NULL))
+        WHERE (status IN (${statuses.map(() => '?').join(', ')}) OR (status = 'FAIL' AND due_at <= ?))
           AND (start_time IS NULL OR start_time <= ?)
         GROUP BY task_type, priority`,
-      [...statuses, now],
+      [...statuses, now, now],
     );
     type Row = {
       task_type: string;

@@ -21,6 +21,9 @@ export interface TaskChangeWatcher {
   end(): void;
 }
 
+/** Events (and marks) read for a watcher while its replay is being gathered. */
+type Held = [readonly TailedTaskEvent[], number][];
+
 /** Events read from the log at once; a full read is followed by another straight away. */
 const BATCH = 1000;
 /** Most events replayed to a watcher that comes back with Last-Event-ID. */
@@ -49,7 +52,9 @@ export function matches(f: TaskChangeFilter, e: TailedTaskEvent): boolean {
 @Injectable()
 export class TaskChangeStream implements OnModuleDestroy {
   private readonly logger = new Logger('TaskChangeStream');
-  private readonly watchers = new Set<TaskChangeWatcher>();
+  /** Each watcher, with what was read for it while its replay was being gathered (null after). */
+  private readonly watchers = new Map<TaskChangeWatcher, Held | null>();
+  private reading = false;
   /** The highest id read; undefined while nobody watches. */
   private cursor: number | undefined;
   /** Ids below the cursor not seen yet, with when they were first missed. */
@@ -77,33 +82,76 @@ export class TaskChangeStream implements OnModuleDestroy {
    * Returns the function that removes it.
    */
   async join(watcher: TaskChangeWatcher, lastEventId?: number): Promise<() => void> {
-    if (this.closed)
-      throw new ContractException(
-        ContractErrorCode.NOT_READY,
-        'this scheduler is shutting down; connect again (another instance will answer)',
-      );
+    this.refuseWhenClosed();
     if (this.watchers.size >= this.config.api.streamMaxWatchers)
       throw new ContractException(
         ContractErrorCode.OVERLOADED,
         `this scheduler already streams to ${this.watchers.size} watchers (BATON_STREAM_MAX_WATCHERS); poll instead`,
       );
-    if (this.cursor === undefined) {
-      const latest = await this.tail.latestId();
-      this.cursor ??= latest; // another watcher may have started the reading meanwhile
+    // In from now on: what is read while its replay is gathered waits for it, not past it.
+    const held: Held = [];
+    this.watchers.set(watcher, held);
+    const leave = (): void => this.leave(watcher);
+    try {
+      await this.start();
+      this.refuseWhenClosed();
+      const mark = this.cursor as number;
+      if (lastEventId !== undefined && lastEventId < mark) {
+        const missed = (await this.tail.after(lastEventId, REPLAY + 1)).filter((e) => e.id <= mark);
+        this.refuseWhenClosed();
+        if (missed.length > REPLAY) watcher.reset(mark);
+        else {
+          this.lookAgainFor(lastEventId, mark, missed);
+          watcher.send(
+            missed.filter((e) => matches(watcher.filter, e)),
+            this.resumeMark(),
+          );
+        }
+      } else watcher.send([], this.resumeMark());
+    } catch (err) {
+      leave();
+      throw err;
     }
-    const mark = this.cursor;
-    if (lastEventId !== undefined && lastEventId < mark) {
-      const missed = (await this.tail.after(lastEventId, REPLAY + 1)).filter((e) => e.id <= mark);
-      if (missed.length > REPLAY) watcher.reset(mark);
-      else
-        watcher.send(
-          missed.filter((e) => matches(watcher.filter, e)),
-          mark,
-        );
-    } else watcher.send([], mark);
-    this.watchers.add(watcher);
+    for (const [events, mark] of held) watcher.send(events, mark);
+    this.watchers.set(watcher, null);
     this.schedule();
-    return () => this.leave(watcher);
+    return leave;
+  }
+
+  private refuseWhenClosed(): void {
+    if (this.closed)
+      throw new ContractException(
+        ContractErrorCode.NOT_READY,
+        'this scheduler is shutting down; connect again (another instance will answer)',
+      );
+  }
+
+  /** Reading starts at the end of the log when the first watcher comes. */
+  private async start(): Promise<void> {
+    if (this.cursor !== undefined) return;
+    const latest = await this.tail.latestId();
+    this.cursor ??= latest; // another watcher may have started the reading meanwhile
+  }
+
+  /**
+   * Ids up to `upTo` a replay from `after` did not find may belong to transactions still open (or
+   * rolled back): they are looked for again like the ids a read skipped.
+   */
+  private lookAgainFor(after: number, upTo: number, found: readonly TailedTaskEvent[]): void {
+    const now = Date.now();
+    const seen = new Set(found.map((e) => e.id));
+    for (let id = after + 1; id <= upTo && this.gaps.size < MAX_GAPS; id++)
+      if (!seen.has(id) && !this.gaps.has(id)) this.gaps.set(id, now);
+  }
+
+  /**
+   * Where a watcher resumes from: below the lowest id still looked for (a transaction that took
+   * it may commit yet), else the highest id read. Resuming there may repeat events, never skip one.
+   */
+  private resumeMark(): number {
+    let mark = this.cursor ?? 0;
+    for (const id of this.gaps.keys()) mark = Math.min(mark, id - 1);
+    return mark;
   }
 
   private leave(watcher: TaskChangeWatcher): void {
@@ -117,24 +165,30 @@ export class TaskChangeStream implements OnModuleDestroy {
   }
 
   private schedule(delayMs = this.config.api.streamPollMs): void {
-    if (this.timer || this.closed || this.watchers.size === 0) return;
+    if (this.timer || this.reading || this.closed || this.watchers.size === 0) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.read().then(
-        (full) => this.schedule(full ? 0 : undefined),
-        (err: unknown) => {
-          this.logger.warn(`reading the lifecycle log for live views failed: ${String(err)}`);
-          this.schedule();
-        },
-      );
+      this.reading = true;
+      this.read()
+        .then(
+          (full) => full,
+          (err: unknown) => {
+            this.logger.warn(`reading the lifecycle log for live views failed: ${String(err)}`);
+            return false;
+          },
+        )
+        .then((full) => {
+          this.reading = false;
+          this.schedule(full ? 0 : undefined);
+        });
     }, delayMs);
     this.timer.unref();
   }
 
   /** One read of the log; true when it was full (more is waiting). */
   private async read(): Promise<boolean> {
-    if (this.cursor === undefined) return false;
-    const from = this.cursor;
+    await this.start();
+    const from = this.cursor as number;
     const now = Date.now();
     const events = await this.tail.after(from, BATCH);
     const late = await this.tail.withIds([...this.gaps.keys()].slice(0, BATCH));
@@ -147,25 +201,25 @@ export class TaskChangeStream implements OnModuleDestroy {
       expected = e.id + 1;
     }
     if (events.length > 0) this.cursor = events[events.length - 1].id;
-    if (late.length > 0 || events.length > 0) this.deliver([...late, ...events], this.cursor);
+    if (late.length > 0 || events.length > 0) this.deliver([...late, ...events], this.resumeMark());
     return events.length === BATCH;
   }
 
   private deliver(events: readonly TailedTaskEvent[], mark: number): void {
     // Every watcher hears of the new mark, those who want none of the events too: a watcher of
     // a quiet filter then resumes from near the end, not from before all it did not want.
-    for (const w of this.watchers)
-      w.send(
-        events.filter((e) => matches(w.filter, e)),
-        mark,
-      );
+    for (const [w, held] of this.watchers) {
+      const wanted = events.filter((e) => matches(w.filter, e));
+      if (held) held.push([wanted, mark]);
+      else w.send(wanted, mark);
+    }
   }
 
   /** Shutting down: every watcher is ended (its client connects again, to another instance). */
   onModuleDestroy(): void {
     this.closed = true;
     clearTimeout(this.timer);
-    for (const w of [...this.watchers]) w.end();
+    for (const w of [...this.watchers.keys()]) w.end();
     this.watchers.clear();
   }
 }

@@ -73,15 +73,12 @@ export class TaskChangesController {
         controlTaskId: q.control_task_id,
       },
       send: (events, mark) => {
-        // Each message's id is the highest event id sent so far (a late event has a lower id
-        // of its own); the mark after them is where this watcher is in the log.
+        // Every message's id is where to resume from: at or below the lowest event not yet
+        // surely seen, so a reconnect may repeat events but never skips one.
         let text = '';
-        let at = 0;
-        for (const e of events) {
-          at = Math.max(at, e.id);
-          text += `id: ${at}\nevent: task\ndata: ${JSON.stringify(wire(e))}\n\n`;
-        }
-        if (mark > at) text += `id: ${mark}\n\n`;
+        for (const e of events)
+          text += `id: ${mark}\nevent: task\ndata: ${JSON.stringify(wire(e))}\n\n`;
+        if (events.length === 0) text = `id: ${mark}\n\n`;
         out.write(text);
       },
       reset: (mark) => out.write(`event: reset\nid: ${mark}\ndata: {}\n\n`),

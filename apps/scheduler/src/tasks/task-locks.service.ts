@@ -28,10 +28,11 @@ export class TaskLocksService {
     for (const s of states) {
       let hidden = false;
       if (tenant !== null && s.held && s.holderTaskId !== taskId) {
-        // An unlabelled holding, or one of a task gone from the database, is not known to be ours.
+        // A labelled holding of a task of another tenant (or of one gone from the database) is
+        // hidden; an unlabelled one names no task, and its backend token is shown as it is.
         const id = s.holderTaskId;
         if (id !== null && !tenants.has(id)) tenants.set(id, await this.repo.tenantOf(id));
-        hidden = id === null || tenants.get(id) !== tenant;
+        hidden = id !== null && tenants.get(id) !== tenant;
       }
       out.push(toTaskLockDto(s, taskId, hidden));
     }

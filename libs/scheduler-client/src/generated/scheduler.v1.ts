@@ -1748,7 +1748,7 @@ export interface components {
             holder?: string | null;
             /** @description the task the holder’s label names; null when free, unlabelled, or hidden from a key of another tenant */
             holder_task_id?: string | null;
-            /** @description the holder is this task (decided from the holder’s label) */
+            /** @description the holder is this task (decided from the holder’s label; false when the holding carries no label, since then it is not known) */
             held_by_this_task: boolean;
             /** @description the fence of the holding; null when free */
             fence?: number | null;

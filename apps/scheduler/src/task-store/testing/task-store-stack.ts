@@ -27,6 +27,7 @@ export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
     purge: new TaskPurgeRepository(tx, sql, counts, ds),
     counts,
     history,
+    sql,
     /** Runs SQL as it is (for a spec's own set-up and checks). */
     exec: (query: string, params: unknown[] = []) => sql.exec(undefined, query, params),
   };

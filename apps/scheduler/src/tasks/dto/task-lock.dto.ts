@@ -21,7 +21,10 @@ export class TaskLockDto {
       'the task the holder’s label names; null when free, unlabelled, or hidden from a key of another tenant',
   })
   holder_task_id!: string | null;
-  @ApiProperty({ description: 'the holder is this task (decided from the holder’s label)' })
+  @ApiProperty({
+    description:
+      'the holder is this task (decided from the holder’s label; false when the holding carries no label, since then it is not known)',
+  })
   held_by_this_task!: boolean;
   @ApiPropertyOptional({
     nullable: true,
