@@ -43,9 +43,10 @@ step "openapi drift" node dist/bin/generate-openapi.js --check
 
 # Two lanes side by side, one core each. The heavy lane runs, one file at a time, the e2e files
 # that start several schedulers under load and kill them (their restarts and failovers are what
-# they measure): two of them at once on two cores made each restart take 10+ s. The other lane
-# runs everything else, one file at a time.
-HEAVY='test/(chaos|scheduler-crash|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure)\.e2e-spec\.ts$'
+# they measure): two of them at once on two cores made each restart take 10+ s. It also runs two
+# long files of no such kind (the conformance kit, lock holders), so the lanes end together. The
+# other lane runs everything else, one file at a time.
+HEAVY='test/(chaos|scheduler-crash|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks)\.e2e-spec\.ts$'
 rm -f .test-results/heavy.json .test-results/light.json .test-results/*.log
 npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
   > .test-results/heavy.log 2>&1 &
