@@ -2,8 +2,9 @@ import { Logger } from '@nestjs/common';
 
 /**
  * Runs `body` when nudged and, when nothing nudges it, every `idleMs`. A nudge waits `lingerMs`
- * first, so the nudges of one moment (commits, finished sends) make one pass. One pass at a time:
- * a nudge during a pass runs another right after it. Failures are logged, never thrown.
+ * first (a number, or asked at each nudge), so the nudges of one moment (commits, finished sends)
+ * make one pass. One pass at a time: a nudge during a pass runs another right after it. Failures
+ * are logged, never thrown.
  */
 export class NudgedLoop {
   private timer: NodeJS.Timeout | undefined;
@@ -14,7 +15,7 @@ export class NudgedLoop {
 
   constructor(
     private readonly logger: Logger,
-    private readonly lingerMs: number,
+    private readonly lingerMs: number | (() => number),
     private readonly idleMs: number,
     private readonly body: () => Promise<unknown>,
   ) {}
@@ -42,7 +43,8 @@ export class NudgedLoop {
     if (this.lingering) return;
     this.lingering = true;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.pass(), this.lingerMs);
+    const linger = typeof this.lingerMs === 'number' ? this.lingerMs : this.lingerMs();
+    this.timer = setTimeout(() => this.pass(), linger);
   }
 
   private pass(): void {

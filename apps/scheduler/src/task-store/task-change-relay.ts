@@ -16,7 +16,12 @@ import { TaskChangeConsumer, TaskChangeFeed, TaskStatusChange } from './task-cha
 const BATCH = 500;
 /** How often the outbox is looked at when no commit said so. */
 const IDLE_MS = 500;
-/** How long a pass waits after a commit for more rows to join its batch. */
+/**
+ * How long a pass waits after a commit for more rows to join its batch, when the last pass had
+ * more than one change (a burst: a fan-out's nodes ending). After a pass of one change or none
+ * (a chain of nodes, each the only one moving) the next goes at once: the wait would be most of
+ * a chain's hand-off from one node to the next.
+ */
 const LINGER_MS = 20;
 /** A consumer whose handler threw waits this long, doubling up to the most. */
 const RETRY_BASE_MS = 500;
@@ -41,7 +46,14 @@ interface ConsumerState {
 export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('TaskChangeRelay');
   private readonly state = new Map<string, ConsumerState>();
-  private readonly loop = new NudgedLoop(this.logger, LINGER_MS, IDLE_MS, () => this.deliverOnce());
+  /** The most changes one consumer took in the last pass. */
+  private lastPass = 0;
+  private readonly loop = new NudgedLoop(
+    this.logger,
+    () => (this.lastPass > 1 ? LINGER_MS : 0),
+    IDLE_MS,
+    () => this.deliverOnce(),
+  );
 
   constructor(
     private readonly feed: TaskChangeFeed,
@@ -64,9 +76,10 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
 
   /** One pass over every consumer: what is in the outbox now is handed over (tests call it). */
   async deliverOnce(): Promise<void> {
+    this.lastPass = 0;
     for (const consumer of this.feed.subscribers()) {
       try {
-        await this.deliver(consumer);
+        this.lastPass = Math.max(this.lastPass, await this.deliver(consumer));
       } catch (err) {
         this.logger.error(
           `relaying to ${consumer.name} failed: ${err instanceof Error ? err.message : String(err)}`,
@@ -75,15 +88,17 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
     }
   }
 
-  private async deliver(consumer: TaskChangeConsumer): Promise<void> {
+  /** Hands the consumer what waits for it; answers how many changes it took. */
+  private async deliver(consumer: TaskChangeConsumer): Promise<number> {
+    let handed = 0;
     const s = this.stateOf(consumer.name);
-    if (this.clock.now() < s.notBefore) return;
-    if (!(await this.holdLease(consumer.name, s))) return;
+    if (this.clock.now() < s.notBefore) return 0;
+    if (!(await this.holdLease(consumer.name, s))) return 0;
     for (;;) {
       const changes = await this.next(consumer.name);
-      if (changes.length === 0) return;
+      if (changes.length === 0) return handed;
       // The lease may have gone while we read: another process relays now.
-      if (s.lease?.lost) return;
+      if (s.lease?.lost) return handed;
       try {
         await consumer.handle(changes);
       } catch (err) {
@@ -93,7 +108,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
         this.logger.warn(
           `${consumer.name} refused ${changes.length} change(s) (${err instanceof Error ? err.message : String(err)}); again in ${wait} ms`,
         );
-        return;
+        return handed;
       }
       s.failures = 0;
       s.notBefore = 0;
@@ -101,7 +116,8 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
         `DELETE FROM baton_task_change WHERE consumer = ? AND id IN (${changes.map(() => '?').join(', ')})`,
         [consumer.name, ...changes.map((c) => c.id)],
       );
-      if (changes.length < BATCH) return;
+      handed += changes.length;
+      if (changes.length < BATCH) return handed;
     }
   }
 
