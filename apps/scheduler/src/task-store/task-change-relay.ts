@@ -22,7 +22,7 @@ const IDLE_MS = 500;
  * (a chain of nodes, each the only one moving) the next goes at once: the wait would be most of
  * a chain's hand-off from one node to the next.
  */
-const LINGER_MS = 20;
+const LINGER_MS = 8;
 /** A consumer whose handler threw waits this long, doubling up to the most. */
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 60_000;
