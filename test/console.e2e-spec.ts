@@ -290,6 +290,40 @@ describe('console in a browser', () => {
     await page.getByText(/^[1-9]\d* selected$/).waitFor();
   });
 
+  it('filters the list by tenant, label and creation time, kept in the URL', async () => {
+    const labelled = await createTask({
+      create_info: { task_type: 'demo.echo', task_name: 'console labelled' },
+      params: { n: 1 },
+      tenant: 'console-team',
+      labels: { team: 'console-dba' },
+    });
+    await createTask({
+      create_info: { task_type: 'demo.echo', task_name: 'console unlabelled' },
+      params: { n: 1 },
+    });
+    await page.goto(url('/tasks'));
+    await heading('Tasks').waitFor();
+    await page.getByText('More filters').click();
+    await page.getByLabel('Label', { exact: true }).fill('team:console-dba');
+    await page.waitForURL(/label=team%3Aconsole-dba/);
+    // The unfiltered rows stay until the filtered answer replaces them.
+    await page.getByRole('link', { name: 'console unlabelled' }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'console labelled' }).waitFor();
+    // The same address opened afresh: the filter is there, folded open.
+    await page.goto(url('/tasks?tenant=console-team'));
+    expect(await page.getByLabel('Tenant', { exact: true }).inputValue()).toBe('console-team');
+    await page.getByRole('link', { name: 'console labelled' }).waitFor();
+    expect(await page.getByRole('link', { name: 'console unlabelled' }).count()).toBe(0);
+    // Created before a time long past: the task is not listed; the time goes to the URL in UTC.
+    await page.getByLabel('Created before', { exact: true }).fill('2020-01-01T00:00');
+    await page.waitForURL(/created_to=2020-01-0\dT\d\d%3A00%3A00\.000Z/);
+    await page
+      .getByText(/No tasks/i)
+      .first()
+      .waitFor();
+    expect((await task(labelled)).task_id).toBe(labelled);
+  });
+
   it('shows counts by status and type on the overview, linking to the filtered list', async () => {
     await page.goto(url('/'));
     await heading('Overview').waitFor();

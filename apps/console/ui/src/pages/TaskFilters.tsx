@@ -29,6 +29,10 @@ const KEYS = [
   'control_task_id',
   'worker',
   'attempts_min',
+  'tenant',
+  'label',
+  'created_from',
+  'created_to',
 ] as const;
 export type TaskListParams = Record<(typeof KEYS)[number], string>;
 
@@ -57,6 +61,8 @@ export const typedOnly = (p: TaskListParams): string =>
     p.control_task_id,
     p.worker,
     p.attempts_min,
+    p.tenant,
+    p.label,
   ]);
 
 /**
@@ -109,6 +115,45 @@ function TextFilter(props: {
   );
 }
 
+/** `2026-11-26T07:30` in the browser's zone, as a datetime-local input shows an instant. */
+function localInput(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/**
+ * A time filter: picked in the browser's zone, kept in the address as the UTC instant the API
+ * takes (shown on hover).
+ */
+function TimeFilter(props: {
+  label: string;
+  name: 'created_from' | 'created_to';
+  p: TaskListParams;
+  set: (changes: Record<string, string | undefined>, replace?: boolean) => void;
+}) {
+  const iso = props.p[props.name];
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <input
+          id={id}
+          type="datetime-local"
+          value={iso ? localInput(iso) : ''}
+          title={iso ? `${iso} (UTC)` : undefined}
+          onChange={(e) => {
+            const at = e.target.value ? new Date(e.target.value) : undefined;
+            props.set({
+              [props.name]: at && !Number.isNaN(at.getTime()) ? at.toISOString() : undefined,
+            });
+          }}
+        />
+      )}
+    </Field>
+  );
+}
+
 /** The task list's filters and order, all in the address. */
 export function TaskFilters({
   loc,
@@ -122,7 +167,16 @@ export function TaskFilters({
   const set = (changes: Record<string, string | undefined>, replace = false): void =>
     navigate(withQuery(loc, { ...changes, cursor: undefined }), { replace });
   const order = `${p.sort || 'created'}.${p.order || 'desc'}`;
-  const more = Boolean(p.parent_task_id || p.control_task_id || p.worker || p.attempts_min);
+  const more = Boolean(
+    p.parent_task_id ||
+    p.control_task_id ||
+    p.worker ||
+    p.attempts_min ||
+    p.tenant ||
+    p.label ||
+    p.created_from ||
+    p.created_to,
+  );
   const any = KEYS.some((k) => p[k]);
   const q = p.q.trim();
   return (
@@ -208,6 +262,10 @@ export function TaskFilters({
         <TextFilter label="Control task id" name="control_task_id" p={p} set={set} />
         <TextFilter label="Worker" name="worker" p={p} set={set} placeholder="worker id" />
         <TextFilter label="Attempts at least" name="attempts_min" type="number" p={p} set={set} />
+        <TextFilter label="Tenant" name="tenant" p={p} set={set} />
+        <TextFilter label="Label" name="label" p={p} set={set} placeholder="key:value" />
+        <TimeFilter label="Created from" name="created_from" p={p} set={set} />
+        <TimeFilter label="Created before" name="created_to" p={p} set={set} />
       </details>
       {any ? (
         <Link href="/tasks" className="button">
