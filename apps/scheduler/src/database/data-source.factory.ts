@@ -18,6 +18,7 @@ import { TaskCounts1765200000000 } from './migrations/1765200000000-TaskCounts';
 import { FleetControl1765300000000 } from './migrations/1765300000000-FleetControl';
 import { TaskListIndexes1765400000000 } from './migrations/1765400000000-TaskListIndexes';
 import { TaskHistory1765500000000 } from './migrations/1765500000000-TaskHistory';
+import { TaskCreatedIndex1765800000000 } from './migrations/1765800000000-TaskCreatedIndex';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   FleetControl1765300000000,
   TaskListIndexes1765400000000,
   TaskHistory1765500000000,
+  TaskCreatedIndex1765800000000,
 ];
 
 /**

@@ -20,6 +20,7 @@ import { bigintNumber, jsonText } from '../database';
 @Index('ix_task_name', ['task_name', 'task_id'])
 @Index('ix_task_updated', ['updated_at', 'task_id'])
 @Index('ix_task_priority', ['priority', 'task_id'])
+@Index('ix_task_created', ['created_at', 'task_id'])
 @Index('ux_task_idempotency', ['tenant', 'idempotency_key'], { unique: true })
 export class TaskEntity {
   @PrimaryColumn({ type: 'varchar', length: 32 })
