@@ -58,7 +58,7 @@ export const FAMILIES = {
     'status',
   ),
   baton_task_backlog: shared(
-    'Tasks that should have started and wait for an attempt (INIT, POSTPONE, NONE, or FAIL with a retry due; no start_time or one passed), by type and priority: the signal to scale workers on.',
+    'Tasks that should have started and wait for an attempt (INIT, POSTPONE, NONE, or FAIL with a retry to come; no start_time or one passed), by type and priority: the signal to scale workers on.',
     'task_type',
     'priority',
   ),

@@ -10,7 +10,7 @@ export const GAUGE_CACHE_MS = 5000;
  * Gauges of the stored tasks, the same on every instance: `baton_tasks{task_type,status}` from
  * the maintained counts (no scan of the task table), and the backlog, `baton_task_backlog`
  * {task_type,priority} and `baton_task_backlog_oldest_seconds{task_type}`: tasks due and not
- * started (INIT, POSTPONE, NONE or FAIL with a retry due; start time passed), the signal to
+ * started (INIT, POSTPONE, NONE or FAIL with a retry to come; start time passed), the signal to
  * scale workers on.
  */
 @Injectable()

@@ -19,7 +19,7 @@ export interface WaitingCount {
   oldestDueAt: number;
 }
 
-/** Statuses of a task that waits for an attempt (and FAIL with a retry due): its backlog. */
+/** Statuses of a task that waits for an attempt (and FAIL with a retry to come): its backlog. */
 export const BACKLOG_STATUSES: readonly TaskStatus[] = [
   TaskStatus.INIT,
   TaskStatus.POSTPONE,
@@ -101,22 +101,21 @@ export class TaskCountsRepository implements TaskChangeWriter {
   }
 
   /**
-   * The backlog: tasks that were meant to start by `now` (no start_time, or one passed) and wait
-   * for an attempt — in one of `statuses`, or FAIL with a retry due by `now` (one still backing
-   * off is not late) — by type and priority, with the oldest time each was due from (a retry's due
-   * time; else start_time, else creation). Read through the
+   * The backlog: tasks that were meant to start by `now` (no start_time, or one passed) and are
+   * not done — in one of `statuses`, or FAIL with a retry to come, due or still backing off (a
+   * type no worker serves keeps its tasks there: work to scale on) — by type and priority, with
+   * the oldest time they were meant to start from (start_time, else creation). Read through the
    * (status, due_at) index: it costs what waits, not what was ever stored.
    */
   async waiting(statuses: readonly string[], now: number): Promise<WaitingCount[]> {
     const { records } = await this.sql.exec(
       undefined,
-      `SELECT task_type, priority, COUNT(*) AS n,
-          MIN(CASE WHEN status = 'FAIL' THEN due_at ELSE COALESCE(start_time, created_at) END) AS oldest
+      `SELECT task_type, priority, COUNT(*) AS n, MIN(COALESCE(start_time, created_at)) AS oldest
         FROM baton_task
-        WHERE (status IN (${statuses.map(() => '?').join(', ')}) OR (status = 'FAIL' AND due_at <= ?))
+        WHERE (status IN (${statuses.map(() => '?').join(', ')}) OR (status = 'FAIL' AND due_at IS NOT NULL))
           AND (start_time IS NULL OR start_time <= ?)
         GROUP BY task_type, priority`,
-      [...statuses, now, now],
+      [...statuses, now],
     );
     type Row = {
       task_type: string;

@@ -518,7 +518,7 @@ export interface paths {
         };
         /**
          * tasks due and waiting for an attempt, by type and priority, with the oldest wait
-         * @description INIT, POSTPONE, NONE, or FAIL with a retry due, whose start time has passed (the autoscaling signal of /metrics). Read through the index of due tasks; one read serves every caller for 2 s.
+         * @description INIT, POSTPONE, NONE, or FAIL with a retry to come, whose start time has passed (the autoscaling signal of /metrics). Read through the index of due tasks; one read serves every caller for 2 s.
          */
         get: operations["TaskCountsController_backlog"];
         put?: never;
