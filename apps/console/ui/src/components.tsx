@@ -205,3 +205,33 @@ export function Field({ label, children }: { label: string; children: (id: strin
     </div>
   );
 }
+
+/** A labelled text area for JSON, YAML or a log line: no spell-checking, its text as a string. */
+export function TextArea({
+  label,
+  rows,
+  value,
+  onChange,
+  describedBy,
+}: {
+  label: string;
+  rows: number;
+  value: string;
+  onChange: (value: string) => void;
+  describedBy?: string;
+}) {
+  return (
+    <Field label={label}>
+      {(id) => (
+        <textarea
+          id={id}
+          rows={rows}
+          spellCheck={false}
+          value={value}
+          aria-describedby={describedBy}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}

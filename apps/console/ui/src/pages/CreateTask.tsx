@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useState } from 'react';
 import { api } from '../api';
-import { ErrorState, Field, Loading, useTitle } from '../components';
+import { ErrorState, Field, Loading, useTitle, TextArea } from '../components';
 import { Link, navigate } from '../router';
 import { CreateTask as CreateBody, Task, TaskType } from '../types';
 
@@ -109,17 +109,7 @@ export function CreateTask() {
               />
             )}
           </Field>
-          <Field label="Params (JSON)">
-            {(id) => (
-              <textarea
-                id={id}
-                rows={6}
-                spellCheck={false}
-                value={params}
-                onChange={(e) => setParams(e.target.value)}
-              />
-            )}
-          </Field>
+          <TextArea label="Params (JSON)" rows={6} value={params} onChange={setParams} />
           {error ? (
             <p className="error" role="alert">
               {error}

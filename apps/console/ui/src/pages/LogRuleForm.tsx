@@ -1,6 +1,6 @@
 import { FormEvent, useState } from 'react';
 import { api } from '../api';
-import { Field, JsonBlock } from '../components';
+import { Field, JsonBlock, TextArea } from '../components';
 import { LogRuleTest } from '../ops-types';
 
 const TEMPLATE = `{
@@ -140,42 +140,22 @@ export function LogRuleForm({
             </Field>
           </div>
         ) : (
-          <Field label="Conditions (JSON: field path → equals or exists)">
-            {(id) => (
-              <textarea
-                id={id}
-                rows={4}
-                spellCheck={false}
-                value={json}
-                onChange={(e) => setJson(e.target.value)}
-              />
-            )}
-          </Field>
+          <TextArea
+            label="Conditions (JSON: field path → equals or exists)"
+            rows={4}
+            value={json}
+            onChange={setJson}
+          />
         )}
-        <Field label="Task template (JSON, {{placeholders}} filled from the line)">
-          {(id) => (
-            <textarea
-              id={id}
-              rows={5}
-              spellCheck={false}
-              value={template}
-              onChange={(e) => setTemplate(e.target.value)}
-            />
-          )}
-        </Field>
+        <TextArea
+          label="Task template (JSON, {{placeholders}} filled from the line)"
+          rows={5}
+          value={template}
+          onChange={setTemplate}
+        />
         <fieldset className="stack">
           <legend>Try it on a line (nothing is saved)</legend>
-          <Field label="Log line">
-            {(id) => (
-              <textarea
-                id={id}
-                rows={2}
-                spellCheck={false}
-                value={line}
-                onChange={(e) => setLine(e.target.value)}
-              />
-            )}
-          </Field>
+          <TextArea label="Log line" rows={2} value={line} onChange={setLine} />
           <Field label="From source">
             {(id) => <input id={id} value={source} onChange={(e) => setSource(e.target.value)} />}
           </Field>

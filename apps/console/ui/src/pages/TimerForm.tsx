@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useEffect, useState } from 'react';
 import { ApiError, api } from '../api';
-import { Field, Time } from '../components';
+import { Field, TextArea, Time } from '../components';
 import { TimerPreview } from '../ops-types';
 import { Timer, TaskType } from '../types';
 
@@ -254,17 +254,12 @@ export function TimerForm({
         <Field label="Task name">
           {(id) => <input id={id} maxLength={200} value={d.taskName} onChange={set('taskName')} />}
         </Field>
-        <Field label="Task params (JSON)">
-          {(id) => (
-            <textarea
-              id={id}
-              rows={4}
-              spellCheck={false}
-              value={d.params}
-              onChange={set('params')}
-            />
-          )}
-        </Field>
+        <TextArea
+          label="Task params (JSON)"
+          rows={4}
+          value={d.params}
+          onChange={(params) => setD({ ...d, params })}
+        />
         {error ? (
           <p className="error" role="alert">
             {error}

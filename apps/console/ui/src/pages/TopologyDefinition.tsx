@@ -1,7 +1,16 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useState } from 'react';
 import { ApiError, api } from '../api';
-import { Empty, ErrorState, Field, JsonBlock, Loading, Time, useTitle } from '../components';
+import {
+  Empty,
+  ErrorState,
+  Field,
+  JsonBlock,
+  Loading,
+  Time,
+  useTitle,
+  TextArea,
+} from '../components';
 import { Link, navigate, useLocation, withQuery } from '../router';
 import { DagGraph } from '../topology/Graph';
 import { Run, Topology, kindLabel } from '../topology/model';
@@ -198,18 +207,13 @@ function StartRun({ t }: { t: Topology }) {
     <section aria-labelledby="start-h" className="card">
       <h2 id="start-h">Start a run of version {t.version}</h2>
       <form className="stack" onSubmit={(e) => void submit(e)}>
-        <Field label="Input (JSON)">
-          {(id) => (
-            <textarea
-              id={id}
-              rows={4}
-              value={input}
-              spellCheck={false}
-              aria-describedby="input-help"
-              onChange={(e) => setInput(e.target.value)}
-            />
-          )}
-        </Field>
+        <TextArea
+          label="Input (JSON)"
+          rows={4}
+          value={input}
+          onChange={setInput}
+          describedBy="input-help"
+        />
         <p id="input-help" className="muted">
           What the nodes read as <code>{'{{input.…}}'}</code>
           {reads.length ? (
