@@ -19,8 +19,58 @@ const LONG_FILES_OK = [
 /** A library is used by its package name, never by a path into it. */
 const LIBRARY_BY_NAME = {
   group: ['@baton/*/*'],
-  message: 'import a library by its name (@baton/task-contract, @baton/locks) only',
+  message: 'import a library by its name (@baton/task-contract, @baton/locks, @baton/time) only',
 };
+
+/**
+ * One time source (libs/time): every clock read, sleep, timer and deadline goes through a `Clock`
+ * that is handed in, so tests move a `ManualClock` instead of waiting. Code that is not handed
+ * one and must read the process's clock uses `systemClock` from @baton/time.
+ */
+const TIME_SOURCE = 'use the injected Clock (@baton/time), or systemClock where none is handed in';
+const NO_RAW_TIME = [
+  {
+    selector: "MemberExpression[object.name='Date'][property.name='now']",
+    message: `Date.now(): ${TIME_SOURCE}`,
+  },
+  {
+    selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+    message: `new Date(): ${TIME_SOURCE} (clock.date())`,
+  },
+  {
+    selector: 'CallExpression[callee.name=/^(setTimeout|setInterval)$/]',
+    message: `a raw timer: ${TIME_SOURCE}`,
+  },
+  {
+    selector:
+      "MemberExpression[object.name='globalThis'][property.name=/^(setTimeout|setInterval)$/]",
+    message: `a raw timer: ${TIME_SOURCE}`,
+  },
+  {
+    selector: "MemberExpression[object.name='performance'][property.name='now']",
+    message: `performance.now(): ${TIME_SOURCE} (clock.monotonic())`,
+  },
+  {
+    selector: "MemberExpression[object.name='AbortSignal'][property.name='timeout']",
+    message: `AbortSignal.timeout(): ${TIME_SOURCE} (clock.deadline())`,
+  },
+  {
+    selector: 'ImportDeclaration[source.value=/^(node:)?timers(\\/promises)?$/]',
+    message: `node's timers: ${TIME_SOURCE}`,
+  },
+];
+
+/**
+ * Where the process's own time may be read: the time source itself. Benchmarks measure real
+ * speed, and the console's pages run in the browser (its polling is checked by browser tests),
+ * so neither is in the rule's files. Tests come under their own rule (CONTRIBUTING.md).
+ */
+const RAW_TIME_OK = [
+  'libs/time/src/clock.ts',
+  'libs/time/src/manual-clock.ts',
+  // Published on its own and depending on nothing but Node.js: its default clock is its own.
+  'libs/scheduler-client/src/clock.ts',
+];
 
 export default tseslint.config(
   {
@@ -68,6 +118,17 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['apps/**/*.ts', 'libs/**/*.ts', 'bin/**/*.ts'],
+    ignores: [
+      ...RAW_TIME_OK,
+      'apps/console/ui/**',
+      '**/*.spec.ts',
+      '**/*.int-spec.ts',
+      'libs/*/test/**',
+    ],
+    rules: { 'no-restricted-syntax': ['error', ...NO_RAW_TIME] },
   },
   {
     // A file past 400 lines has more than one reason to change: split it by responsibility.

@@ -11,6 +11,8 @@ const moduleNameMapper = {
   '^@baton/locks/(.*)$': '<rootDir>/libs/locks/src/$1',
   '^@baton/scheduler-client$': '<rootDir>/libs/scheduler-client/src',
   '^@baton/scheduler-client/(.*)$': '<rootDir>/libs/scheduler-client/src/$1',
+  '^@baton/time$': '<rootDir>/libs/time/src',
+  '^@baton/time/(.*)$': '<rootDir>/libs/time/src/$1',
 };
 const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: __dirname };
 

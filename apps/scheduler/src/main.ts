@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { systemClock } from '@baton/time';
 import { startTracing } from '@baton/task-contract';
 import { createSchedulerApp } from './bootstrap';
 import { Overload } from './common';
@@ -7,18 +8,18 @@ import { loadSchedulerConfig } from './config';
 async function main(): Promise<void> {
   // Where the start-up time goes, from the process's start: loading the code, building the
   // modules (database, queue and lock connections, migrations), the start hooks, listening.
-  const t0 = Date.now() - Math.round(process.uptime() * 1000);
-  const loaded = Date.now();
+  const t0 = systemClock.now() - Math.round(process.uptime() * 1000);
+  const loaded = systemClock.now();
   const config = loadSchedulerConfig();
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then nothing of OpenTelemetry is loaded.
   startTracing('baton-scheduler', { 'service.instance.id': config.instanceId });
   const app = await createSchedulerApp(config);
-  const built = Date.now();
+  const built = systemClock.now();
   await app.init();
-  const hooked = Date.now();
+  const hooked = systemClock.now();
   await app.listen(config.port, config.host);
   app.get(Overload).started();
-  const listening = Date.now();
+  const listening = systemClock.now();
   // Tests and the launcher wait for this line.
   Logger.log(`scheduler ${config.instanceId} listening on ${await app.getUrl()}`, 'Scheduler');
   Logger.log(

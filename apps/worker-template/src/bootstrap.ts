@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Clock, systemClock } from '@baton/time';
 import {
   ContractExceptionFilter,
   ContractFastPath,
@@ -14,14 +15,16 @@ import { WorkerConfig } from './config/worker.config';
  * wide are refused before parsing; the filter gives routing, URL and body-parser errors the
  * envelope too. With `fastPath` (WORKER_FAST_PATH, on by
  * default) create, create_run and running are answered ahead of Fastify and Nest, the same way.
+ * `clock`: the worker's one time source (WorkerAppModule).
  */
 export async function createWorkerApp(
   config: WorkerConfig,
   logger = true,
   fastPath = config.fastPath ? new ContractFastPath() : undefined,
+  clock: Clock = systemClock,
 ): Promise<NestFastifyApplication> {
   const app = await NestFactory.create<NestFastifyApplication>(
-    WorkerAppModule.forConfig(config),
+    WorkerAppModule.forConfig(config, clock),
     new FastifyAdapter({
       bodyLimit: config.bodyLimitBytes,
       frameworkErrors: contractFrameworkErrors,

@@ -1,3 +1,4 @@
+import { Clock, systemClock, Timer } from '@baton/time';
 import { HeldKey } from './held-key.interface';
 
 /**
@@ -13,12 +14,15 @@ export class AcquisitionKeeper {
   /** Conservative end of each key's backend lease on the holder's clock. */
   private readonly until = new Map<HeldKey, number>();
   private readonly freed = new Set<HeldKey>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private renewing: Promise<void> | undefined;
   private stopped = false;
   private failure: { error: unknown } | undefined;
 
-  constructor(private readonly ttlMs: number) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** The keys taken, in order. */
   get keys(): readonly HeldKey[] {
@@ -57,7 +61,7 @@ export class AcquisitionKeeper {
    */
   async settle(confirm: boolean): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     await this.renewing;
     if (!confirm || this.failure || this.taken.length < 2) return;
     await this.renew(this.taken.slice(0, -1));
@@ -66,26 +70,27 @@ export class AcquisitionKeeper {
   /** Stops renewing and frees every key not freed yet; never rejects. */
   async abandon(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     await this.renewing;
     await this.freeAll();
   }
 
   private schedule(): void {
     if (this.stopped || this.failure) return;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     const due = this.expiresAt() - this.ttlMs / 2;
-    this.timer = setTimeout(
-      () => {
-        this.renewing = this.renew([...this.taken]).then(() => this.schedule());
-      },
-      Math.max(0, due - Date.now()),
-    );
-    this.timer.unref();
+    this.timer = this.clock
+      .setTimeout(
+        () => {
+          this.renewing = this.renew([...this.taken]).then(() => this.schedule());
+        },
+        Math.max(0, due - this.clock.now()),
+      )
+      .unref();
   }
 
   private async renew(keys: readonly HeldKey[]): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = this.clock.now();
     try {
       await Promise.all(keys.map((h) => h.extend(this.ttlMs)));
       for (const h of keys) this.until.set(h, startedAt + this.ttlMs);
@@ -97,7 +102,7 @@ export class AcquisitionKeeper {
   private fail(error: unknown): void {
     if (this.failure) return;
     this.failure = { error };
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     // After settle() the keys belong to the caller, which checks `failed` before using them.
     if (!this.stopped) void this.freeAll();
   }

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import { AcquisitionKeeper } from './acquisition-keeper';
 import { BatonLease } from './baton-lease';
 import { HeldKey, KeyAcquirer } from './held-key.interface';
@@ -21,6 +22,9 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
   abstract readonly driver: LockDriverName;
   protected closed = false;
   private observer: LockObserver | undefined;
+
+  /** `clock`: the holder's time source (expiries, renewals, waits); the real clock by default. */
+  constructor(protected readonly clock: Clock = systemClock) {}
 
   observe(observer: LockObserver): void {
     this.observer = observer;
@@ -83,15 +87,15 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
   ): Promise<Lease | null> {
     const observer = this.observer;
     if (!observer) return this.takeOnce(keys, options);
-    const started = performance.now();
+    const started = this.clock.monotonic();
     let acquiredAt = started;
-    const since = (t: number) => (performance.now() - t) / 1000;
+    const since = (t: number) => (this.clock.monotonic() - t) / 1000;
     try {
       const lease = await this.takeOnce(keys, options, () =>
         observer.released(this.driver, since(acquiredAt)),
       );
       observer.acquired(this.driver, lease ? 'acquired' : 'busy', since(started));
-      acquiredAt = performance.now();
+      acquiredAt = this.clock.monotonic();
       return lease;
     } catch (err) {
       observer.acquired(this.driver, 'error', since(started));
@@ -127,16 +131,23 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     if (!Number.isFinite(waitMs) || waitMs < 0) {
       throw new LockException(LockErrorCode.INVALID_CONFIG, `waitMs must be >= 0, got ${waitMs}`);
     }
-    const deadline = Date.now() + waitMs;
+    const deadline = this.clock.now() + waitMs;
     for (;;) {
       const keeper = await this.takeAll(ordered, ttlMs, deadline, holder);
       if (keeper === null) return null;
       if (keeper !== RETRY) {
         const renew = options.autoRenew ?? false;
-        return new BatonLease(keeper.keys, ttlMs, keeper.expiresAt(), renew, onReleased);
+        return new BatonLease(
+          keeper.keys,
+          ttlMs,
+          keeper.expiresAt(),
+          renew,
+          onReleased,
+          this.clock,
+        );
       }
       // A key was lost while the later ones were awaited: everything was freed, start over.
-      if (Date.now() >= deadline) return null;
+      if (this.clock.now() >= deadline) return null;
     }
   }
 
@@ -151,7 +162,7 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     deadline: number,
     holder: string | undefined,
   ): Promise<AcquisitionKeeper | typeof RETRY | null> {
-    const keeper = new AcquisitionKeeper(ttlMs);
+    const keeper = new AcquisitionKeeper(ttlMs, this.clock);
     try {
       // One global order (sorted) is what makes overlapping multi-key acquires deadlock-free.
       for (const key of ordered) {
@@ -170,7 +181,7 @@ export abstract class BaseLockProvider implements LockProvider, KeyAcquirer {
     }
     // The expiry is per key, from just before the attempt that took it (or its last renewal):
     // a wait longer than the TTL costs nothing, and no key can have lapsed unnoticed.
-    if (keeper.failed || keeper.expiresAt() <= Date.now()) {
+    if (keeper.failed || keeper.expiresAt() <= this.clock.now()) {
       await keeper.abandon();
       return RETRY;
     }

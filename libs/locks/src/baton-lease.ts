@@ -1,3 +1,4 @@
+import { Clock, systemClock, Timer } from '@baton/time';
 import { HeldKey } from './held-key.interface';
 import { LeaseRenewer } from './lease-renewer';
 import { LockErrorCode, LockException } from './lock.exception';
@@ -18,7 +19,7 @@ export class BatonLease implements Lease {
   /** Keys whose release the backend confirmed (or answered "not yours"): never released twice. */
   private readonly freed = new Set<HeldKey>();
   private readonly listeners = new Set<LeaseLostListener>();
-  private expiryTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: Timer | undefined;
   private renewer: LeaseRenewer | undefined;
 
   constructor(
@@ -28,6 +29,8 @@ export class BatonLease implements Lease {
     autoRenew: boolean,
     /** Called once, when the release is done (for the time the lease was held). */
     private readonly onReleased?: () => void,
+    /** The holder's clock: the expiry timer and every "now" of the lease. */
+    private readonly clock: Clock = systemClock,
   ) {
     this.keys = held.map((h) => h.key);
     this.fences = new Map(held.map((h) => [h.key, h.fence]));
@@ -44,6 +47,7 @@ export class BatonLease implements Lease {
         () => this.expiresAt.getTime(),
         () => this.extend(),
         (error) => this.markLost('renewal_failed', error),
+        clock,
       );
       this.renewer.start();
     }
@@ -73,7 +77,7 @@ export class BatonLease implements Lease {
 
   async extend(): Promise<void> {
     this.assertUsable('extend');
-    const startedAt = Date.now();
+    const startedAt = this.clock.now();
     try {
       await Promise.all(this.held.map((h) => h.extend(this.ttlMs)));
     } catch (error) {
@@ -136,7 +140,7 @@ export class BatonLease implements Lease {
           });
     }
     this.released = true;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.clock.clearTimeout(this.expiryTimer);
     this.onReleased?.();
     if (refused !== undefined) throw refused;
   }
@@ -162,14 +166,13 @@ export class BatonLease implements Lease {
   }
 
   private armExpiry(): void {
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    const delay = this.expiry.getTime() - Date.now();
+    this.clock.clearTimeout(this.expiryTimer);
+    const delay = this.expiry.getTime() - this.clock.now();
     if (delay <= 0) {
       this.expireNow();
       return;
     }
-    this.expiryTimer = setTimeout(() => this.expireNow(), delay);
-    this.expiryTimer.unref();
+    this.expiryTimer = this.clock.setTimeout(() => this.expireNow(), delay).unref();
   }
 
   private expireNow(): void {
@@ -182,7 +185,7 @@ export class BatonLease implements Lease {
     if (this.lostAs || this.released) return;
     this.lostAs = reason;
     this.renewer?.stop();
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.clock.clearTimeout(this.expiryTimer);
     for (const listener of this.listeners) {
       try {
         listener(reason, error);

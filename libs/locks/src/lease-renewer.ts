@@ -1,9 +1,11 @@
+import { Clock, systemClock, Timer } from '@baton/time';
+
 /**
  * Renews a lease at half its TTL until stopped, and reports the first failure (BullMQ's lock
  * extender pattern). The renewal itself decides what "failure" is; the renewer only schedules.
  */
 export class LeaseRenewer {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private stopped = false;
 
   constructor(
@@ -12,6 +14,7 @@ export class LeaseRenewer {
     private readonly expiresAt: () => number,
     private readonly renew: () => Promise<void>,
     private readonly onFailure: (error: unknown) => void,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Schedules the first renewal, half a TTL before the lease ends. */
@@ -22,7 +25,7 @@ export class LeaseRenewer {
   /** Stops renewing; an in-flight renewal finishes but schedules nothing more. */
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
@@ -31,9 +34,10 @@ export class LeaseRenewer {
     // Half a TTL before the end (as AcquisitionKeeper does): a slow renewal does not push the
     // next one past the expiry.
     const due = this.expiresAt() - this.ttlMs / 2;
-    this.timer = setTimeout(() => void this.tick(), Math.max(10, Math.floor(due - Date.now())));
-    // A renewal alone must not keep a process alive.
-    this.timer.unref();
+    this.timer = this.clock
+      .setTimeout(() => void this.tick(), Math.max(10, Math.floor(due - this.clock.now())))
+      // A renewal alone must not keep a process alive.
+      .unref();
   }
 
   private async tick(): Promise<void> {

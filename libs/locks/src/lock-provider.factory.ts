@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import type * as Etcd from './drivers/etcd.lock.driver';
 import type * as Local from './drivers/local.lock.driver';
 import type * as Mysql from './drivers/mysql.lock.driver';
@@ -14,25 +15,32 @@ import { LockDriverName, LockProvider } from './lock-provider.interface';
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 const DRIVERS = {
-  local: (config) =>
-    new (require('./drivers/local.lock.driver') as typeof Local).LocalLockDriver(config.local),
-  mysql: (config) =>
+  local: (config, clock) =>
+    new (require('./drivers/local.lock.driver') as typeof Local).LocalLockDriver(
+      config.local,
+      clock,
+    ),
+  mysql: (config, clock) =>
     new (require('./drivers/mysql.lock.driver') as typeof Mysql).MysqlLockDriver(
       required(config, 'mysql'),
+      clock,
     ),
-  redis: (config) =>
+  redis: (config, clock) =>
     new (require('./drivers/redis.lock.driver') as typeof Redis).RedisLockDriver(
       required(config, 'redis'),
+      clock,
     ),
-  zookeeper: (config) =>
+  zookeeper: (config, clock) =>
     new (require('./drivers/zookeeper.lock.driver') as typeof Zookeeper).ZookeeperLockDriver(
       required(config, 'zookeeper'),
+      clock,
     ),
-  etcd: (config) =>
+  etcd: (config, clock) =>
     new (require('./drivers/etcd.lock.driver') as typeof Etcd).EtcdLockDriver(
       required(config, 'etcd'),
+      clock,
     ),
-} satisfies Record<LockDriverName, (config: LockConfig) => LockProvider>;
+} satisfies Record<LockDriverName, (config: LockConfig, clock: Clock) => LockProvider>;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /** The driver names the factory accepts. */
@@ -41,9 +49,10 @@ export const LOCK_DRIVER_NAMES = Object.keys(DRIVERS) as LockDriverName[];
 /**
  * Builds the configured LockProvider. Fails fast on an unknown driver name and on a missing
  * section for the chosen driver; the other drivers' sections are not required. Connections are
- * opened on first use.
+ * opened on first use. `clock` is the holder's time source (expiries, renewals, waits, the
+ * driver's own timeouts): the real clock unless a test hands in a `ManualClock`.
  */
-export function createLockProvider(config: LockConfig): LockProvider {
+export function createLockProvider(config: LockConfig, clock: Clock = systemClock): LockProvider {
   const build = Object.hasOwn(DRIVERS, config.driver)
     ? DRIVERS[config.driver as LockDriverName]
     : undefined;
@@ -54,7 +63,7 @@ export function createLockProvider(config: LockConfig): LockProvider {
       { driver: config.driver },
     );
   }
-  return build(config);
+  return build(config, clock);
 }
 
 function required<K extends Exclude<LockDriverName, 'local'>>(

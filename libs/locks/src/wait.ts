@@ -1,6 +1,8 @@
-/** Resolves after `ms`; the timer does not keep the process alive. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+import { Clock, systemClock } from '@baton/time';
+
+/** Resolves after `ms` on `clock`; the timer does not keep the process alive. */
+export function sleep(ms: number, clock: Clock = systemClock): Promise<void> {
+  return clock.sleep(ms);
 }
 
 /**
@@ -13,6 +15,7 @@ export class Backoff {
   constructor(
     private readonly initialMs: number,
     private readonly maxMs: number,
+    private readonly clock: Clock = systemClock,
   ) {
     this.current = initialMs;
   }
@@ -21,7 +24,7 @@ export class Backoff {
   next(deadline: number): number {
     const delay = this.current * (0.5 + Math.random() / 2);
     this.current = Math.min(this.maxMs, this.current * 2);
-    return Math.max(0, Math.min(delay, deadline - Date.now()));
+    return Math.max(0, Math.min(delay, deadline - this.clock.now()));
   }
 }
 
@@ -36,6 +39,8 @@ export class KeyWaiters {
   private sequence = 0;
   /** What an absent key reads as; moved on by every clear. */
   private floor = 0;
+
+  constructor(private readonly clock: Clock = systemClock) {}
 
   /** The key's notification mark; pass it to `wait` after the attempt that preceded it. */
   epoch(key: string): number {
@@ -52,14 +57,13 @@ export class KeyWaiters {
       let set = this.waiters.get(key);
       if (!set) this.waiters.set(key, (set = new Set()));
       const done = (): void => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         const current = this.waiters.get(key);
         current?.delete(done);
         if (current?.size === 0) this.waiters.delete(key);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, ms));
-      timer.unref();
+      const timer = this.clock.setTimeout(done, Math.max(0, ms)).unref();
       set.add(done);
     });
   }

@@ -1,3 +1,4 @@
+export type { SchedulerClientClock } from './clock';
 export * from './errors';
 export * from './scheduler-client';
 export * from './types';

@@ -6,6 +6,7 @@ import {
   BatonUnavailableError,
   errorClassFor,
 } from './errors';
+import { SchedulerClientClock, deadline, processClock, sleep } from './clock';
 import { socketCode, unsentCode } from './socket-codes';
 import {
   CreateTask,
@@ -39,6 +40,12 @@ export interface SchedulerClientOptions {
   apiKey?: string;
   /** Sent with every call. */
   headers?: Record<string, string>;
+  /**
+   * The time source: per-try timeouts, backoff waits, `waitForTask`'s polling, instances marked
+   * down. A test passes a ManualClock (@baton/time) to move time instead of waiting. Default: the
+   * process's clock.
+   */
+  clock?: SchedulerClientClock;
   /** Called before each retry: the call, what failed, on which instance, and the wait. */
   onRetry?: (info: {
     request: ApiRequest;
@@ -76,16 +83,6 @@ export interface ApiRequest {
 /** The scheduler's code for "too busy now": the instance is up, and says when to come back. */
 const OVERLOADED = 50302;
 
-const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason as Error);
-    });
-  });
-
 /**
  * A typed client of the scheduler's public API for the teams that submit work. It knows several
  * scheduler URLs and spreads calls over them; a call that fails because an instance is down,
@@ -108,6 +105,7 @@ export class SchedulerClient {
   private readonly maxTries: number;
   private readonly backoffMs: number;
   private readonly backoffMaxMs: number;
+  private readonly clock: SchedulerClientClock;
 
   constructor(private readonly options: SchedulerClientOptions) {
     if (options.urls.length === 0) throw new Error('SchedulerClient needs at least one URL');
@@ -116,6 +114,7 @@ export class SchedulerClient {
     this.maxTries = Math.max(1, options.maxTries ?? 8);
     this.backoffMs = options.backoffMs ?? 100;
     this.backoffMaxMs = options.backoffMaxMs ?? 5_000;
+    this.clock = options.clock ?? processClock;
   }
 
   /** Creates a task; a repeat under the same key answers the task the first one made. */
@@ -221,18 +220,18 @@ export class SchedulerClient {
       signal,
     }: CallOptions & { timeoutMs?: number; pollMs?: number } = {},
   ): Promise<Task> {
-    const until = Date.now() + timeoutMs;
+    const until = this.clock.now() + timeoutMs;
     for (;;) {
       const task = await this.getTask(taskId, { signal });
       if (statuses.includes(task.task_status)) return task;
-      if (Date.now() + pollMs > until)
+      if (this.clock.now() + pollMs > until)
         throw new BatonApiError(
           `task ${taskId} is ${task.task_status}, not ${statuses.join(' or ')}, after ${timeoutMs} ms`,
           0,
           0,
           task,
         );
-      await sleep(pollMs, signal);
+      await sleep(this.clock, pollMs, signal);
     }
   }
 
@@ -285,7 +284,7 @@ export class SchedulerClient {
         // Unreachable, restarting or draining: the others first for a while. An overloaded one is
         // up (its Retry-After paces the retry); marking it down would pile its load on the rest.
         if (error instanceof BatonUnavailableError && error.code !== OVERLOADED)
-          this.down.set(url, Date.now() + (this.options.downMs ?? 1000));
+          this.down.set(url, this.clock.now() + (this.options.downMs ?? 1000));
         if (!this.retryable(req, error) || attempt === this.maxTries) throw error;
         last = error;
         // The next try goes to another instance at once; after a full round, wait.
@@ -299,7 +298,7 @@ export class SchedulerClient {
           Math.max(backoff * (0.5 + Math.random() / 2), error.retryAfterMs ?? 0),
         );
         this.options.onRetry?.({ request: req, url, error, attempt, waitMs });
-        if (waitMs > 0) await sleep(waitMs, req.signal);
+        if (waitMs > 0) await sleep(this.clock, waitMs, req.signal);
       }
     }
     throw last ?? new BatonUnavailableError('no scheduler answered', 0, 0);
@@ -310,7 +309,7 @@ export class SchedulerClient {
    * that is not marked down; when every untried one is, the one that comes back soonest.
    */
   private pick(start: number, tried: ReadonlySet<string>): string {
-    const now = Date.now();
+    const now = this.clock.now();
     let fallback: string | undefined;
     for (let k = 0; k < this.urls.length; k++) {
       const url = this.urls[(start + k) % this.urls.length];
@@ -336,9 +335,12 @@ export class SchedulerClient {
       for (const one of Array.isArray(v) ? v : [v])
         if (one !== undefined) qs.append(k, String(one));
     const target = `${base}${req.path}${qs.size > 0 ? `?${qs.toString()}` : ''}`;
-    const signal = req.signal
-      ? AbortSignal.any([req.signal, AbortSignal.timeout(this.timeoutMs)])
-      : AbortSignal.timeout(this.timeoutMs);
+    // The try's deadline, cancelled once the answer is read: no timer outlives the try.
+    const limit = deadline(this.clock, this.timeoutMs, req.signal);
+    return this.sendOnce<T>(base, target, req, limit.signal).finally(() => limit.cancel());
+  }
+
+  private async sendOnce<T>(base: string, target: string, req: ApiRequest, signal: AbortSignal) {
     let res: Response;
     try {
       res = await fetch(target, {

@@ -5,7 +5,7 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { PeriodicLoop } from '../common';
+import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskStatus } from '@baton/task-contract';
 import { ResourceLeases } from '../engine';
@@ -27,9 +27,10 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
     private readonly tasks: TasksRepository,
     private readonly leases: ResourceLeases,
     private readonly lanes: QueueLanes,
+    private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
-    this.loop = new PeriodicLoop(this.logger, this.config.checker.intervalMs, () =>
+    this.loop = new PeriodicLoop(this.clock, this.logger, this.config.checker.intervalMs, () =>
       this.checkOnce(),
     );
   }

@@ -1,9 +1,4 @@
-import { Injectable } from '@nestjs/common';
-
-/** Time, behind an injectable so tests can hold it still. */
-@Injectable()
-export class Clock {
-  now(): number {
-    return Date.now();
-  }
-}
+// The one time source (libs/time): injected everywhere time is read or awaited, so a test can
+// hand the whole application a ManualClock.
+export { Clock, ManualClock, systemClock } from '@baton/time';
+export type { Deadline, Timer } from '@baton/time';

@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Clock } from './clock';
 
 /**
  * Where the process is in its life: started, ready (taking work), draining (SIGTERM came). The
@@ -9,8 +10,12 @@ import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 export class Lifecycle implements OnModuleDestroy {
   private readonly logger = new Logger('Lifecycle');
   /** When the process started (its own clock, for the start-up figures). */
-  readonly startedAt = Date.now() - Math.round(process.uptime() * 1000);
+  readonly startedAt: number;
   private drainingSince: number | undefined;
+
+  constructor(private readonly clock: Clock) {
+    this.startedAt = clock.now() - Math.round(process.uptime() * 1000);
+  }
 
   get draining(): boolean {
     return this.drainingSince !== undefined;
@@ -18,12 +23,12 @@ export class Lifecycle implements OnModuleDestroy {
 
   /** The first of the shutdown hooks: nothing new is taken from here on. */
   onModuleDestroy(): void {
-    this.drainingSince ??= Date.now();
+    this.drainingSince ??= this.clock.now();
     this.logger.log('shutting down: not ready; finishing the work in hand');
   }
 
   /** Milliseconds since the process started. */
   sinceStart(): number {
-    return Date.now() - this.startedAt;
+    return this.clock.now() - this.startedAt;
   }
 }

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Clock, Timer } from '@baton/time';
 
 /**
  * Runs `body` when nudged and, when nothing nudges it, every `idleMs`. A nudge waits `lingerMs`
@@ -7,13 +8,14 @@ import { Logger } from '@nestjs/common';
  * are logged, never thrown.
  */
 export class NudgedLoop {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private lingering = false;
   private stopped = true;
 
   constructor(
+    private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly lingerMs: number | (() => number),
     private readonly idleMs: number,
@@ -28,7 +30,7 @@ export class NudgedLoop {
   /** No more passes; waits for the one in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
   }
@@ -42,9 +44,9 @@ export class NudgedLoop {
     }
     if (this.lingering) return;
     this.lingering = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     const linger = typeof this.lingerMs === 'number' ? this.lingerMs : this.lingerMs();
-    this.timer = setTimeout(() => this.pass(), linger);
+    this.timer = this.clock.setTimeout(() => this.pass(), linger);
   }
 
   private pass(): void {
@@ -63,8 +65,7 @@ export class NudgedLoop {
           this.again = false;
           this.nudge();
         } else {
-          this.timer = setTimeout(() => this.pass(), this.idleMs);
-          this.timer.unref();
+          this.timer = this.clock.setTimeout(() => this.pass(), this.idleMs).unref();
         }
       });
   }

@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { loadSchedulerConfig } from '../config';
 import { Overload } from './overload';
 
@@ -11,7 +12,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 describe('Overload', () => {
   const make = (env: Record<string, string>): Overload =>
-    new Overload(loadSchedulerConfig({ BATON_AUTH_MODE: 'none', ...env }));
+    new Overload(loadSchedulerConfig({ BATON_AUTH_MODE: 'none', ...env }), systemClock);
 
   it('admits up to the in-flight limit, and again once a request is done', () => {
     const o = make({ BATON_API_MAX_IN_FLIGHT: '2' });

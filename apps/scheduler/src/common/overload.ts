@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
+import { Clock, Timer } from './clock';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 
 /** How often the event loop's delay is read (and its histogram started afresh). */
@@ -15,21 +16,25 @@ const SAMPLE_MS = 500;
 export class Overload implements OnModuleDestroy {
   private requests = 0;
   private lag = 0;
-  private last = performance.now();
+  private last: number;
   private lastLate = 0;
   private readonly histogram: IntervalHistogram;
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: Timer;
 
-  constructor(@Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig) {
+  constructor(
+    @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly clock: Clock,
+  ) {
+    this.last = clock.monotonic();
     this.histogram = monitorEventLoopDelay({ resolution: 20 });
     this.histogram.enable();
-    this.timer = setInterval(() => {
+    this.timer = clock.setInterval(() => {
       // The histogram holds the delays seen since the last read (nanoseconds). A late loop is
       // remembered for a little while (halved every sample), so a burst is not let in at once.
       // The ticks' own lateness counts too (the histogram's mean is diluted by the many short
       // delays between blocks), when two ticks in a row were late: one late tick is a stall (a
       // start-up, a long collection), late ticks in a row are a loop that cannot keep up.
-      const now = performance.now();
+      const now = this.clock.monotonic();
       const late = Math.max(0, now - this.last - SAMPLE_MS);
       this.last = now;
       const sustained = Math.min(late, this.lastLate);
@@ -48,12 +53,12 @@ export class Overload implements OnModuleDestroy {
   started(): void {
     this.lag = 0;
     this.lastLate = 0;
-    this.last = performance.now();
+    this.last = this.clock.monotonic();
     this.histogram.reset();
   }
 
   onModuleDestroy(): void {
-    clearInterval(this.timer);
+    this.clock.clearInterval(this.timer);
     this.histogram.disable();
   }
 

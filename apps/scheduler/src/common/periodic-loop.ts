@@ -1,15 +1,17 @@
 import { Logger } from '@nestjs/common';
+import { Clock, Timer } from '@baton/time';
 
 /**
  * Runs `body` every `intervalMs`, one pass at a time (the next is scheduled when the last ends),
  * logging failures instead of dying. `stop()` waits for a pass in progress.
  */
 export class PeriodicLoop {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
 
   constructor(
+    private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly intervalMs: number,
     private readonly body: () => Promise<unknown>,
@@ -22,13 +24,13 @@ export class PeriodicLoop {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
   }
 
   private schedule(): void {
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.running = this.body()
         .then(() => undefined)
         .catch((err: unknown) =>

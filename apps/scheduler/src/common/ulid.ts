@@ -1,4 +1,5 @@
 import { randomFillSync } from 'node:crypto';
+import { systemClock } from '@baton/time';
 
 /** Crockford's base 32, as ULIDs are written. */
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -12,7 +13,7 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * id in a new millisecond, against under 1 µs here, a cost that showed in every task and webhook
  * message the scheduler writes.
  */
-export function monotonicUlid(now: () => number = Date.now): () => string {
+export function monotonicUlid(now: () => number = () => systemClock.now()): () => string {
   // Random bytes drawn 4,000 at a time: one call into the system's generator costs about as
   // much as a few hundred ids.
   const pool = Buffer.alloc(4000);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { KeyedMutex } from '@baton/task-contract';
 import { DataSource, EntityManager } from 'typeorm';
+import { Clock } from '@baton/time';
 
 /** MySQL rolled the whole transaction back: deadlock (1213), or a lock wait that timed out (1205). */
 const ROLLED_BACK = new Set([1213, 1205]);
@@ -24,7 +25,10 @@ export class TransactionRunner {
   /** What to do once each running transaction commits, by its manager (dropped if it rolls back). */
   private readonly commitHooks = new WeakMap<EntityManager, (() => void)[]>();
 
-  constructor(private readonly db: DataSource) {
+  constructor(
+    private readonly db: DataSource,
+    private readonly clock: Clock,
+  ) {
     this.serial = db.options.type === 'better-sqlite3' ? new KeyedMutex() : undefined;
   }
 
@@ -67,7 +71,7 @@ export class TransactionRunner {
         return await this.once(work);
       } catch (err) {
         if (tries >= TRIES || !rolledBack(err)) throw err;
-        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * tries));
+        await this.clock.sleep(5 + Math.random() * 20 * tries);
       }
     }
   }

@@ -30,7 +30,7 @@ export class DispatcherService implements OnApplicationBootstrap, OnApplicationS
     private readonly lanes: QueueLanes,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
-    this.loop = new PeriodicLoop(this.logger, this.config.dispatcher.intervalMs, () =>
+    this.loop = new PeriodicLoop(this.clock, this.logger, this.config.dispatcher.intervalMs, () =>
       this.dispatchOnce(),
     );
   }

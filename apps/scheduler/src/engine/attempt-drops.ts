@@ -49,7 +49,9 @@ export class AttemptDrops implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
-    this.loop = new PeriodicLoop(this.logger, config.checker.intervalMs, () => this.sendDue());
+    this.loop = new PeriodicLoop(this.clock, this.logger, config.checker.intervalMs, () =>
+      this.sendDue(),
+    );
   }
 
   onApplicationBootstrap(): void {

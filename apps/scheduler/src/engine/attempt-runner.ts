@@ -76,7 +76,7 @@ export class AttemptRunner {
     }
     bound();
     crashPoint('before-create-call');
-    if (t.startTime !== null) await waitUntil(t.startTime, () => this.clock.now());
+    if (t.startTime !== null) await waitUntil(t.startTime, this.clock);
     let view: TaskViewDto;
     try {
       view = await this.client.create(worker.url, t.taskType, createBody(t, attempt), opts());

@@ -28,9 +28,9 @@ export class LeaseKeeper {
     const { claimLeaseMs, callTimeoutMs } = this.config.runner;
     const every = Math.max(50, Math.floor(claimLeaseMs / 3));
     const giveUpAt = this.clock.now() + syncRunTimeoutMs(t, type) + 10 * callTimeoutMs;
-    const timer = setInterval(() => {
+    const timer = this.clock.setInterval(() => {
       if (this.clock.now() > giveUpAt) {
-        clearInterval(timer);
+        this.clock.clearInterval(timer);
         this.logger.warn(
           TaskLog.line(
             t.taskId,
@@ -60,7 +60,7 @@ export class LeaseKeeper {
     }, every);
     return {
       stop: async () => {
-        clearInterval(timer);
+        this.clock.clearInterval(timer);
         // A renewal in flight finishes before the next drive reads the latest row.
         await this.steps.settled(t.taskId);
       },

@@ -2,18 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { LOCK_PROVIDER, LockProvider } from '@baton/locks';
 import { DataSource } from 'typeorm';
+import { Clock, Timer } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { LANES, QueueLanes } from '../queue';
 
 /** How long one backend may take to answer a readiness probe before it counts as down. */
 const PROBE_TIMEOUT_MS = 2000;
 
-function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+function within<T>(clock: Clock, ms: number, work: Promise<T>): Promise<T> {
+  let timer: Timer | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
   });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([work, timeout]).finally(() => clock.clearTimeout(timer));
 }
 
 /**
@@ -29,6 +30,7 @@ export class BackendHealth {
     private readonly lanes: QueueLanes,
     @Inject(LOCK_PROVIDER) private readonly lockProvider: LockProvider,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly clock: Clock,
   ) {}
 
   database(): Promise<HealthIndicatorResult> {
@@ -66,7 +68,7 @@ export class BackendHealth {
   ): Promise<HealthIndicatorResult> {
     const session = this.indicators.check(key);
     try {
-      return session.up(await within(PROBE_TIMEOUT_MS, check()));
+      return session.up(await within(this.clock, PROBE_TIMEOUT_MS, check()));
     } catch (err) {
       return session.down({ message: err instanceof Error ? err.message : String(err) });
     }

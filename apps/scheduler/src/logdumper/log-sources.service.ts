@@ -78,7 +78,9 @@ export class LogSourcesService implements OnApplicationBootstrap, OnApplicationS
   }
 
   private run(id: string, source: Source, intervalMs: number): void {
-    const loop = new PeriodicLoop(new Logger(`LogDumper ${id}`), intervalMs, () => source.pass());
+    const loop = new PeriodicLoop(this.clock, new Logger(`LogDumper ${id}`), intervalMs, () =>
+      source.pass(),
+    );
     this.running.push({ source, loop });
     loop.start();
   }

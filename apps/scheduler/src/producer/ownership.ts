@@ -68,7 +68,9 @@ export class ProducerOwnership {
   /** One look at once (so a lone instance leads from its first moment), then every probeMs. */
   async start(): Promise<void> {
     await this.tick();
-    this.loop = new PeriodicLoop(this.logger, this.config.producer.probeMs, () => this.tick());
+    this.loop = new PeriodicLoop(this.clock, this.logger, this.config.producer.probeMs, () =>
+      this.tick(),
+    );
     this.loop.start();
   }
 

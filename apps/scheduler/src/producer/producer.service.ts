@@ -6,7 +6,7 @@ import {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contract';
-import { Clock, crashPoint } from '../common';
+import { Clock, Timer, crashPoint } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
@@ -42,7 +42,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   private tracked: TimerModel[] = [];
   /** Timers whose last fire failed, and when they may be tried again. */
   private readonly retryAt = new Map<string, number>();
-  private wake: NodeJS.Timeout | undefined;
+  private wake: Timer | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -67,7 +67,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    if (this.wake) clearTimeout(this.wake);
+    this.clock.clearTimeout(this.wake);
     await this.running;
     await this.ownership.stop();
   }
@@ -102,7 +102,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       this.again = true;
       return;
     }
-    if (this.wake) clearTimeout(this.wake);
+    this.clock.clearTimeout(this.wake);
     this.running = this.pass()
       .catch((err: unknown) =>
         this.logger.error(
@@ -150,7 +150,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       const due = this.dueAt(t);
       if (due !== null && due < until && this.ownership.owns(t.timerId)) until = due;
     }
-    this.wake = setTimeout(() => this.poke(), Math.max(0, until - now));
+    this.wake = this.clock.setTimeout(() => this.poke(), Math.max(0, until - now));
     this.wake.unref();
   }
 

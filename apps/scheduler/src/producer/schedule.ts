@@ -23,14 +23,14 @@ export function isTimeZone(tz: string): boolean {
  * Checks a cron expression: five fields (minute first) or six (seconds first), parsed by
  * cron-parser in the given zone. Throws ScheduleError with the parser's reason.
  */
-export function validateCron(cron: string, timeZone: string): void {
+export function validateCron(cron: string, timeZone: string, now: number): void {
   if (!isTimeZone(timeZone))
     throw new ScheduleError(`unknown time zone ${JSON.stringify(timeZone)}`);
   const fields = cron.trim().split(/\s+/).length;
   if (fields !== 5 && fields !== 6)
     throw new ScheduleError(`cron must have 5 or 6 fields (seconds first), got ${fields}`);
   try {
-    const it = CronExpressionParser.parse(cron, { tz: timeZone, currentDate: new Date() });
+    const it = CronExpressionParser.parse(cron, { tz: timeZone, currentDate: new Date(now) });
     if (!it.hasNext()) throw new ScheduleError(`cron ${JSON.stringify(cron)} never fires`);
   } catch (err) {
     if (err instanceof ScheduleError) throw err;

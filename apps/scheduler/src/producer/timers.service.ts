@@ -216,7 +216,7 @@ export class TimersService {
         if (!dto.cron) throw invalid('schedule.cron is required for kind cron');
         const timeZone = dto.time_zone ?? 'UTC';
         try {
-          validateCron(dto.cron, timeZone);
+          validateCron(dto.cron, timeZone, this.clock.now());
         } catch (err) {
           if (err instanceof ScheduleError) throw invalid(`schedule: ${err.message}`);
           throw err;

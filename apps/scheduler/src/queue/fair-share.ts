@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 /** Counters are per second; two seconds back is all that is read. Idle buckets go after this. */
 export const KEEP_MS = 3000;
 
@@ -31,7 +32,7 @@ export class MemoryFairShare implements FairShare {
 
   constructor(
     private readonly minShare: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => systemClock.now(),
   ) {}
 
   async admit(tenant: string, n: number): Promise<number> {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
+import { Clock } from '@baton/time';
 import { DEFAULT_QUEUE_PREFIX, QueueConfig, SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { QUEUE_DRIVER, QueueDriver } from './queue.driver';
 import { createFairShare, createQueueDriver } from './queue.factory';
@@ -44,10 +45,11 @@ export class QueueLanes implements OnApplicationShutdown {
     @Inject(QUEUE_DRIVER) readonly main: QueueDriver,
     private readonly tracker: EnqueueTracker,
     @Inject(SCHEDULER_CONFIG) config: SchedulerConfig,
+    clock: Clock,
   ) {
-    this.retry = createQueueDriver(laneConfig(config.queue, 'retry'));
-    this.overflow = createQueueDriver(laneConfig(config.queue, 'overflow'));
-    this.fair = createFairShare(config.queue, config.dispatcher.fairShareMin);
+    this.retry = createQueueDriver(laneConfig(config.queue, 'retry'), clock);
+    this.overflow = createQueueDriver(laneConfig(config.queue, 'overflow'), clock);
+    this.fair = createFairShare(config.queue, config.dispatcher.fairShareMin, clock);
   }
 
   /** A lane's queue by name. */

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import { MemoryQueueDriver } from './drivers/memory.queue.driver';
 import { RedisFairShare } from './drivers/redis.fair-share.driver';
 import { RedisQueueDriver } from './drivers/redis.queue.driver';
@@ -7,13 +8,16 @@ import { QueueDriver } from './queue.driver';
 import { QueueErrorCode, QueueException } from './queue.exception';
 
 type Builders = {
-  [K in QueueDriverName]: (config: Extract<QueueConfig, { driver: K }>) => QueueDriver;
+  [K in QueueDriverName]: (
+    config: Extract<QueueConfig, { driver: K }>,
+    clock: Clock,
+  ) => QueueDriver;
 };
 
 /** Every driver name, with how to build it; a new name in QueueDriverName is a compile error here. */
 const DRIVERS = {
-  memory: () => new MemoryQueueDriver(),
-  redis: (config) => {
+  memory: (_config, clock) => new MemoryQueueDriver(clock),
+  redis: (config, clock) => {
     if (!config.redis) {
       throw new QueueException(
         QueueErrorCode.INVALID_CONFIG,
@@ -25,6 +29,7 @@ const DRIVERS = {
       redis: config.redis,
       prefix: config.prefix ?? DEFAULT_QUEUE_PREFIX,
       shards: config.shards,
+      clock,
     });
   },
 } satisfies Builders;
@@ -36,7 +41,7 @@ export const QUEUE_DRIVER_NAMES = Object.keys(DRIVERS) as QueueDriverName[];
  * Builds the configured QueueDriver. Fails fast (a QueueException) on an unknown driver name,
  * which a config read from the environment can carry despite the type.
  */
-export function createQueueDriver(config: QueueConfig): QueueDriver {
+export function createQueueDriver(config: QueueConfig, clock: Clock = systemClock): QueueDriver {
   const name = config.driver as string;
   if (!Object.hasOwn(DRIVERS, name)) {
     throw new QueueException(
@@ -46,13 +51,17 @@ export function createQueueDriver(config: QueueConfig): QueueDriver {
     );
   }
   // The name was checked above; the union of builders cannot be narrowed by it for TypeScript.
-  const build = DRIVERS[config.driver] as (config: QueueConfig) => QueueDriver;
-  return build(config);
+  const build = DRIVERS[config.driver] as (config: QueueConfig, clock: Clock) => QueueDriver;
+  return build(config, clock);
 }
 
 /** The tenants' fair share beside the queue: in Redis with the Redis queue, else in this process. */
-export function createFairShare(queue: QueueConfig, minShare: number): FairShare {
+export function createFairShare(
+  queue: QueueConfig,
+  minShare: number,
+  clock: Clock = systemClock,
+): FairShare {
   return queue.driver === 'redis'
-    ? new RedisFairShare(queue.redis, queue.prefix ?? DEFAULT_QUEUE_PREFIX, minShare)
-    : new MemoryFairShare(minShare);
+    ? new RedisFairShare(queue.redis, queue.prefix ?? DEFAULT_QUEUE_PREFIX, minShare, clock)
+    : new MemoryFairShare(minShare, () => clock.now());
 }

@@ -1,4 +1,5 @@
 import { DynamicModule, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Clock } from '@baton/time';
 import { QueueConfig } from '../config';
 import { EnqueueTracker } from './enqueue-tracker';
 import { QueueLanes } from './queue-lanes';
@@ -20,7 +21,11 @@ export class QueueModule implements OnApplicationShutdown {
       // Dispatcher, Checker, runner, engine and the task API all use the one queue.
       global: true,
       providers: [
-        { provide: QUEUE_DRIVER, useFactory: () => createQueueDriver(config) },
+        {
+          provide: QUEUE_DRIVER,
+          useFactory: (clock: Clock) => createQueueDriver(config, clock),
+          inject: [Clock],
+        },
         EnqueueTracker,
         QueueLanes,
       ],

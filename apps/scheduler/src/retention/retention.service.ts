@@ -56,7 +56,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   ) {
     const { intervalMs, exportDir } = config.retention;
     this.exporter = exportDir ? new RetentionExport(exportDir) : undefined;
-    this.loop = new PeriodicLoop(this.logger, intervalMs, () => this.passIfFirst());
+    this.loop = new PeriodicLoop(this.clock, this.logger, intervalMs, () => this.passIfFirst());
   }
 
   onApplicationBootstrap(): void {
@@ -127,6 +127,6 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
    */
   private async rest(pauseMs: number, tookMs: number): Promise<void> {
     const ms = pauseMs > 0 ? Math.max(pauseMs, 2 * tookMs) : 0;
-    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+    if (ms > 0) await this.clock.sleep(ms);
   }
 }

@@ -5,7 +5,7 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Overload } from '../common';
+import { Clock, Overload, Timer } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { EnqueueTracker, LANES, Lane, QueueLanes } from '../queue';
 import { EARLY_CLAIM_MS, TaskEngine } from '../engine';
@@ -40,7 +40,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   private wake: (() => void) | undefined;
   /** Why the loop waits: every slot taken (a finished run wakes it), or nothing to claim. */
   private waitingFor: 'slots' | 'work' = 'work';
-  private refillTimer: NodeJS.Timeout | undefined;
+  private refillTimer: Timer | undefined;
   /** A nudge came while the loop was not idle (mid-claim): its next idle returns at once. */
   private nudged = false;
   private readonly pendingAcks: Record<Lane, string[]> = { main: [], retry: [], overflow: [] };
@@ -50,20 +50,21 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     retry: new Set(),
     overflow: new Set(),
   };
-  private extender: NodeJS.Timeout | undefined;
+  private extender: Timer | undefined;
   private activeRetries = 0;
   /** When main-lane work was last claimed: while it keeps coming, overflow leaves a reserve. */
   private lastMainAt = 0;
-  private ackTimer: NodeJS.Timeout | undefined;
+  private ackTimer: Timer | undefined;
   /** Future due times of entries this process enqueued, ascending, and the timer for the first. */
   private wakes: number[] = [];
-  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: Timer | undefined;
 
   constructor(
     private readonly engine: TaskEngine,
     private readonly tracker: EnqueueTracker,
     private readonly lanes: QueueLanes,
     private readonly overload: Overload,
+    private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
@@ -74,7 +75,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     // all held entries are extended in one call per lane, so the Checker requeues only the
     // entries of a runner that stopped.
     const every = Math.max(50, Math.floor(this.config.runner.claimLeaseMs / 3));
-    this.extender = setInterval(() => void this.extendHeld(), every);
+    this.extender = this.clock.setInterval(() => void this.extendHeld(), every);
     this.extender.unref();
   }
 
@@ -86,18 +87,18 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.wakeTimer);
     this.wake?.();
     await this.loop;
     const grace = this.config.runner.shutdownGraceMs;
-    const started = Date.now();
-    let timer: NodeJS.Timeout | undefined;
+    const started = this.clock.now();
+    let timer: Timer | undefined;
     const finished = await Promise.race([
       Promise.allSettled([...this.inFlight]).then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), grace))),
+      new Promise<false>((resolve) => (timer = this.clock.setTimeout(() => resolve(false), grace))),
     ]);
-    clearTimeout(timer);
-    if (this.extender) clearInterval(this.extender);
+    this.clock.clearTimeout(timer);
+    this.clock.clearInterval(this.extender);
     if (!finished) {
       const n = await this.engine.handBackClaims(this.config.instanceId);
       this.logger.warn(
@@ -106,8 +107,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       // Their queue entries go too: the tasks are due now in the database, and the Dispatcher
       // of another instance queues them again.
       for (const lane of LANES) this.pendingAcks[lane].push(...this.held[lane]);
-    } else if (Date.now() - started > 50) {
-      this.logger.log(`the drives under way finished in ${Date.now() - started} ms`);
+    } else if (this.clock.now() - started > 50) {
+      this.logger.log(`the drives under way finished in ${this.clock.now() - started} ms`);
     }
     await this.flushAcks();
   }
@@ -123,7 +124,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
    * its slot). One timer, set for the earliest remembered time.
    */
   private wakeAt(dueAt: number): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (dueAt - EARLY_CLAIM_MS <= now) return this.nudge();
     if (this.wakes.length >= MAX_WAKES) return;
     let lo = 0;
@@ -139,20 +140,20 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private armWake(): void {
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
     if (this.wakes.length === 0 || this.stopping) return;
-    this.wakeTimer = setTimeout(
+    this.wakeTimer = this.clock.setTimeout(
       () => {
         this.wakeTimer = undefined;
-        const now = Date.now();
+        const now = this.clock.now();
         let n = 0;
         while (n < this.wakes.length && this.wakes[n] - EARLY_CLAIM_MS <= now) n++;
         this.wakes.splice(0, n);
         this.nudge();
         this.armWake();
       },
-      this.wakes[0] - EARLY_CLAIM_MS - Date.now(),
+      this.wakes[0] - EARLY_CLAIM_MS - this.clock.now(),
     );
     this.wakeTimer.unref();
   }
@@ -176,7 +177,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       let overflow;
       this.nudged = false;
       try {
-        const early = Date.now() + EARLY_CLAIM_MS;
+        const early = this.clock.now() + EARLY_CLAIM_MS;
         fresh = await this.lanes.main.claim(Math.min(free, 256), claimLeaseMs, early);
         // Retries get what is left, and never more than their share of the slots.
         const retryFree = Math.min(free - fresh.length, retrySlots - this.activeRetries);
@@ -185,10 +186,10 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
             ? await this.lanes.retry.claim(Math.min(retryFree, 256), claimLeaseMs, early)
             : [];
         // Tenants' work beyond their fair share gets the slots still free, but the reserve.
-        if (fresh.length > 0) this.lastMainAt = Date.now();
+        if (fresh.length > 0) this.lastMainAt = this.clock.now();
         const busy = this.active + fresh.length + retries.length;
         const overflowFree =
-          Date.now() - this.lastMainAt < RESERVE_HOLD_MS
+          this.clock.now() - this.lastMainAt < RESERVE_HOLD_MS
             ? concurrency - reserve - busy
             : concurrency - busy;
         overflow =
@@ -197,7 +198,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
             : [];
       } catch (err) {
         this.logger.error(`queue claim failed: ${String(err)}`);
-        await new Promise((r) => setTimeout(r, 500));
+        await this.clock.sleep(500);
         continue;
       }
       if (fresh.length === 0 && retries.length === 0 && overflow.length === 0) {
@@ -248,7 +249,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       this.wake();
       return;
     }
-    this.refillTimer ??= setTimeout(() => {
+    this.refillTimer ??= this.clock.setTimeout(() => {
       this.refillTimer = undefined;
       this.wake?.();
     }, REFILL_DELAY_MS);
@@ -262,7 +263,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     const pending = this.pendingAcks[lane];
     pending.push(taskId);
     if (pending.length >= ACK_BATCH) void this.flushAcks();
-    else this.ackTimer ??= setTimeout(() => void this.flushAcks(), ACK_DELAY_MS);
+    else this.ackTimer ??= this.clock.setTimeout(() => void this.flushAcks(), ACK_DELAY_MS);
   }
 
   private async extendHeld(): Promise<void> {
@@ -279,7 +280,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async flushAcks(): Promise<void> {
-    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.clock.clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
     for (const lane of LANES) {
       const ids = this.pendingAcks[lane].splice(0);
@@ -300,13 +301,13 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     }
     return new Promise((resolve) => {
       const done = (): void => {
-        clearTimeout(timer);
-        if (this.refillTimer) clearTimeout(this.refillTimer);
+        this.clock.clearTimeout(timer);
+        this.clock.clearTimeout(this.refillTimer);
         this.refillTimer = undefined;
         this.wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, IDLE_WAIT_MS);
+      const timer = this.clock.setTimeout(done, IDLE_WAIT_MS);
       this.wake = done;
     });
   }

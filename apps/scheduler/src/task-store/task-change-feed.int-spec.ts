@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { TaskStatus } from '@baton/task-contract';
 import { LockProvider, createLockProvider } from '@baton/locks';
 import { DataSource } from 'typeorm';
@@ -79,7 +80,7 @@ describe.each([
     await ds.initialize();
     await ds.runMigrations();
     sql = new SqlRunner(ds);
-    tx = new TransactionRunner(ds);
+    tx = new TransactionRunner(ds, systemClock);
     locks = createLockProvider({ driver: 'local' });
   });
 

@@ -48,12 +48,7 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
   private readonly state = new Map<string, ConsumerState>();
   /** The most changes one consumer took in the last pass. */
   private lastPass = 0;
-  private readonly loop = new NudgedLoop(
-    this.logger,
-    () => (this.lastPass > 1 ? LINGER_MS : 0),
-    IDLE_MS,
-    () => this.deliverOnce(),
-  );
+  private readonly loop: NudgedLoop;
 
   constructor(
     private readonly feed: TaskChangeFeed,
@@ -61,7 +56,15 @@ export class TaskChangeRelay implements OnApplicationBootstrap, OnApplicationShu
     private readonly tx: TransactionRunner,
     private readonly clock: Clock,
     @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
-  ) {}
+  ) {
+    this.loop = new NudgedLoop(
+      clock,
+      this.logger,
+      () => (this.lastPass > 1 ? LINGER_MS : 0),
+      IDLE_MS,
+      () => this.deliverOnce(),
+    );
+  }
 
   onApplicationBootstrap(): void {
     // Rows committed through this instance are relayed at once; another's within IDLE_MS.

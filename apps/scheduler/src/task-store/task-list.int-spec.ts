@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { TaskStatus } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
 import { createDataSource, TransactionRunner } from '../database';
@@ -31,7 +32,7 @@ describe.each([
     ds = createDataSource(testDb.config, ENTITIES);
     await ds.initialize();
     await ds.runMigrations();
-    const tx = new TransactionRunner(ds);
+    const tx = new TransactionRunner(ds, systemClock);
     sql = new SqlRunner(ds);
     const feed = new TaskChangeFeed(sql);
     const log = new TaskLogRepository(ds, sql, feed);

@@ -110,9 +110,9 @@ export class IdempotencyService {
     hash: string,
   ): Promise<IdempotencyRecordEntity | undefined> {
     const repo = this.db.getRepository(IdempotencyRecordEntity);
-    const until = Date.now() + IN_FLIGHT_WAIT_MS;
-    while (Date.now() < until) {
-      await new Promise((r) => setTimeout(r, IN_FLIGHT_POLL_MS));
+    const until = this.clock.now() + IN_FLIGHT_WAIT_MS;
+    while (this.clock.now() < until) {
+      await this.clock.sleep(IN_FLIGHT_POLL_MS);
       const seen = await repo.findOneBy({ tenant, idempotency_key: key });
       // Gone: the first request was refused; this one runs (and fails or succeeds) on its own.
       if (!seen || seen.request_hash !== hash) return undefined;

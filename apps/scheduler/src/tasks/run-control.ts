@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { Clock } from '@baton/time';
 import {
   ContractErrorCode,
   ContractException,
@@ -48,8 +48,9 @@ export async function recordAfterRun(
   t: TaskModel,
   apply: (current: TaskModel) => Promise<TaskModel>,
   reread: (taskId: string) => Promise<TaskModel>,
+  clock: Clock,
 ): Promise<TaskModel> {
-  const until = Date.now() + RECORD_WITHIN_MS;
+  const until = clock.now() + RECORD_WITHIN_MS;
   let current = t;
   for (;;) {
     try {
@@ -57,8 +58,8 @@ export async function recordAfterRun(
     } catch (err) {
       const moved =
         err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
-      if (!moved || Date.now() >= until) throw err;
-      await sleep(25);
+      if (!moved || clock.now() >= until) throw err;
+      await clock.sleep(25);
       const fresh = await reread(t.taskId);
       if (fresh.status !== t.status || fresh.attempt !== t.attempt) throw err;
       current = fresh;

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CANCELLED_OUTCOME,
   BlockingKind,
@@ -90,7 +89,7 @@ export class TaskActionsService {
         actor,
       );
     return t.status === TaskStatus.RUNNING
-      ? recordAfterRun(t, paused, (id) => this.tasks.get(id))
+      ? recordAfterRun(t, paused, (id) => this.tasks.get(id), this.clock)
       : paused(t);
   }
 
@@ -115,7 +114,7 @@ export class TaskActionsService {
           },
           actor,
         );
-      return recordAfterRun(t, running, (id) => this.tasks.get(id));
+      return recordAfterRun(t, running, (id) => this.tasks.get(id), this.clock);
     }
     const next = await this.steps.change(
       t,
@@ -237,7 +236,7 @@ export class TaskActionsService {
         const busy =
           err instanceof ContractException && err.code === ContractErrorCode.VERSION_CONFLICT;
         if (!busy || this.clock.now() >= until) throw err;
-        await new Promise((r) => setTimeout(r, 25));
+        await this.clock.sleep(25);
       }
     }
   }
@@ -288,6 +287,7 @@ export class TaskActionsService {
         t,
         (c) => this.steps.change(c, { patch: { params }, reason: 'params changed' }, actor),
         (id) => this.tasks.get(id),
+        this.clock,
       );
     }
     return this.steps.change(t, { patch: { params }, reason: 'params changed' }, actor);
@@ -337,7 +337,7 @@ export class TaskActionsService {
         break;
       } catch (err) {
         if (err instanceof TaskNotFoundError && this.clock.now() < tellUntil) {
-          await sleep(CANCEL_NOTIFY_AGAIN_MS);
+          await this.clock.sleep(CANCEL_NOTIFY_AGAIN_MS);
           continue;
         }
         // The worker has heard a newer fence: the run ended (maybe under this cancel) and another

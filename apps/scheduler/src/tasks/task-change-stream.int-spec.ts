@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { ContractErrorCode } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
 import { loadSchedulerConfig } from '../config';
@@ -85,6 +86,7 @@ describe.each([
     stream = new TaskChangeStream(
       new TaskEventTail(sql),
       loadSchedulerConfig({ BATON_AUTH_MODE: 'none', BATON_STREAM_POLL_MS: '50' }),
+      systemClock,
     );
   });
 
@@ -153,6 +155,7 @@ describe.each([
     stream = new TaskChangeStream(
       new TaskEventTail(sql),
       loadSchedulerConfig({ BATON_AUTH_MODE: 'none', BATON_STREAM_MAX_WATCHERS: '1' }),
+      systemClock,
     );
     const leave = await stream.join(new Seen());
     await expect(stream.join(new Seen())).rejects.toMatchObject({

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { Clock, Timer } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TailedTaskEvent, TaskEventTail } from '../task-store';
 
@@ -59,12 +60,13 @@ export class TaskChangeStream implements OnModuleDestroy {
   private cursor: number | undefined;
   /** Ids below the cursor not seen yet, with when they were first missed. */
   private readonly gaps = new Map<number, number>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private closed = false;
 
   constructor(
     private readonly tail: TaskEventTail,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly clock: Clock,
   ) {}
 
   /** The longest a connection is kept. */
@@ -138,7 +140,7 @@ export class TaskChangeStream implements OnModuleDestroy {
    * rolled back): they are looked for again like the ids a read skipped.
    */
   private lookAgainFor(after: number, upTo: number, found: readonly TailedTaskEvent[]): void {
-    const now = Date.now();
+    const now = this.clock.now();
     const seen = new Set(found.map((e) => e.id));
     for (let id = after + 1; id <= upTo && this.gaps.size < MAX_GAPS; id++)
       if (!seen.has(id) && !this.gaps.has(id)) this.gaps.set(id, now);
@@ -158,7 +160,7 @@ export class TaskChangeStream implements OnModuleDestroy {
     this.watchers.delete(watcher);
     if (this.watchers.size > 0) return;
     // Nobody watches: stop reading, and start from the end again when someone comes.
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.cursor = undefined;
     this.gaps.clear();
@@ -166,7 +168,7 @@ export class TaskChangeStream implements OnModuleDestroy {
 
   private schedule(delayMs = this.config.api.streamPollMs): void {
     if (this.timer || this.reading || this.closed || this.watchers.size === 0) return;
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       this.reading = true;
       this.read()
@@ -189,7 +191,7 @@ export class TaskChangeStream implements OnModuleDestroy {
   private async read(): Promise<boolean> {
     await this.start();
     const from = this.cursor as number;
-    const now = Date.now();
+    const now = this.clock.now();
     const events = await this.tail.after(from, BATCH);
     const late = await this.tail.withIds([...this.gaps.keys()].slice(0, BATCH));
     if (this.cursor !== from) return false; // everybody left (and maybe came back) meanwhile
@@ -218,7 +220,7 @@ export class TaskChangeStream implements OnModuleDestroy {
   /** Shutting down: every watcher is ended (its client connects again, to another instance). */
   onModuleDestroy(): void {
     this.closed = true;
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     for (const w of [...this.watchers.keys()]) w.end();
     this.watchers.clear();
   }

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagg
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ContractErrorCode } from '@baton/task-contract';
 import { Access, TenantFields } from '../auth';
-import { ApiErrors } from '../common';
+import { ApiErrors, Clock, Timer } from '../common';
 import { TailedTaskEvent } from '../task-store';
 import { TaskChangesQuery } from './dto/task-changes.query';
 import { TaskChangeStream, TaskChangeWatcher } from './task-change-stream';
@@ -34,7 +34,10 @@ function wire(e: TailedTaskEvent): Record<string, unknown> {
 @ApiTags('tasks')
 @Controller('v1/task-changes')
 export class TaskChangesController {
-  constructor(private readonly stream: TaskChangeStream) {}
+  constructor(
+    private readonly stream: TaskChangeStream,
+    private readonly clock: Clock,
+  ) {}
 
   @Access('read')
   @Get('stream')
@@ -64,7 +67,7 @@ export class TaskChangesController {
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const out = new EventStreamReply(reply);
+    const out = new EventStreamReply(reply, this.clock);
     const watcher: TaskChangeWatcher = {
       filter: {
         tenant: q.tenant,
@@ -98,10 +101,13 @@ export class TaskChangesController {
 class EventStreamReply {
   private started = false;
   private ended = false;
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly timers: Timer[] = [];
   private leave: (() => void) | undefined;
 
-  constructor(private readonly reply: FastifyReply) {}
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly clock: Clock,
+  ) {}
 
   write(text: string): void {
     if (this.ended) return;
@@ -126,8 +132,8 @@ class EventStreamReply {
   live(leave: () => void, lifeMs: number): void {
     this.leave = leave;
     if (this.ended) return leave(); // the client went while it joined
-    const keepalive = setInterval(() => this.write(': keepalive\n\n'), KEEPALIVE_MS);
-    const life = setTimeout(() => this.end(), lifeMs);
+    const keepalive = this.clock.setInterval(() => this.write(': keepalive\n\n'), KEEPALIVE_MS);
+    const life = this.clock.setTimeout(() => this.end(), lifeMs);
     keepalive.unref();
     life.unref();
     this.timers.push(keepalive, life);
@@ -136,7 +142,7 @@ class EventStreamReply {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers) this.clock.clearTimeout(t);
     this.leave?.();
     if (this.started) this.reply.raw.end();
   }

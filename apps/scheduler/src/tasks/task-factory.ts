@@ -7,7 +7,7 @@ import {
   TaskStatus,
   resolvedUrlProblem,
 } from '@baton/task-contract';
-import { IdGenerator } from '../common';
+import { Clock, IdGenerator } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
 import { CENTRE_TASK_TYPE, TaskTypesService } from '../task-types';
@@ -32,6 +32,7 @@ export class TaskFactory {
     private readonly workers: WorkersService,
     private readonly ids: IdGenerator,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly clock: Clock,
   ) {}
 
   async build(dto: CreateTaskDto, now: number, made?: RepetitionKind): Promise<TaskModel> {
@@ -182,7 +183,7 @@ export class TaskFactory {
   }
 
   private async callbackProblem(url: string): Promise<string | undefined> {
-    const now = Date.now();
+    const now = this.clock.now();
     const known = this.checkedUrls.get(url);
     if (known && known.until > now) return known.problem;
     const { allowNetworks: networks, allowHosts: hosts } = this.config.outgoing.webhooks;

@@ -24,7 +24,7 @@ const LEASE_TTL_MS = 10_000;
 @Injectable()
 export class TopologySweeper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('TopologySweeper');
-  private readonly loop = new PeriodicLoop(this.logger, INTERVAL_MS, () => this.sweepOnce());
+  private readonly loop: PeriodicLoop;
   private lease: Lease | undefined;
 
   constructor(
@@ -32,7 +32,9 @@ export class TopologySweeper implements OnApplicationBootstrap, OnApplicationShu
     private readonly driver: TopologyDriver,
     private readonly clock: Clock,
     @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
-  ) {}
+  ) {
+    this.loop = new PeriodicLoop(clock, this.logger, INTERVAL_MS, () => this.sweepOnce());
+  }
 
   onApplicationBootstrap(): void {
     this.loop.start();

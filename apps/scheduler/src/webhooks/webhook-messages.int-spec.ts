@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { DataSource } from 'typeorm';
 import { createDataSource, TransactionRunner } from '../database';
 import {
@@ -40,7 +41,7 @@ describe.each([
     ds = createDataSource(testDb.config, ENTITIES);
     await ds.initialize();
     await ds.runMigrations();
-    const tx = new TransactionRunner(ds);
+    const tx = new TransactionRunner(ds, systemClock);
     webhooks = new WebhooksRepository(tx);
     messages = new WebhookMessagesRepository(ds, tx, webhooks);
   });

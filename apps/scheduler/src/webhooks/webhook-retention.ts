@@ -27,7 +27,9 @@ export class WebhookRetention implements OnApplicationBootstrap, OnApplicationSh
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
-    this.loop = new PeriodicLoop(new Logger('WebhookRetention'), 60_000, () => this.passOnce());
+    this.loop = new PeriodicLoop(this.clock, new Logger('WebhookRetention'), 60_000, () =>
+      this.passOnce(),
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -135,7 +135,9 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       bodyTimeout: this.cfg.timeoutMs,
       keepAliveTimeout: 4000,
     });
-    this.loop = new NudgedLoop(this.logger, LINGER_MS, this.cfg.pollMs, () => this.passOnce());
+    this.loop = new NudgedLoop(this.clock, this.logger, LINGER_MS, this.cfg.pollMs, () =>
+      this.passOnce(),
+    );
     // Series known ahead start at 0: a rate over them sees the first failure too.
     for (const kind of ['subscription', 'callback'] satisfies WebhookKind[]) {
       for (const result of ['delivered', 'failed'])
@@ -213,7 +215,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
         if (delivered) this.paused.delete(endpoint);
         else {
           this.paused.set(endpoint, this.clock.now() + FAILING_PACE_MS);
-          setTimeout(() => this.nudge(), FAILING_PACE_MS).unref();
+          this.clock.setTimeout(() => this.nudge(), FAILING_PACE_MS).unref();
         }
         this.settled.add(msg.messageId);
         this.inflight.delete(msg.messageId);
@@ -298,13 +300,8 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       : outgoingUrlProblem(url, this.allow.networks);
     if (problem) return done(null, null, `refused: the URL ${problem}`);
     const at = new Date(started);
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new Error(`no answer within ${this.cfg.timeoutMs} ms`)),
-      this.cfg.timeoutMs,
-    );
-    const stop = (): void => deadline.abort(this.closing.signal.reason);
-    this.closing.signal.addEventListener('abort', stop, { once: true });
+    // Bounded by the call's timeout, and cut short when the process stops.
+    const deadline = this.clock.deadline(this.cfg.timeoutMs, this.closing.signal);
     try {
       const res = await request(url, {
         method: 'POST',
@@ -323,8 +320,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     } catch (err) {
       return done(null, null, describe(err));
     } finally {
-      clearTimeout(timer);
-      this.closing.signal.removeEventListener('abort', stop);
+      deadline.cancel();
     }
   }
 }

@@ -78,8 +78,11 @@ export class WorkerHealthWatch implements OnApplicationBootstrap, OnApplicationS
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {
-    this.loop = new PeriodicLoop(new Logger('WorkerHealth'), config.checker.intervalMs, () =>
-      this.passOnce(),
+    this.loop = new PeriodicLoop(
+      this.clock,
+      new Logger('WorkerHealth'),
+      config.checker.intervalMs,
+      () => this.passOnce(),
     );
   }
 

@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { BlockingKind, ContractErrorCode } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
 import { Clock } from '../common';
@@ -77,7 +78,7 @@ describe.each([
     types = new TaskTypesService(taskTypesStack(ds).repo, clock);
     workers = new WorkersService(repo, types, clock, config);
     control = new WorkerControl(repo, workers, clock);
-    watch = new WorkerHealthWatch(new TransactionRunner(ds), clock, config);
+    watch = new WorkerHealthWatch(new TransactionRunner(ds, systemClock), clock, config);
     await workers.register(registration('old', '1.0.0'));
     await workers.register(registration('new', '1.1.0'));
   });

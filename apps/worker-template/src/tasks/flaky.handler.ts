@@ -1,4 +1,4 @@
-import { setTimeout } from 'node:timers/promises';
+import { Clock, systemClock } from '@baton/time';
 import {
   BlockingKind,
   RunContext,
@@ -18,13 +18,17 @@ export class FlakyHandler implements TaskHandler {
   /** Retries are what this type is for: it fails its first attempts, then succeeds. */
   readonly defaults = { maxRetry: 3, backoffBaseMs: 500, backoffMaxMs: 4000 };
 
-  constructor(private readonly defaultFailures: number) {}
+  constructor(
+    private readonly defaultFailures: number,
+    /** The worker's clock: the waits of `delay_ms` and `clean_ms`. */
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   create(_task: TaskSnapshot): void {}
 
   async clean(task: TaskSnapshot): Promise<void> {
     const ms = task.params.clean_ms;
-    if (typeof ms === 'number' && ms > 0) await setTimeout(Math.min(ms, 60_000));
+    if (typeof ms === 'number' && ms > 0) await this.clock.sleep(Math.min(ms, 60_000));
   }
 
   async run(ctx: RunContext): Promise<RunOutcome> {
@@ -32,9 +36,7 @@ export class FlakyHandler implements TaskHandler {
     if (typeof delay === 'number' && delay > 0) {
       // Slow failures and successes, for tests of how retries share the scheduler's slots.
       // Abortable: a cancel or a newer attempt ends the wait at once.
-      await setTimeout(Math.min(delay, 60_000), undefined, { signal: ctx.signal }).catch(
-        () => undefined,
-      );
+      await this.clock.sleep(Math.min(delay, 60_000), ctx.signal).catch(() => undefined);
       if (ctx.signal.aborted) throw new Error('flaky: stopped while waiting');
     }
     const raw = ctx.task.params.fail_times;

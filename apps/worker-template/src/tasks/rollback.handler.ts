@@ -7,6 +7,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { Clock, systemClock } from '@baton/time';
 import {
   BlockingKind,
   RunContext,
@@ -23,7 +24,11 @@ export class RollbackHandler implements TaskHandler {
   readonly type = 'demo.rollback';
   readonly blocking = BlockingKind.SYNC;
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    /** The worker's clock: when a rollback happened, in `rollbacks.jsonl`. */
+    private readonly clock: Clock = systemClock,
+  ) {
     mkdirSync(dir, { recursive: true });
   }
 
@@ -46,7 +51,7 @@ export class RollbackHandler implements TaskHandler {
     rmSync(this.fileOf(task.taskId), { force: true });
     appendFileSync(
       join(this.dir, 'rollbacks.jsonl'),
-      `${JSON.stringify({ task_id: task.taskId, at: Date.now() })}\n`,
+      `${JSON.stringify({ task_id: task.taskId, at: this.clock.now() })}\n`,
     );
   }
 

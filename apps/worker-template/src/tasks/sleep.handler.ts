@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import {
   BlockingKind,
   ContractErrorCode,
@@ -41,6 +42,9 @@ export class SleepHandler implements TaskHandler {
   readonly pausable = true;
   readonly heartbeatTimeoutMs = 5_000;
 
+  /** `clock`: the worker's, which the ticks are slept on. */
+  constructor(private readonly clock: Clock = systemClock) {}
+
   create(task: TaskSnapshot): void {
     readParams(task.params);
   }
@@ -58,7 +62,8 @@ export class SleepHandler implements TaskHandler {
     while (sleptMs < totalMs) {
       await ctx.checkpoint();
       const step = Math.min(tickMs, totalMs - sleptMs);
-      await sleep(step, ctx.signal);
+      // Ends early when the run is cancelled; the next checkpoint then throws.
+      await this.clock.sleep(step, ctx.signal).catch(() => undefined);
       sleptMs += step;
       ticks++;
       await ctx.progress(
@@ -75,18 +80,4 @@ export class SleepHandler implements TaskHandler {
     const slept = task.result?.slept_ms;
     return typeof slept === 'number' ? `${task.status}: slept ${slept} ms` : task.status;
   }
-}
-
-/** setTimeout that ends early when the run is cancelled; the next checkpoint then throws. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import { Etcd3, Lease as EtcdLease, Watcher } from 'etcd3';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
@@ -23,14 +24,15 @@ export class EtcdLockDriver extends BaseLockProvider {
   private readonly prefix: string;
   private readonly callTimeoutMs: number;
 
-  constructor(config: EtcdLockConfig) {
-    super();
+  constructor(config: EtcdLockConfig, clock: Clock = systemClock) {
+    super(clock);
     this.prefix = config.keyPrefix ?? 'baton/lock/';
     this.callTimeoutMs = config.callTimeoutMs ?? 5000;
     this.client = new Etcd3({
       hosts: [...config.hosts],
       dialTimeout: this.callTimeoutMs,
-      defaultCallOptions: () => ({ deadline: Date.now() + this.callTimeoutMs }),
+      // gRPC compares a call's deadline with the host's own wall clock, whatever clock drives us.
+      defaultCallOptions: () => ({ deadline: systemClock.now() + this.callTimeoutMs }),
     });
   }
 
@@ -47,7 +49,7 @@ export class EtcdLockDriver extends BaseLockProvider {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'etcd provider is closed');
       // A fresh lease per attempt, granted after the wake-up: one granted before a long wait
       // would expire unrenewed meanwhile ("requested lease not found" at the txn).
-      const attemptAt = Date.now();
+      const attemptAt = this.clock.now();
       // Renewal is ours (extend / the lease renewer), not etcd3's background keepalive.
       const lease = this.client.lease(Math.max(1, Math.ceil(ttlMs / 1000)), {
         autoKeepAlive: false,
@@ -69,7 +71,7 @@ export class EtcdLockDriver extends BaseLockProvider {
       }
       // Not awaited: the waiter should start watching at once; an unrevoked lease just expires.
       void lease.revoke().catch(() => undefined);
-      if (Date.now() >= deadline) return null;
+      if (this.clock.now() >= deadline) return null;
       await this.waitForDeletion(name, revision, deadline);
     }
   }
@@ -84,7 +86,7 @@ export class EtcdLockDriver extends BaseLockProvider {
       const res = await this.client.get(name).exec();
       const kv = res.kvs[0];
       if (!kv) return freeState(key);
-      const askedAt = Date.now();
+      const askedAt = this.clock.now();
       const { token, label } = splitTokenAndLabel(kv.value.toString('utf8'));
       let expiresAt: Date | null = null;
       if (kv.lease && kv.lease !== '0') {
@@ -121,10 +123,11 @@ export class EtcdLockDriver extends BaseLockProvider {
       .create();
     try {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-        timer.unref();
+        const timer = this.clock
+          .setTimeout(resolve, Math.max(0, deadline - this.clock.now()))
+          .unref();
         const done = (): void => {
-          clearTimeout(timer);
+          this.clock.clearTimeout(timer);
           resolve();
         };
         watcher.on('delete', done);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { LocalLockConfig } from '../lock-config.interface';
@@ -21,10 +22,12 @@ let lastFence = 0;
 /**
  * Fences come from the wall clock in microseconds, so they keep increasing across restarts of
  * the process (assuming a sane clock and fewer than one new holder per microsecond), and from
- * a process-wide counter, so they also increase between providers of one process.
+ * a process-wide counter, so they also increase between providers of one process. The wall time
+ * is the clock's wall time when the driver was built (`origin`) moved on by its monotonic clock,
+ * as `performance.timeOrigin + performance.now()` is: sub-millisecond, and never set back.
  */
-function nextFence(): number {
-  const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+function nextFence(clock: Clock, origin: number): number {
+  const micros = Math.floor((origin + clock.monotonic()) * 1000);
   lastFence = Math.max(lastFence + 1, micros);
   return lastFence;
 }
@@ -33,12 +36,16 @@ function nextFence(): number {
 export class LocalLockDriver extends BaseLockProvider {
   readonly driver = 'local' as const;
   private readonly entries = new Map<string, LocalEntry>();
-  private readonly waiters = new KeyWaiters();
+  private readonly waiters: KeyWaiters;
   private readonly maxPollMs: number;
+  /** Wall-clock time (epoch ms) at the clock's monotonic zero: the base of the fences. */
+  private readonly fenceOrigin: number;
 
-  constructor(config: LocalLockConfig = {}) {
-    super();
+  constructor(config: LocalLockConfig = {}, clock: Clock = systemClock) {
+    super(clock);
     this.maxPollMs = config.maxPollMs ?? 1000;
+    this.waiters = new KeyWaiters(clock);
+    this.fenceOrigin = clock.now() - clock.monotonic();
   }
 
   async acquireKey(
@@ -49,10 +56,10 @@ export class LocalLockDriver extends BaseLockProvider {
   ): Promise<HeldKey | null> {
     for (;;) {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'local provider is closed');
-      const now = Date.now();
+      const now = this.clock.now();
       const entry = this.entries.get(key);
       if (!entry || entry.expiresAt <= now) {
-        const fence = nextFence();
+        const fence = nextFence(this.clock, this.fenceOrigin);
         const holder = randomUUID();
         this.entries.set(key, { holder, label, fence, expiresAt: now + ttlMs });
         return {
@@ -74,7 +81,7 @@ export class LocalLockDriver extends BaseLockProvider {
   /** The map is this driver's backend: what it says is what every caller of this process sees. */
   async inspectKey(key: string): Promise<LockState> {
     const entry = this.entries.get(key);
-    if (!entry || entry.expiresAt <= Date.now()) {
+    if (!entry || entry.expiresAt <= this.clock.now()) {
       return freeState(key);
     }
     return {
@@ -89,7 +96,7 @@ export class LocalLockDriver extends BaseLockProvider {
 
   private extendKey(key: string, holder: string, ttlMs: number): void {
     const entry = this.ownedEntry(key, holder);
-    entry.expiresAt = Date.now() + ttlMs;
+    entry.expiresAt = this.clock.now() + ttlMs;
   }
 
   private releaseKey(key: string, holder: string): void {
@@ -106,7 +113,7 @@ export class LocalLockDriver extends BaseLockProvider {
 
   private ownedEntry(key: string, holder: string): LocalEntry {
     const entry = this.entries.get(key);
-    if (!entry || entry.holder !== holder || entry.expiresAt <= Date.now()) {
+    if (!entry || entry.holder !== holder || entry.expiresAt <= this.clock.now()) {
       throw new LockException(LockErrorCode.NOT_HOLDER, `"${key}" is not held by this lease`, {
         key,
       });

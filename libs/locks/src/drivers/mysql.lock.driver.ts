@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import { createPool, Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
@@ -28,13 +29,14 @@ export class MysqlLockDriver extends BaseLockProvider {
   private readonly pool: Pool;
   private readonly table: string;
   private readonly maxPollMs: number;
-  private readonly waiters = new KeyWaiters();
+  private readonly waiters: KeyWaiters;
   private ready: Promise<void> | undefined;
   /** False when the table has no `holder_label` and the server refused to add it: no labels. */
   private labels = true;
 
-  constructor(config: MysqlLockConfig) {
-    super();
+  constructor(config: MysqlLockConfig, clock: Clock = systemClock) {
+    super(clock);
+    this.waiters = new KeyWaiters(clock);
     this.table = config.table ?? 'baton_lock_lease';
     if (!/^[A-Za-z0-9_]+$/.test(this.table)) {
       throw new LockException(LockErrorCode.INVALID_CONFIG, `bad MySQL table name "${this.table}"`);
@@ -62,7 +64,7 @@ export class MysqlLockDriver extends BaseLockProvider {
   ): Promise<HeldKey | null> {
     await this.ensureTable();
     const holder = randomUUID();
-    const backoff = new Backoff(10, this.maxPollMs);
+    const backoff = new Backoff(10, this.maxPollMs, this.clock);
     // The row must exist before the conditional UPDATE; INSERT IGNORE is a no-op when it does.
     await this.exec(
       `INSERT IGNORE INTO ${this.table} (lock_key, holder, fence, expires_at) VALUES (?, NULL, 0, 0)`,
@@ -72,7 +74,7 @@ export class MysqlLockDriver extends BaseLockProvider {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'mysql provider is closed');
       const epoch = this.waiters.epoch(key);
       // The database starts the TTL after this; the holder's clock must not start it earlier.
-      const attemptAt = Date.now();
+      const attemptAt = this.clock.now();
       const labelled = label === undefined ? null : tokenWithLabel(holder, label);
       const result = await this.exec(
         `UPDATE ${this.table}
@@ -84,7 +86,7 @@ export class MysqlLockDriver extends BaseLockProvider {
       if (result.affectedRows === 1) {
         return this.heldKey(key, holder, Number(result.insertId), attemptAt);
       }
-      if (Date.now() >= deadline) return null;
+      if (this.clock.now() >= deadline) return null;
       await this.waiters.wait(key, backoff.next(deadline), epoch);
     }
   }
@@ -110,7 +112,7 @@ export class MysqlLockDriver extends BaseLockProvider {
       holder: labelled?.token === row.holder ? labelled.label : null,
       token: row.holder,
       fence: Number(row.fence),
-      expiresAt: new Date(Date.now() + remaining),
+      expiresAt: new Date(this.clock.now() + remaining),
     };
   }
 
@@ -200,7 +202,7 @@ export class MysqlLockDriver extends BaseLockProvider {
         // Row-lock deadlocks between concurrent takers are retryable by definition.
         const code = (error as { code?: string }).code;
         if ((code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT') && attempt < 5) {
-          await sleep(5 + Math.random() * 20);
+          await sleep(5 + Math.random() * 20, this.clock);
           continue;
         }
         throw new LockException(

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import Redis from 'ioredis';
 import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'redlock';
 import { BaseLockProvider } from '../base-lock.provider';
@@ -84,11 +85,12 @@ export class RedisLockDriver extends BaseLockProvider {
   private readonly prefix: string;
   private readonly channel: string;
   private readonly maxPollMs: number;
-  private readonly waiters = new KeyWaiters();
+  private readonly waiters: KeyWaiters;
   private subscribed: Promise<void> | undefined;
 
-  constructor(config: RedisLockConfig) {
-    super();
+  constructor(config: RedisLockConfig, clock: Clock = systemClock) {
+    super(clock);
+    this.waiters = new KeyWaiters(clock);
     if (config.nodes.length === 0) {
       throw new LockException(
         LockErrorCode.INVALID_CONFIG,
@@ -134,13 +136,13 @@ export class RedisLockDriver extends BaseLockProvider {
   ): Promise<HeldKey | null> {
     await this.subscribe();
     const resource = this.resource(key);
-    const backoff = new Backoff(10, this.maxPollMs);
+    const backoff = new Backoff(10, this.maxPollMs, this.clock);
     for (;;) {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'redis provider is closed');
       const epoch = this.waiters.epoch(key);
       let lock: Lock | undefined;
       // Redis starts the PX after this; the holder's clock must not start it earlier.
-      const attemptAt = Date.now();
+      const attemptAt = this.clock.now();
       try {
         lock = await this.redlock.acquire([resource], ttlMs);
       } catch (error) {
@@ -155,14 +157,14 @@ export class RedisLockDriver extends BaseLockProvider {
         // The fence is not on a quorum: the next holder might count below it. Give the
         // lock back and try again; servers that stay unreachable end it as unavailable.
         await lock.release().catch(() => undefined);
-        if (Date.now() >= deadline) {
+        if (this.clock.now() >= deadline) {
           throw new LockException(
             LockErrorCode.BACKEND_UNAVAILABLE,
             `could not record the fence of "${key}" on a quorum of Redis servers`,
             { key },
           );
         }
-      } else if (Date.now() >= deadline) {
+      } else if (this.clock.now() >= deadline) {
         return null;
       }
       const pttl = await this.clients[0].pttl(resource).catch(() => this.maxPollMs);
@@ -187,7 +189,7 @@ export class RedisLockDriver extends BaseLockProvider {
   async inspectKey(key: string): Promise<LockState> {
     const resource = this.resource(key);
     const quorum = Math.floor(this.clients.length / 2) + 1;
-    const askedAt = Date.now();
+    const askedAt = this.clock.now();
     const answers = await Promise.allSettled(
       this.clients.map(
         (c) => c.eval(READ_STATE, 1, resource) as Promise<[string, number, string, string]>,

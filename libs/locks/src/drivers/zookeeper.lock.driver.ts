@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import * as zk from 'node-zookeeper-client';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
@@ -30,8 +31,8 @@ export class ZookeeperLockDriver extends BaseLockProvider {
   /** Lost handlers of every znode currently held through the current session, by path. */
   private readonly held = new Map<string, LostHandler>();
 
-  constructor(config: ZookeeperLockConfig) {
-    super();
+  constructor(config: ZookeeperLockConfig, clock: Clock = systemClock) {
+    super(clock);
     this.root = (config.rootPath ?? '/baton/locks').replace(/\/+$/, '');
     const sessionTimeoutMs = config.sessionTimeoutMs ?? 4000;
     this.sessionOptions = {
@@ -40,6 +41,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       connectTimeoutMs: config.connectTimeoutMs ?? 5000,
       callTimeoutMs: config.callTimeoutMs ?? sessionTimeoutMs,
       heartbeatPath: this.root,
+      clock,
     };
   }
 
@@ -90,7 +92,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
             `ZooKeeper session lost while waiting for "${key}"`,
           );
         }
-        const attemptAt = Date.now();
+        const attemptAt = this.clock.now();
         const children = (await session.call<string[]>((cb) => client.getChildren(parent, cb)))
           .filter((c) => c.startsWith('lease-'))
           .sort(bySequence);
@@ -99,7 +101,7 @@ export class ZookeeperLockDriver extends BaseLockProvider {
           throw new LockException(LockErrorCode.LEASE_LOST, `znode ${path} vanished while waiting`);
         }
         if (index === 0) return await this.holdKey(session, key, path, attemptAt);
-        if (Date.now() >= deadline) {
+        if (this.clock.now() >= deadline) {
           await this.removeQuietly(path);
           return null;
         }
@@ -174,12 +176,11 @@ export class ZookeeperLockDriver extends BaseLockProvider {
   ): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         session.wakers.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
-      timer.unref();
+      const timer = this.clock.setTimeout(done, Math.max(0, deadline - this.clock.now())).unref();
       session.wakers.add(done);
       session
         .call<zk.Stat | null>((cb) => session.client.exists(path, done, cb))

@@ -1,3 +1,4 @@
+import { Clock, systemClock, Timer } from '@baton/time';
 import * as zk from 'node-zookeeper-client';
 import { LockErrorCode, LockException } from '../lock.exception';
 import { LeaseLostReason } from '../lock-provider.interface';
@@ -15,6 +16,8 @@ export interface ZookeeperSessionOptions {
   callTimeoutMs: number;
   /** A path the heartbeat reads (it need not exist). */
   heartbeatPath: string;
+  /** Times the connect, every call, the heartbeat and the watchdog. Defaults to the real clock. */
+  clock?: Clock;
 }
 
 /** Hears that a session is, or may soon be, gone; it may hear it more than once. */
@@ -31,9 +34,9 @@ export class ZookeeperSession {
   /** Waiters for a predecessor's deletion, woken when the session is dropped. */
   readonly wakers = new Set<() => void>();
   /** When (holder's clock) the last request that the server answered was sent (a conservative liveness bound). */
-  private lastReply = Date.now();
-  private heartbeat: NodeJS.Timeout | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
+  private lastReply: number;
+  private heartbeat: Timer | undefined;
+  private watchdog: Timer | undefined;
 
   private constructor(
     readonly client: zk.Client,
@@ -41,21 +44,25 @@ export class ZookeeperSession {
     readonly timeoutMs: number,
     private readonly options: ZookeeperSessionOptions,
     private readonly onLost: SessionLostHandler,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.lastReply = clock.now();
+  }
 
   /** Connects, and starts the liveness checks once connected. */
   static open(
     options: ZookeeperSessionOptions,
     onLost: SessionLostHandler,
   ): Promise<ZookeeperSession> {
+    const clock = options.clock ?? systemClock;
     return new Promise<ZookeeperSession>((resolve, reject) => {
       const client = zk.createClient(options.connectionString, {
         sessionTimeout: options.sessionTimeoutMs,
         spinDelay: 200,
         retries: 1,
       });
-      const timer = setTimeout(() => {
-        terminate(client);
+      const timer = clock.setTimeout(() => {
+        terminate(client, clock);
         reject(
           new LockException(
             LockErrorCode.BACKEND_UNAVAILABLE,
@@ -64,12 +71,13 @@ export class ZookeeperSession {
         );
       }, options.connectTimeoutMs);
       client.once('connected', () => {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         const session = new ZookeeperSession(
           client,
           client.getSessionTimeout() || options.sessionTimeoutMs,
           options,
           onLost,
+          clock,
         );
         // Any disconnect is "suspended": the server may expire us before we reconnect, and
         // the holder must not go on believing meanwhile.
@@ -90,7 +98,7 @@ export class ZookeeperSession {
   /** Adapts node-zookeeper-client's callbacks with a deadline, and notes server replies. */
   call<T>(fn: (cb: ZkCallback<T>) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         reject(
           new LockException(
             LockErrorCode.BACKEND_UNAVAILABLE,
@@ -103,9 +111,9 @@ export class ZookeeperSession {
       // A reply proves the session was alive after the request left, not when the reply is read:
       // one that sat in the socket while this process was paused (a GC stop, SIGSTOP) must not
       // make a session the server already expired look fresh. So the send time is what counts.
-      const sentAt = Date.now();
+      const sentAt = this.clock.now();
       fn((error, value) => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         if (!error || isServerAnswer(error)) this.lastReply = Math.max(this.lastReply, sentAt);
         if (error) reject(error);
         else resolve(value);
@@ -115,9 +123,9 @@ export class ZookeeperSession {
 
   /** Stops the liveness checks and closes the client for good. */
   close(): void {
-    clearInterval(this.heartbeat);
-    clearTimeout(this.watchdog);
-    terminate(this.client);
+    this.clock.clearInterval(this.heartbeat);
+    this.clock.clearTimeout(this.watchdog);
+    terminate(this.client, this.clock);
   }
 
   /** How long the holder trusts the session after the last reply: the session timeout minus a third. */
@@ -135,7 +143,7 @@ export class ZookeeperSession {
   }
 
   private silentFor(): number {
-    return Date.now() - this.lastReply;
+    return this.clock.now() - this.lastReply;
   }
 
   /** Past the whole session timeout without a reply, the server has certainly expired us. */
@@ -150,17 +158,17 @@ export class ZookeeperSession {
    */
   private startLiveness(): void {
     const beat = Math.max(50, Math.floor(this.timeoutMs / 4));
-    this.heartbeat = setInterval(() => {
+    this.heartbeat = this.clock.setInterval(() => {
       void this.call((cb) => this.client.exists(this.options.heartbeatPath, cb)).catch(
         () => undefined,
       );
     }, beat);
     this.heartbeat.unref();
     const arm = (): void => {
-      const due = this.lastReply + this.suspectAfterMs() - Date.now();
-      this.watchdog = setTimeout(
+      const due = this.lastReply + this.suspectAfterMs() - this.clock.now();
+      this.watchdog = this.clock.setTimeout(
         () => {
-          if (Date.now() - this.lastReply >= this.suspectAfterMs()) {
+          if (this.clock.now() - this.lastReply >= this.suspectAfterMs()) {
             this.onLost(this, this.silentReason());
           } else {
             arm();
@@ -190,7 +198,7 @@ function isServerAnswer(error: unknown): boolean {
  * a client between connections reconnects forever (keeping the process alive). So: no more
  * reconnects, close, and drop the socket shortly after if the server did not close it.
  */
-function terminate(client: zk.Client): void {
+function terminate(client: zk.Client, clock: Clock): void {
   client.removeAllListeners();
   // Internals: the library exposes neither the reconnect loop nor the socket.
   const manager = (
@@ -200,5 +208,5 @@ function terminate(client: zk.Client): void {
   ).connectionManager;
   if (manager) manager.connect = () => undefined;
   client.close();
-  setTimeout(() => manager?.socket?.destroy(), 1000).unref();
+  clock.setTimeout(() => manager?.socket?.destroy(), 1000).unref();
 }

@@ -1,6 +1,7 @@
 import type { LookupFunction } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
+import { Clock, systemClock } from '@baton/time';
 import { AuthConfig, authHeaders } from '../worker/auth/request-auth';
 import { ContractErrorCode } from '../errors/contract.exception';
 import {
@@ -41,6 +42,8 @@ export interface JsonHttpOptions {
   lookup?: LookupFunction;
   /** The traceparent of a call that names none (the trace the caller is in); default: a new one. */
   traceparent?: () => string | undefined;
+  /** The time source: signature timestamps, call deadlines, idle pools. Default: systemClock. */
+  clock?: Clock;
 }
 
 /** A pool unused this long is closed, so workers that come and go leave no sockets behind. */
@@ -75,11 +78,14 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 export class JsonHttp {
   private readonly pools = new Map<string, { pool: Pool; lastUsed: number }>();
   private readonly bases = new Map<string, { origin: string; pathname: string }>();
-  private lastSweep = Date.now();
+  private readonly clock: Clock;
+  private lastSweep: number;
   private readonly timeoutMs: number;
   private readonly connections: number;
 
   constructor(private readonly options: JsonHttpOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.lastSweep = this.clock.now();
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.connections = options.connections ?? 64;
   }
@@ -105,12 +111,11 @@ export class JsonHttp {
       [HEADER.REQUEST_ID]: opts.requestId ?? randomUUID(),
       [HEADER.TRACEPARENT]: opts.traceparent ?? this.options.traceparent?.() ?? newTraceparent(),
       accept: 'application/json',
-      ...authHeaders(this.options.auth, {
-        method,
-        pathWithQuery,
-        fence: String(opts.fence),
-        body: payload,
-      }),
+      ...authHeaders(
+        this.options.auth,
+        { method, pathWithQuery, fence: String(opts.fence), body: payload },
+        this.clock.now(),
+      ),
     };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = opts.timeoutMs ?? this.timeoutMs;
@@ -118,13 +123,9 @@ export class JsonHttp {
 
     let statusCode: number;
     let text: string;
-    // A deadline for the whole call, cleared when it ends: AbortSignal.timeout() would leave one
+    // A deadline for the whole call, cancelled when it ends: AbortSignal.timeout() would leave one
     // pending timer per call until it fired (thousands at a time on a busy scheduler).
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException(`no answer within ${timeout} ms`, 'TimeoutError')),
-      timeout,
-    );
+    const deadline = this.clock.deadline(timeout);
     try {
       const res = await this.pool(base.origin).request({
         method,
@@ -141,7 +142,7 @@ export class JsonHttp {
       if (err instanceof WorkerProtocolError) throw err;
       throw toTransportError(err, where, timeout);
     } finally {
-      clearTimeout(timer);
+      deadline.cancel();
     }
 
     let parsed: unknown;
@@ -199,7 +200,7 @@ export class JsonHttp {
   }
 
   private pool(origin: string): Pool {
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - this.lastSweep > POOL_IDLE_MS / 2) this.sweep(now);
     let entry = this.pools.get(origin);
     if (!entry) {

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Clock, Timer, systemClock } from '@baton/time';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { errorMessage } from '../util/error-message';
 import { NotFoundLikeCodes } from './registration-codes';
@@ -61,7 +62,8 @@ export class WorkerRegistration {
   private readonly http: JsonHttp;
   private readonly urls: SchedulerUrls;
   private readonly logger: RegistrationLogger;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private timer: Timer | undefined;
   private registered = false;
   private stopped = false;
   private firstTryAt: number | undefined;
@@ -77,6 +79,7 @@ export class WorkerRegistration {
     this.http = new JsonHttp(options);
     this.urls = new SchedulerUrls(options.schedulerUrl);
     this.logger = options.logger ?? new Logger('WorkerRegistration');
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Starts the register/heartbeat cycle; resolves after the first attempt, whatever it gave. */
@@ -86,12 +89,12 @@ export class WorkerRegistration {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     await this.http.close();
   }
 
   private async tick(): Promise<void> {
-    this.firstTryAt ??= Date.now();
+    this.firstTryAt ??= this.clock.now();
     try {
       if (!this.registered) await this.register();
       else await this.beat();
@@ -103,8 +106,7 @@ export class WorkerRegistration {
         this.registered = false;
     }
     if (!this.stopped) {
-      this.timer = setTimeout(() => void this.tick(), this.nextWait());
-      this.timer.unref();
+      this.timer = this.clock.setTimeout(() => void this.tick(), this.nextWait()).unref();
     }
   }
 
@@ -133,7 +135,7 @@ export class WorkerRegistration {
   /** Before the first registration and within the grace period from the first try. */
   private startingUp(): boolean {
     const grace = this.options.startupGraceMs ?? DEFAULT_STARTUP_GRACE_MS;
-    return !this.everRegistered && Date.now() - (this.firstTryAt ?? 0) < grace;
+    return !this.everRegistered && this.clock.now() - (this.firstTryAt ?? 0) < grace;
   }
 
   private async register(): Promise<void> {

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import { CreateTaskRequestDto, NotifyRequestDto, TaskParams } from '../dto/worker-requests.dto';
 import {
   HeartbeatDto,
@@ -47,11 +48,13 @@ export class WorkerClient {
   private readonly http: JsonHttp;
   private readonly onCall: WorkerClientOptions['onCall'];
   private readonly traceparent: WorkerClientOptions['traceparent'];
+  private readonly clock: Clock;
 
   constructor(options: WorkerClientOptions) {
     this.http = new JsonHttp(options);
     this.onCall = options.onCall;
     this.traceparent = options.traceparent;
+    this.clock = options.clock ?? systemClock;
   }
 
   create(
@@ -241,15 +244,15 @@ export class WorkerClient {
   private async call<T>(action: string, ...args: Parameters<JsonHttp['call']>): Promise<T> {
     const span = tracing().enabled ? this.span(action, args) : undefined;
     if (!this.onCall && !span) return this.http.call<T>(...args);
-    const started = performance.now();
+    const started = this.clock.monotonic();
     try {
       const answer = await this.http.call<T>(...args);
-      this.onCall?.(action, 'ok', performance.now() - started);
+      this.onCall?.(action, 'ok', this.clock.monotonic() - started);
       span?.end({ 'baton.outcome': 'ok' });
       return answer;
     } catch (err) {
       const outcome = outcomeOf(err);
-      this.onCall?.(action, outcome, performance.now() - started);
+      this.onCall?.(action, outcome, this.clock.monotonic() - started);
       span?.end(
         {
           'baton.outcome': outcome,

@@ -76,7 +76,7 @@ export const AUTH_CHECKS: readonly Check[] = [
       const headers = authHeaders(
         probe.options.auth,
         { method: 'GET', pathWithQuery, body: '' },
-        Date.now() - 3_600_000,
+        probe.clock.now() - 3_600_000,
       );
       const answer = await probe.send({
         method: 'GET',
@@ -96,7 +96,11 @@ export const AUTH_CHECKS: readonly Check[] = [
       const query = { task_id: main, action: 'status' };
       const pathWithQuery = `${base.pathname.replace(/\/+$/, '')}${probe.path}?${new URLSearchParams(query).toString()}`;
       const headers = {
-        ...authHeaders(probe.options.auth, { method: 'GET', pathWithQuery, fence: '1', body: '' }),
+        ...authHeaders(
+          probe.options.auth,
+          { method: 'GET', pathWithQuery, fence: '1', body: '' },
+          probe.clock.now(),
+        ),
         'x-baton-fence': '999999',
       };
       const answer = await probe.send({ method: 'GET', path: probe.path, query, headers });

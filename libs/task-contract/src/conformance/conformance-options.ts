@@ -1,3 +1,4 @@
+import { Clock } from '@baton/time';
 import { AuthConfig } from '../worker/auth/request-auth';
 
 export interface ConformanceOptions {
@@ -27,4 +28,10 @@ export interface ConformanceOptions {
    * crash-recovery check. Without it that check is skipped.
    */
   restartCmd?: string;
+  /**
+   * The kit's time source: its waits, deadlines and signature timestamps. The worker under test
+   * runs on real time, so leave it the real clock unless testing the kit itself. Default:
+   * systemClock.
+   */
+  clock?: Clock;
 }

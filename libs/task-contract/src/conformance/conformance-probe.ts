@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import { ContractErrorCode } from '../errors/contract.exception';
 import { TaskStatus } from '../enums/task-status.enum';
 import { isEnvelope } from '../dto/envelope.dto';
@@ -18,12 +19,28 @@ export class ConformanceProbe {
   readonly path: string;
   /** Makes this run's task ids (and an unknown type's name) its own. */
   readonly runId = randomBytes(4).toString('hex');
+  /** The kit's time source (ConformanceOptions.clock): every check waits and reads time on it. */
+  readonly clock: Clock;
   private readonly caller: RawCaller;
   private seq = 0;
 
   constructor(readonly options: ConformanceOptions) {
-    this.caller = new RawCaller(options.url, options.auth, options.requestTimeoutMs ?? 10_000);
+    this.clock = options.clock ?? systemClock;
+    this.caller = new RawCaller(
+      options.url,
+      options.auth,
+      options.requestTimeoutMs ?? 10_000,
+      this.clock,
+    );
     this.path = `/v1/task/${encodeURIComponent(options.type)}`;
+  }
+
+  /**
+   * Waits `ms` on the kit's clock. The timer keeps the process up (unlike `Clock.sleep`): the CLI
+   * may have nothing else holding it while it waits for the worker.
+   */
+  wait(ms: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
   }
 
   taskId(label: string): string {
@@ -151,13 +168,13 @@ export class ConformanceProbe {
   }
 
   async waitForOutcome(taskId: string): Promise<string> {
-    const deadline = Date.now() + (this.options.outcomeTimeoutMs ?? 30_000);
+    const deadline = this.clock.now() + (this.options.outcomeTimeoutMs ?? 30_000);
     for (;;) {
       const data = await this.ok(this.read(taskId, 'status'), 'status');
       const status = String(data.task_status);
       if (OUTCOMES.has(status)) return status;
-      expect(Date.now() < deadline, `no outcome within the timeout; last status ${status}`);
-      await new Promise((r) => setTimeout(r, 100));
+      expect(this.clock.now() < deadline, `no outcome within the timeout; last status ${status}`);
+      await this.wait(100);
     }
   }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
+import { Clock } from '@baton/time';
 import { AuthConfig, SignedParts, authHeaders } from '../worker/auth/request-auth';
 import { HEADER, newTraceparent } from '../util/headers';
 
@@ -37,6 +38,8 @@ export class RawCaller {
     private readonly baseUrl: string,
     private readonly auth: AuthConfig,
     private readonly timeoutMs: number,
+    /** Signature timestamps. */
+    private readonly clock: Clock,
   ) {}
 
   async send(call: RawCall): Promise<RawAnswer> {
@@ -59,22 +62,20 @@ export class RawCaller {
       if (use === 'good')
         Object.assign(
           headers,
-          authHeaders(this.auth, {
-            method: call.method,
-            pathWithQuery,
-            fence: headers[HEADER.FENCE],
-            body: payload,
-          }),
+          authHeaders(
+            this.auth,
+            { method: call.method, pathWithQuery, fence: headers[HEADER.FENCE], body: payload },
+            this.clock.now(),
+          ),
         );
       if (use === 'wrong')
         Object.assign(
           headers,
-          wrongAuthHeaders(this.auth, {
-            method: call.method,
-            pathWithQuery,
-            fence: headers[HEADER.FENCE],
-            body: payload,
-          }),
+          wrongAuthHeaders(
+            this.auth,
+            { method: call.method, pathWithQuery, fence: headers[HEADER.FENCE], body: payload },
+            this.clock.now(),
+          ),
         );
     }
     const res = await request(`${base.origin}${pathWithQuery}`, {
@@ -96,12 +97,16 @@ export class RawCaller {
 }
 
 /** Credentials of the right shape but the wrong value. */
-function wrongAuthHeaders(auth: AuthConfig, parts: SignedParts): Record<string, string> {
+function wrongAuthHeaders(
+  auth: AuthConfig,
+  parts: SignedParts,
+  now: number,
+): Record<string, string> {
   switch (auth.mode) {
     case 'token':
-      return authHeaders({ mode: 'token', token: `${auth.token}-wrong` }, parts);
+      return authHeaders({ mode: 'token', token: `${auth.token}-wrong` }, parts, now);
     case 'hmac':
-      return authHeaders({ mode: 'hmac', secret: `${auth.secret}-wrong` }, parts);
+      return authHeaders({ mode: 'hmac', secret: `${auth.secret}-wrong` }, parts, now);
     case 'none':
       return { [HEADER.AUTHORIZATION]: 'Bearer wrong-token-for-conformance' };
   }

@@ -180,7 +180,7 @@ export const RULE_CHECKS: readonly Check[] = [
     run: async ({ probe }) => {
       const id = probe.taskId('createrun-at');
       const body = probe.createBody(id, 1);
-      const at = Date.now() + START_AHEAD_MS;
+      const at = probe.clock.now() + START_AHEAD_MS;
       const answer = await probe.send({
         method: 'POST',
         path: probe.path,
@@ -200,7 +200,7 @@ export const RULE_CHECKS: readonly Check[] = [
       const status = String(data.task_status);
       if (!OUTCOMES.has(status)) throw new NotApplicable(`not offered: answered ${status}`);
       // The run cannot have ended before it began (with some room for the two hosts' clocks).
-      const early = at - Date.now();
+      const early = at - probe.clock.now();
       expect(
         early <= CLOCK_ROOM_MS,
         `create_run answered ${early} ms before its start_time: the run did not wait for it`,

@@ -12,8 +12,6 @@ const SETTLE_MS = 500;
 /** How long a worker may take to come back after the restart command. */
 const RESTART_WAIT_MS = 30_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** What says a run is going: its progress and its last beat. */
 async function motion(probe: ConformanceProbe, id: string): Promise<string> {
   let progress: Data = {};
@@ -32,9 +30,9 @@ async function motion(probe: ConformanceProbe, id: string): Promise<string> {
 
 /** Fails when the run moves (progress or heartbeat changes) during STILL_MS, once settled. */
 async function expectStill(probe: ConformanceProbe, id: string, what: string): Promise<void> {
-  await sleep(SETTLE_MS);
+  await probe.wait(SETTLE_MS);
   const before = await motion(probe, id);
-  await sleep(STILL_MS);
+  await probe.wait(STILL_MS);
   const after = await motion(probe, id);
   expect(before === after, `${what}: the run went on (progress/heartbeat ${before} -> ${after})`);
 }
@@ -45,12 +43,15 @@ async function waitForStatus(
   status: TaskStatus,
   ms: number,
 ): Promise<Data> {
-  const deadline = Date.now() + ms;
+  const deadline = probe.clock.now() + ms;
   for (;;) {
     const data = await probe.ok(probe.read(id, 'status'), 'status');
     if (data.task_status === status) return data;
-    expect(Date.now() < deadline, `status stayed ${String(data.task_status)}, expected ${status}`);
-    await sleep(100);
+    expect(
+      probe.clock.now() < deadline,
+      `status stayed ${String(data.task_status)}, expected ${status}`,
+    );
+    await probe.wait(100);
   }
 }
 
@@ -134,7 +135,7 @@ export const RUNNING_CHECKS: readonly Check[] = [
         ? await probe.startLongRun('restart-run', 7)
         : undefined;
       await runShell(command);
-      const deadline = Date.now() + RESTART_WAIT_MS;
+      const deadline = probe.clock.now() + RESTART_WAIT_MS;
       let kept: Data | undefined;
       while (!kept) {
         try {
@@ -142,10 +143,10 @@ export const RUNNING_CHECKS: readonly Check[] = [
         } catch (err) {
           // Not listening yet (or not ready): asked again until the deadline.
           expect(
-            Date.now() < deadline,
+            probe.clock.now() < deadline,
             `the worker did not answer after the restart: ${String(err)}`,
           );
-          await sleep(200);
+          await probe.wait(200);
         }
       }
       expectStatus(kept, TaskStatus.CREATE, 'status after the restart of a task created before it');

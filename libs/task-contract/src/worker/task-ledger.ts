@@ -1,3 +1,4 @@
+import { Clock } from '@baton/time';
 import { TaskStatus } from '../enums/task-status.enum';
 import { ContractErrorCode, ContractException } from '../errors/contract.exception';
 import { assertTransition } from '../state-machine/transition-table';
@@ -17,15 +18,15 @@ export class TaskLedger {
 
   constructor(
     private readonly store: TaskStore,
-    private readonly clock: () => number,
+    private readonly clock: Clock,
   ) {}
 
   now(): number {
-    return this.clock();
+    return this.clock.now();
   }
 
   isoNow(): string {
-    return new Date(this.clock()).toISOString();
+    return this.clock.date().toISOString();
   }
 
   /** Runs `section` as the only changing section of this task until it settles. */

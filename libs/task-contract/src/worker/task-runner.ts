@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Clock, systemClock } from '@baton/time';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { TaskStatus } from '../enums/task-status.enum';
 import { ContractErrorCode, ContractException } from '../errors/contract.exception';
@@ -25,9 +26,6 @@ const SHUTDOWN_WAIT_MS = 5_000;
 /** Statuses from which `running` may start an execution. */
 const RUNNABLE_FROM: ReadonlySet<TaskStatus> = new Set([TaskStatus.CREATE, TaskStatus.PREPARE]);
 
-const delay = (ms: number): Promise<void> =>
-  new Promise((resolve) => setTimeout(resolve, ms).unref());
-
 /**
  * The runs in this process: starts an attempt's run, hands the handler its run context
  * (heartbeat, progress, checkpoint, abort signal), and writes the outcome when the run settles.
@@ -41,6 +39,8 @@ export class TaskRunner {
     private readonly ledger: TaskLedger,
     private readonly runLog: RunLogListener | undefined,
     private readonly callbacks: WorkerCallbacks | undefined,
+    /** Bounds the waits for runs to stop (a handler may ignore its abort signal). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Runs going on in this process, by task type. */
@@ -121,7 +121,7 @@ export class TaskRunner {
   /** A valid new attempt arrived while the previous one still runs here: stop it first. */
   async supersede(execution: TaskExecution, attempt: number): Promise<void> {
     execution.cancel(`superseded by attempt ${attempt}`);
-    await Promise.race([execution.done, delay(SUPERSEDE_WAIT_MS)]);
+    await Promise.race([execution.done, this.clock.sleep(SUPERSEDE_WAIT_MS)]);
   }
 
   /** Cancels every run and waits for them to stop, a while at most. */
@@ -130,7 +130,7 @@ export class TaskRunner {
     // A handler that ignores its abort signal must not hold the shutdown forever.
     await Promise.race([
       Promise.allSettled([...this.executions.values()].map((e) => e.done)),
-      delay(SHUTDOWN_WAIT_MS),
+      this.clock.sleep(SHUTDOWN_WAIT_MS),
     ]);
   }
 

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { Clock, systemClock } from '@baton/time';
 import { ContractErrorCode, ContractException } from '../errors/contract.exception';
 import { AuthConfig, RequestVerifier } from './auth/request-auth';
 import { RunLogListener, TaskHandler } from './task-handler.interface';
@@ -22,8 +23,12 @@ export interface TaskWorkerOptions {
   runLog?: RunLogListener;
   /** Reports async outcomes, heartbeats and progress to the scheduler (see CallbackClient). */
   callbacks?: WorkerCallbacks;
-  /** For tests: the time source. */
-  clock?: () => number;
+  /**
+   * The worker's time source: task timestamps, timed starts, signature windows, waits, latencies.
+   * Provided (and exported) as `Clock`, so the app's own providers can inject the same one. Pass
+   * the app's clock (a ManualClock in tests); default: systemClock.
+   */
+  clock?: Clock;
   /** Runs taken at once, as declared at registration: shown at `GET /metrics`. */
   capacity?: number;
 }
@@ -61,25 +66,28 @@ export class TaskWorkerModule {
       module: TaskWorkerModule,
       controllers: [TaskWorkerController, WorkerMetricsController],
       providers: [
+        { provide: Clock, useValue: options.clock ?? systemClock },
         {
           provide: TaskWorkerService,
-          useFactory: () =>
+          inject: [Clock],
+          useFactory: (clock: Clock) =>
             new TaskWorkerService(
               options.handlers,
-              createTaskStore(options.store),
+              createTaskStore(options.store, clock),
               options.runLog,
               options.callbacks,
-              options.clock,
+              clock,
               options.capacity,
             ),
         },
         {
           provide: RequestVerifier,
-          useFactory: () => new RequestVerifier(options.auth, options.clock),
+          inject: [Clock],
+          useFactory: (clock: Clock) => new RequestVerifier(options.auth, clock),
         },
         WorkerAuthGuard,
       ],
-      exports: [TaskWorkerService],
+      exports: [TaskWorkerService, Clock],
     };
   }
 }

@@ -1,5 +1,6 @@
 import { tracing } from '../util/tracing';
 import { OnModuleDestroy } from '@nestjs/common';
+import { Clock, systemClock } from '@baton/time';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { TaskStatus } from '../enums/task-status.enum';
 import { ContractErrorCode, ContractException } from '../errors/contract.exception';
@@ -37,10 +38,10 @@ import { WorkerCallbacks } from './worker-callbacks.interface';
 export const CREATE_RUN_START_WAIT_MAX_MS = 1000;
 
 /** Waits for `at` when that is ahead by at most the maximum; true when it waited. */
-async function untilStart(at: number): Promise<boolean> {
-  const left = at - Date.now();
+async function untilStart(at: number, clock: Clock): Promise<boolean> {
+  const left = at - clock.now();
   if (!(left > 0) || left > CREATE_RUN_START_WAIT_MAX_MS) return false;
-  await waitUntil(at);
+  await waitUntil(at, clock);
   return true;
 }
 
@@ -71,21 +72,26 @@ export class TaskWorkerService implements OnModuleDestroy {
     store: TaskStore,
     runLog: RunLogListener | undefined,
     callbacks: WorkerCallbacks | undefined,
-    clock: () => number = Date.now,
+    /** The worker's time source: timestamps, timed starts, waits, latencies. */
+    private readonly clock: Clock = systemClock,
     /** The capacity the worker declares, shown as `baton_worker_capacity`. */
     capacity?: number,
   ) {
     this.handlers = new TaskHandlerRegistry(handlers);
     this.ledger = new TaskLedger(store, clock);
-    this.runner = new TaskRunner(this.ledger, runLog, callbacks);
+    this.runner = new TaskRunner(this.ledger, runLog, callbacks, clock);
     this.lifecycle = new TaskLifecycle(this.ledger, this.runner);
     this.reads = new TaskReads(this.ledger, this.runner);
     const types = this.handlers.describe().map((d) => d.task_type);
-    this.metrics = new WorkerMetrics(() => {
-      const running = new Map(types.map((t) => [t, 0]));
-      for (const [t, n] of this.runner.runningByType()) running.set(t, n);
-      return running;
-    }, capacity);
+    this.metrics = new WorkerMetrics(
+      () => {
+        const running = new Map(types.map((t) => [t, 0]));
+        for (const [t, n] of this.runner.runningByType()) running.set(t, n);
+        return running;
+      },
+      capacity,
+      clock,
+    );
   }
 
   /** Task types this worker serves, as it declares them to the scheduler. */
@@ -138,7 +144,7 @@ export class TaskWorkerService implements OnModuleDestroy {
     if (created.task_status !== TaskStatus.CREATE) return created;
     // A timed start may be sent a moment early: the run begins on start_time itself.
     const startTime = (body as CreateTaskRequestDto).process_arg?.start_time;
-    if (startTime !== undefined && (await untilStart(Date.parse(startTime)))) {
+    if (startTime !== undefined && (await untilStart(Date.parse(startTime), this.clock))) {
       // Cancelled (or changed) while it waited: answer what is there, as a repeat would.
       const now = await this.ledger.find(taskType, created.task_id);
       if (now && now.status !== TaskStatus.CREATE) return toTaskView(now);

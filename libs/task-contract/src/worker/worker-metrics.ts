@@ -1,4 +1,5 @@
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Clock, systemClock } from '@baton/time';
 import { ContractException } from '../errors/contract.exception';
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -19,7 +20,12 @@ export class WorkerMetrics {
   /** Series of `calls` by action and outcome: observed without hashing the labels each time. */
   private readonly series = new Map<string, { observe(value: number): void }>();
 
-  constructor(running: () => ReadonlyMap<string, number>, capacity?: number) {
+  constructor(
+    running: () => ReadonlyMap<string, number>,
+    capacity?: number,
+    /** Times the calls (its monotonic clock). */
+    private readonly clock: Clock = systemClock,
+  ) {
     this.calls = new Histogram({
       name: 'baton_worker_request_duration_seconds',
       help: 'Contract calls this worker answered, by action (create, create_run, query, status, running, pause, ...) and result (ok, refused, error), with their latency. Per process.',
@@ -48,7 +54,7 @@ export class WorkerMetrics {
 
   /** Times one call: `work` as it is, with its latency and result observed once it settles. */
   async time<T>(action: string, work: () => Promise<T>): Promise<T> {
-    const started = performance.now();
+    const started = this.clock.monotonic();
     let outcome: WorkerCallResult = 'ok';
     try {
       return await work();
@@ -59,7 +65,7 @@ export class WorkerMetrics {
       const key = `${action}\u0001${outcome}`;
       let series = this.series.get(key);
       if (!series) this.series.set(key, (series = this.calls.labels({ action, outcome })));
-      series.observe((performance.now() - started) / 1000);
+      series.observe((this.clock.monotonic() - started) / 1000);
     }
   }
 

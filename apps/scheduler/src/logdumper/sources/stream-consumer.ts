@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { Logger } from '@nestjs/common';
 import { crashPoint } from '../../common';
 import { Incoming, LogProcessorService } from '../log-processor.service';
@@ -65,7 +66,7 @@ export class StreamConsumer {
     private readonly opts: StreamConsumerOptions,
     private readonly stream: RedisStreamDriver,
     private readonly processor: LogProcessorService,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => systemClock.now(),
   ) {
     this.sourceId = sourceId('stream', opts.name);
     this.logger = new Logger(`LogDumper ${this.sourceId}`);

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
 import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
 import { QueueErrorCode, QueueException } from '../queue.exception';
@@ -36,6 +37,8 @@ const leaseOrder = (a: ClaimNode, b: ClaimNode): boolean => a.leaseUntil < b.lea
  */
 export class MemoryQueueDriver implements QueueDriver {
   readonly name = 'memory';
+
+  constructor(private readonly clock: Clock = systemClock) {}
   private readonly pending = new Map<string, PendingNode>();
   private readonly heaps = Array.from(
     { length: MAX_PRIORITY + 1 },
@@ -54,7 +57,7 @@ export class MemoryQueueDriver implements QueueDriver {
     for (const entry of entries) this.upsert(entry.taskId, entry.priority, entry.dueAt);
   }
 
-  async claim(max: number, leaseMs: number, now = Date.now()): Promise<ClaimedEntry[]> {
+  async claim(max: number, leaseMs: number, now = this.clock.now()): Promise<ClaimedEntry[]> {
     this.assertOpen();
     assertIntegerAtLeast('max', max, 0);
     assertIntegerAtLeast('leaseMs', leaseMs, 1);
@@ -81,7 +84,11 @@ export class MemoryQueueDriver implements QueueDriver {
     return claimed;
   }
 
-  async extend(taskIds: readonly string[], leaseMs: number, now = Date.now()): Promise<string[]> {
+  async extend(
+    taskIds: readonly string[],
+    leaseMs: number,
+    now = this.clock.now(),
+  ): Promise<string[]> {
     this.assertOpen();
     assertIntegerAtLeast('leaseMs', leaseMs, 1);
     const kept: string[] = [];
@@ -99,7 +106,7 @@ export class MemoryQueueDriver implements QueueDriver {
     for (const taskId of taskIds) this.dropClaim(taskId);
   }
 
-  async requeueExpired(now = Date.now()): Promise<string[]> {
+  async requeueExpired(now = this.clock.now()): Promise<string[]> {
     this.assertOpen();
     const requeued: string[] = [];
     for (;;) {

@@ -1,3 +1,4 @@
+import { Clock, Timer, systemClock } from '@baton/time';
 import Redis from 'ioredis';
 import { BURST_OF_SECOND, FairShare, KEEP_MS, second } from '../fair-share';
 
@@ -41,12 +42,13 @@ export class RedisFairShare implements FairShare {
   private readonly tag: string;
   private unwritten = 0;
   private unwrittenSecond: number | undefined;
-  private flushTimer: NodeJS.Timeout | undefined;
+  private flushTimer: Timer | undefined;
 
   constructor(
     connection: { host: string; port: number; db?: number; password?: string },
     prefix: string,
     private readonly minShare: number,
+    private readonly clock: Clock = systemClock,
   ) {
     this.tag = `{${prefix}:fair}`;
     this.redis = new Redis({
@@ -60,7 +62,7 @@ export class RedisFairShare implements FairShare {
   }
 
   async admit(tenant: string, n: number): Promise<number> {
-    const s = second(Date.now());
+    const s = second(this.clock.now());
     const run = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<number>>)
       .batonFairAdmit;
     return Number(
@@ -83,16 +85,16 @@ export class RedisFairShare implements FairShare {
   started(n: number): void {
     if (n <= 0) return;
     this.unwritten += n;
-    if (this.unwrittenSecond === undefined) this.unwrittenSecond = second(Date.now());
+    if (this.unwrittenSecond === undefined) this.unwrittenSecond = second(this.clock.now());
     if (!this.flushTimer) {
-      this.flushTimer = setTimeout(() => void this.flushStarts(), STARTS_FLUSH_MS);
+      this.flushTimer = this.clock.setTimeout(() => void this.flushStarts(), STARTS_FLUSH_MS);
       this.flushTimer.unref();
     }
   }
 
   /** Writes the starts summed so far, in the second the first of them was made. */
   private async flushStarts(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.clock.clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     const n = this.unwritten;
     const at = this.unwrittenSecond;

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import Redis, { ChainableCommander, Cluster } from 'ioredis';
 import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
@@ -20,6 +21,8 @@ export interface RedisQueueDriverOptions {
    * Checker rebuild it from the database when it changes.
    */
   shards?: number;
+  /** Where claim and lease times are read (default: the process's clock). */
+  clock?: Clock;
 }
 
 /** The scripts, under the command names they are defined with on the client. */
@@ -77,8 +80,10 @@ export class RedisQueueDriver implements QueueDriver {
   /** Each shard's keys in the order the scripts expect them. */
   private readonly keys: string[][];
   private closed = false;
+  private readonly clock: Clock;
 
   constructor(options: RedisQueueDriverOptions) {
+    this.clock = options.clock ?? systemClock;
     const shards = options.shards ?? DEFAULT_SHARDS;
     if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
       throw new QueueException(
@@ -136,7 +141,7 @@ export class RedisQueueDriver implements QueueDriver {
     await this.run('enqueue', calls);
   }
 
-  async claim(max: number, leaseMs: number, now = Date.now()): Promise<ClaimedEntry[]> {
+  async claim(max: number, leaseMs: number, now = this.clock.now()): Promise<ClaimedEntry[]> {
     assertIntegerAtLeast('max', max, 0);
     assertIntegerAtLeast('leaseMs', leaseMs, 1);
     this.assertOpen();
@@ -178,7 +183,11 @@ export class RedisQueueDriver implements QueueDriver {
     return claimed.sort(claimOrder);
   }
 
-  async extend(taskIds: readonly string[], leaseMs: number, now = Date.now()): Promise<string[]> {
+  async extend(
+    taskIds: readonly string[],
+    leaseMs: number,
+    now = this.clock.now(),
+  ): Promise<string[]> {
     assertIntegerAtLeast('leaseMs', leaseMs, 1);
     const leaseUntil = now + leaseMs;
     const calls = this.chunked(
@@ -201,7 +210,7 @@ export class RedisQueueDriver implements QueueDriver {
     );
   }
 
-  async requeueExpired(now = Date.now()): Promise<string[]> {
+  async requeueExpired(now = this.clock.now()): Promise<string[]> {
     const requeued: string[] = [];
     let shards = this.keys.map((_, shard) => shard);
     while (shards.length > 0) {

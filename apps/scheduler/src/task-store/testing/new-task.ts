@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { TaskModel } from '../task.model';
 
@@ -5,7 +6,7 @@ let seq = 0;
 
 /** A task as the API would make it (INIT, due now), with `over` on top: for tests of the store. */
 export function newTask(over: Partial<TaskModel> = {}): TaskModel {
-  const now = Date.now();
+  const now = systemClock.now();
   return {
     taskId: `T${now.toString(36)}${(++seq).toString().padStart(6, '0')}`,
     taskType: 'demo.echo',

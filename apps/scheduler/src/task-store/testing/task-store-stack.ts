@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { DataSource } from 'typeorm';
 import { TransactionRunner } from '../../database';
 import { Metrics } from '../../metrics';
@@ -12,7 +13,7 @@ import { TasksRepository } from '../tasks.repository';
 
 /** The task store's repositories over a data source, wired as the module wires them: for specs. */
 export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
-  const tx = new TransactionRunner(ds);
+  const tx = new TransactionRunner(ds, systemClock);
   const sql = new SqlRunner(ds);
   const feed = new TaskChangeFeed(sql);
   const counts = new TaskCountsRepository(ds, sql);

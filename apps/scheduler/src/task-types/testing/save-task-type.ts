@@ -1,3 +1,4 @@
+import { systemClock } from '@baton/time';
 import { BlockingKind } from '@baton/task-contract';
 import { DataSource } from 'typeorm';
 import { TASK_TYPE_DEFAULTS, TaskTypeModel } from '../task-type.model';
@@ -9,7 +10,7 @@ export function taskTypesStack(ds: DataSource) {
   return {
     repo,
     save: async (taskType: string, over: Partial<TaskTypeModel> = {}): Promise<void> => {
-      const now = Date.now();
+      const now = systemClock.now();
       await repo.save({
         ...TASK_TYPE_DEFAULTS,
         taskType,

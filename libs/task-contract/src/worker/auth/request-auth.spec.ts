@@ -1,3 +1,4 @@
+import { ManualClock } from '@baton/time';
 import { ContractErrorCode, ContractException } from '../../errors/contract.exception';
 import { AuthRequest, RequestVerifier, authHeaders, signRequest } from './request-auth';
 
@@ -57,7 +58,10 @@ describe('RequestVerifier, token', () => {
 describe('RequestVerifier, HMAC', () => {
   const now = 1_800_000_000_000;
   const make = () =>
-    new RequestVerifier({ mode: 'hmac', secret: SECRET, replayWindowMs: 60_000 }, () => now);
+    new RequestVerifier(
+      { mode: 'hmac', secret: SECRET, replayWindowMs: 60_000 },
+      new ManualClock(now),
+    );
 
   it('accepts a fresh signature once and refuses its replay', () => {
     const verifier = make();

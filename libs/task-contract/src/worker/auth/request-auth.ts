@@ -1,4 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { Clock, systemClock } from '@baton/time';
 import { ContractErrorCode, ContractException } from '../../errors/contract.exception';
 import { HEADER } from '../../util/headers';
 import { randomHex } from '../../util/random-pool';
@@ -55,11 +56,14 @@ export function signRequest(
   return `v1=${mac}`;
 }
 
-/** The headers a caller adds for `auth` (none, token, or timestamp + nonce + signature). */
+/**
+ * The headers a caller adds for `auth` (none, token, or timestamp + nonce + signature). `now`
+ * is the signature's timestamp (epoch ms): the caller's clock; default: systemClock's.
+ */
 export function authHeaders(
   auth: AuthConfig,
   parts: SignedParts,
-  now: number = Date.now(),
+  now: number = systemClock.now(),
 ): Record<string, string> {
   switch (auth.mode) {
     case 'none':
@@ -107,7 +111,8 @@ export class RequestVerifier {
 
   constructor(
     private readonly auth: AuthConfig,
-    private readonly clock: () => number = Date.now,
+    /** Judges the replay window and how long a signature is remembered. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   verify(req: AuthRequest): void {
@@ -149,7 +154,7 @@ export class RequestVerifier {
         `${HEADER.NONCE} must be 16-64 characters of [A-Za-z0-9_-]`,
       );
     }
-    const now = this.clock();
+    const now = this.clock.now();
     const ts = Number(timestamp);
     if (!/^\d{1,15}$/.test(timestamp) || Math.abs(now - ts) > windowMs) {
       throw new ContractException(

@@ -1,3 +1,4 @@
+import { Clock, systemClock } from '@baton/time';
 import { cloneJson } from '../../util/clone-json';
 import { TaskRecord } from '../task-record';
 import {
@@ -22,12 +23,13 @@ export class MemoryTaskStore implements TaskStore {
   private readonly ended = new Map<string, number>();
   private readonly retainMs: number;
   private readonly maxEnded: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
-  constructor(opts: EndedRetention & { maxEnded?: number; now?: () => number } = {}) {
+  /** `clock`: when a task ended, and how old it is. Default: systemClock. */
+  constructor(opts: EndedRetention & { maxEnded?: number; clock?: Clock } = {}) {
     this.retainMs = opts.retainEndedMs ?? DEFAULT_RETAIN_ENDED_MS;
     this.maxEnded = opts.maxEnded ?? DEFAULT_MAX_ENDED;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
   }
 
   async get(taskId: string): Promise<TaskRecord | undefined> {
@@ -48,7 +50,7 @@ export class MemoryTaskStore implements TaskStore {
   async save(record: TaskRecord): Promise<void> {
     this.tasks.set(record.task_id, cloneJson(record));
     this.ended.delete(record.task_id);
-    if (ENDED_STATUSES.has(record.status)) this.ended.set(record.task_id, this.now());
+    if (ENDED_STATUSES.has(record.status)) this.ended.set(record.task_id, this.clock.now());
     this.forget();
   }
 
@@ -64,7 +66,7 @@ export class MemoryTaskStore implements TaskStore {
 
   /** Drops the oldest ended tasks past the age or the count. */
   private forget(): void {
-    const cutoff = this.now() - this.retainMs;
+    const cutoff = this.clock.now() - this.retainMs;
     for (const [taskId, at] of this.ended) {
       if (at > cutoff && this.ended.size <= this.maxEnded) break;
       this.ended.delete(taskId);

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Clock, systemClock } from '@baton/time';
 import { TaskRecord } from '../task-record';
 import {
   DEFAULT_RETAIN_ENDED_MS,
@@ -24,12 +25,13 @@ export class SqliteTaskStore implements TaskStore {
   private readonly saveStmt: Database.Statement<[string, string, string, string, number | null]>;
   private readonly pruneStmt: Database.Statement<[number]>;
   private readonly retainMs: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
   private prunedAt = 0;
 
-  constructor(path: string, opts: EndedRetention & { now?: () => number } = {}) {
+  /** `clock`: when a task ended, and how old it is. Default: systemClock. */
+  constructor(path: string, opts: EndedRetention & { clock?: Clock } = {}) {
     this.retainMs = opts.retainEndedMs ?? DEFAULT_RETAIN_ENDED_MS;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -73,7 +75,7 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async save(record: TaskRecord): Promise<void> {
-    const now = this.now();
+    const now = this.clock.now();
     const ended = ENDED_STATUSES.has(record.status);
     this.saveStmt.run(
       record.task_id,

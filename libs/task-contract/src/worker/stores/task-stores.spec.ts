@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ManualClock } from '@baton/time';
 import { TaskStatus } from '../../enums/task-status.enum';
 import { TaskRecord } from '../task-record';
 import { MemoryTaskStore } from './memory.task-store';
@@ -31,21 +32,22 @@ function record(taskId: string, status: TaskStatus): TaskRecord {
   };
 }
 
-describe.each<[string, (dir: string, now: () => number) => TaskStore]>([
-  ['memory', (_dir, now) => new MemoryTaskStore({ retainEndedMs: 60_000, now })],
+describe.each<[string, (dir: string, clock: ManualClock) => TaskStore]>([
+  ['memory', (_dir, clock) => new MemoryTaskStore({ retainEndedMs: 60_000, clock })],
   [
     'sqlite',
-    (dir, now) => new SqliteTaskStore(join(dir, 'tasks.sqlite'), { retainEndedMs: 60_000, now }),
+    (dir, clock) =>
+      new SqliteTaskStore(join(dir, 'tasks.sqlite'), { retainEndedMs: 60_000, clock }),
   ],
 ])('%s task store retention', (_name, make) => {
   let dir: string;
-  let clock: number;
+  let clock: ManualClock;
   let store: TaskStore;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'baton-store-'));
-    clock = 1_000_000;
-    store = make(dir, () => clock);
+    clock = new ManualClock(1_000_000);
+    store = make(dir, clock);
   });
 
   afterEach(async () => {
@@ -58,11 +60,11 @@ describe.each<[string, (dir: string, now: () => number) => TaskStore]>([
     await store.save(record('paused', TaskStatus.PAUSE));
     await store.save(record('failed', TaskStatus.FAIL));
     await store.save(record('done', TaskStatus.FINISH));
-    clock += 30_000;
+    await clock.advance(30_000);
     await store.save(record('done-later', TaskStatus.FINISH));
     expect(await store.get('done')).toMatchObject({ status: TaskStatus.FINISH });
     // Past the first one's retention (and the prune interval), not the second one's.
-    clock += 40_000;
+    await clock.advance(40_000);
     await store.save(record('trigger', TaskStatus.FINISH));
     expect(await store.get('done')).toBeUndefined();
     expect(await store.get('done-later')).toMatchObject({ status: TaskStatus.FINISH });
@@ -70,7 +72,7 @@ describe.each<[string, (dir: string, now: () => number) => TaskStore]>([
     expect(await store.get('failed')).toBeUndefined();
     expect(await store.get('paused')).toMatchObject({ status: TaskStatus.PAUSE });
     // Long after: the ones that have not ended are still there.
-    clock += 10 * 3_600_000;
+    await clock.advance(10 * 3_600_000);
     await store.save(record('trigger-2', TaskStatus.FINISH));
     expect(await store.get('done-later')).toBeUndefined();
     expect(await store.get('running')).toBeDefined();
@@ -79,9 +81,9 @@ describe.each<[string, (dir: string, now: () => number) => TaskStore]>([
 
   it('counts the retention from when a task ended, not from when it was created', async () => {
     await store.save(record('old', TaskStatus.RUNNING));
-    clock += 10 * 3_600_000;
+    await clock.advance(10 * 3_600_000);
     await store.save(record('old', TaskStatus.FINISH));
-    clock += 2000;
+    await clock.advance(2000);
     await store.save(record('trigger', TaskStatus.FINISH));
     expect(await store.get('old')).toMatchObject({ status: TaskStatus.FINISH });
   });
