@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
-import { TaskStatus } from '@baton/task-contract';
 import { Clock, TaskLog } from '../common';
 import { Metrics } from '../metrics';
 import { TaskModel, TasksRepository } from '../task-store';
@@ -8,7 +7,14 @@ import { TaskTypeModel, TaskTypesService } from '../task-types';
 import { TenantLimits, TenantLimitsService } from '../tenants';
 import { WorkerModel, WorkersService } from '../workers';
 import { AttemptRunner } from './attempt-runner';
-import { EARLY_CLAIM_MS, Step, backoff } from './engine-rules';
+import { Step } from './engine-rules';
+import {
+  WaitReason,
+  sameAttempt as isSameAttempt,
+  queueTimeout,
+  startTimeWait,
+  startWaitUntil,
+} from './decide';
 import { FailurePolicy } from './failure-policy';
 import { RateLimit, RateLimiter } from './rate-limiter';
 import { ResourceLeases } from './resource-leases';
@@ -44,9 +50,6 @@ class Gate {
     void lease?.release().catch(() => undefined);
   }
 }
-
-/** What keeps a task from starting now (`baton_task_start_waits_total{reason}`). */
-type WaitReason = 'start_time' | 'rate_limit' | 'concurrency_limit' | 'lock_key' | 'no_worker';
 
 /**
  * Whether an attempt may start now, and on which worker: start time, rate limits, the queue
@@ -92,16 +95,10 @@ export class AttemptStarter {
     const type = await this.types.find(t.taskType);
     if (!type) return this.policy.noType(t);
     const now = this.clock.now();
-    // Claimed a moment early (EARLY_CLAIM_MS) goes on: the worker is called on the instant itself
-    // (runAttempt), with the checks and the opening write done before it.
-    if (t.startTime !== null && t.startTime - now > EARLY_CLAIM_MS) {
-      return this.wait(
-        t,
-        t.startTime,
-        'start_time',
-        `waiting for start_time ${new Date(t.startTime).toISOString()}`,
-      );
-    }
+    // The worker is called on the start time itself (runAttempt), with the checks and the opening
+    // write done a moment before it.
+    const early = startTimeWait(t, now);
+    if (early) return this.wait(t, early.until, early.reason, early.why);
     // Rate limits (per task type, per tenant, over the fleet): a start over the limit waits in
     // POSTPONE until the slot reserved for it.
     const tenant = await this.tenants.of(t.tenant);
@@ -116,16 +113,9 @@ export class AttemptStarter {
           `rate limit: ${limits.map((l) => `${l.key} at ${l.perSecond}/s`).join(', ')}`,
         );
     }
-    // The first of the three timeouts: waiting too long to start at all.
-    if (type.queueTimeoutMs !== null && t.attempt === 0) {
-      const waited = now - (t.startTime ?? t.createdAt);
-      if (waited > type.queueTimeoutMs) {
-        const why = `waited ${waited} ms to start (queue timeout ${type.queueTimeoutMs} ms)`;
-        if (type.timeoutPolicy.queue === 'fail') return this.policy.fail(t, why, 'queue_timeout');
-        // 'alert' (and 'retry', which for a task that never started means: keep waiting).
-        this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${why}`));
-      }
-    }
+    const late = queueTimeout(t, type, now);
+    if (late?.policy === 'fail') return this.policy.fail(t, late.why, 'queue_timeout');
+    if (late) this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${late.why}`));
     // Concurrency limits: the count and the write that binds the attempt to its worker are one
     // step per type (and tenant) over the fleet, so starts at the same moment cannot all pass a
     // count that none of them is in yet.
@@ -136,7 +126,7 @@ export class AttemptStarter {
     if (!gated)
       return this.wait(
         t,
-        now + backoff(type, 1),
+        startWaitUntil(type, now),
         'concurrency_limit',
         `concurrency limit: the count of ${t.taskType} / tenant ${t.tenant} is busy`,
       );
@@ -146,7 +136,7 @@ export class AttemptStarter {
     ) {
       return this.wait(
         t,
-        now + backoff(type, 1),
+        startWaitUntil(type, now),
         'concurrency_limit',
         `${t.taskType} is at its concurrency limit of ${type.concurrencyLimit}`,
       );
@@ -157,7 +147,7 @@ export class AttemptStarter {
     ) {
       return this.wait(
         t,
-        now + backoff(type, 1),
+        startWaitUntil(type, now),
         'concurrency_limit',
         `tenant ${t.tenant} is at its concurrency limit of ${tenant.concurrency}`,
       );
@@ -167,7 +157,7 @@ export class AttemptStarter {
       if (!held)
         return this.wait(
           t,
-          now + backoff(type, 1),
+          startWaitUntil(type, now),
           'lock_key',
           `lock key held: ${t.lockKeys.join(', ')}`,
         );
@@ -180,7 +170,7 @@ export class AttemptStarter {
         const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
         return this.wait(
           t,
-          now + backoff(type, 1),
+          startWaitUntil(type, now),
           'lock_key',
           `lock key held by ${ours ? `task ${holder}` : 'a task of another tenant'}: ${t.lockKeys.join(', ')}`,
         );
@@ -189,7 +179,7 @@ export class AttemptStarter {
     // A re-drive goes back to the worker that already has the attempt, whatever the type's
     // version rules or a drain say now (they keep new attempts away, not the one it has); a new
     // attempt goes to a worker they allow.
-    const sameAttempt = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
+    const sameAttempt = isSameAttempt(t);
     const worker =
       sameAttempt && t.workerUrl
         ? await this.workers.pickBound(t.taskType, t.workerUrl)
@@ -198,7 +188,7 @@ export class AttemptStarter {
       await this.leases.release(t.taskId);
       return this.wait(
         t,
-        now + backoff(type, 1),
+        startWaitUntil(type, now),
         'no_worker',
         sameAttempt
           ? `worker ${t.workerId ?? '?'} of attempt ${t.attempt} is not healthy or has no free slot`

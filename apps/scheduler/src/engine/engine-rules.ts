@@ -70,9 +70,13 @@ export function syncRunTimeoutMs(t: TaskModel, type: TaskTypeModel | undefined):
 }
 
 /** Exponential backoff with equal jitter: half fixed, half random. */
-export function backoff(type: TaskTypeModel, attempt: number): number {
+export function backoff(
+  type: TaskTypeModel,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(type.backoffMaxMs, type.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp / 2 + Math.random() * (exp / 2));
+  return Math.round(exp / 2 + random() * (exp / 2));
 }
 
 /** Attempts that count against max_retry: all but those opened by moving the task elsewhere. */
@@ -89,9 +93,14 @@ export function keptAlive(t: TaskModel): boolean {
  * The wait before a permanent task's next life: the type's backoff, growing while lives end
  * quickly (a crash loop), back to the base after a life that lasted longer than the longest wait.
  */
-export function restartBackoff(t: TaskModel, type: TaskTypeModel, now: number): number {
+export function restartBackoff(
+  t: TaskModel,
+  type: TaskTypeModel,
+  now: number,
+  random: () => number = Math.random,
+): number {
   const lived = t.startedAt === null ? 0 : now - t.startedAt;
-  return backoff(type, lived >= type.backoffMaxMs ? 1 : t.attempt);
+  return backoff(type, lived >= type.backoffMaxMs ? 1 : t.attempt, random);
 }
 
 /** The worker takes create and run in one call for this type (sync, nothing to prepare). */

@@ -1,40 +1,30 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  CANCELLED_OUTCOME,
-  IllegalTransitionError,
-  NotifyEvent,
-  StaleFenceError,
-  TaskStatus,
-  WorkerCallError,
-  neverReachedWorker,
-  WorkerClient,
-  WorkerTimeoutError,
-  WorkerUnavailableError,
-  canTransition,
-} from '@baton/task-contract';
+import { NotifyEvent, TaskStatus, WorkerClient } from '@baton/task-contract';
 import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskModel } from '../task-store';
-import { TaskTypeModel, TimeoutPolicy } from '../task-types';
+import { TaskTypeModel } from '../task-types';
 import { WorkerModel, WorkersService } from '../workers';
 import { WORKER_CLIENT } from './engine.tokens';
+import { REST, Step, keptAlive, message } from './engine-rules';
 import {
-  REST,
-  Step,
-  backoff,
-  countedAttempts,
-  keptAlive,
-  message,
-  restartBackoff,
-} from './engine-rules';
+  Failure,
+  decideCallFailure,
+  decideFailure,
+  decideRecovery,
+  TimeoutPlan,
+  decideUnstartable,
+  moveChange,
+} from './decide';
 import { PermanentLives } from './permanent-lives';
 import { ResourceLeases } from './resource-leases';
 import { TaskCleanup } from './task-cleanup';
 import { TaskSteps } from './task-steps';
 
 /**
- * What a failure leads to: a retry with backoff while attempts remain, a permanent task's next
- * life, or the final failure (then rollback and clean); and the three timeouts under their policy.
+ * Carries out what a failure leads to (decide.ts decides): a retry with backoff while attempts
+ * remain, a permanent task's next life, or the final failure (then rollback and clean); and the
+ * three timeouts under their policy.
  */
 @Injectable()
 export class FailurePolicy {
@@ -56,28 +46,15 @@ export class FailurePolicy {
     return this.fail(t, `task type ${t.taskType} is not registered`, 'no_type');
   }
 
-  /** A timeout under its policy: an alert only, a failure to retry, or a final failure. */
-  async timeout(
-    t: TaskModel,
-    type: TaskTypeModel,
-    policy: TimeoutPolicy,
-    why: string,
-    code: 'deadline_timeout' | 'heartbeat_timeout',
-  ): Promise<Step> {
-    if (policy === 'alert') {
+  /** A timeout under its policy (decideTimeout): an alert only, a failure to retry, or a final failure. */
+  async timeout(t: TaskModel, type: TaskTypeModel, plan: TimeoutPlan): Promise<Step> {
+    if (plan.kind === 'alert') {
       // Only tell people: an event row, and the task goes on as it was.
-      await this.steps.step(t, {
-        patch: {
-          dueAt: this.clock.now() + this.config.checker.pollIntervalMs,
-          owner: null,
-          leaseUntil: null,
-        },
-        reason: `alert: ${why}`,
-        note: true,
-      });
-      this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${why}`));
+      await this.steps.step(t, plan.change);
+      this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${plan.why}`));
       return REST;
     }
+    const why = plan.failure.why;
     if (t.workerUrl) {
       await this.client
         .notify(
@@ -89,89 +66,62 @@ export class FailurePolicy {
         )
         .catch(() => undefined);
     }
-    return this.failed(t, type, why, policy === 'retry', true, code);
+    return this.failedWith(t, type, plan.failure);
   }
 
   /**
    * An attempt failed: retry with backoff while attempts remain, else the final failure. `drop`:
    * the scheduler gives the attempt up while its worker may still hold it (it is told to drop it).
    */
-  async failed(
-    t0: TaskModel,
+  failed(
+    t: TaskModel,
     type: TaskTypeModel,
     why: string,
     retryable = true,
     drop = false,
     code?: string,
   ): Promise<Step> {
-    // Before planning another attempt or life.
-    const t = retryable || keptAlive(t0) ? await this.lives.withCancelFlag(t0) : t0;
-    if (t.status === TaskStatus.SUCCESS) {
-      // The next life of a permanent task could not start (the worker refused it, ...).
-      await this.leases.release(t.taskId);
-      if (keptAlive(t)) return this.lives.awaitNextLife(t, type, 'restart failed', why);
-      return this.cleanup.clean(t, TaskStatus.SUCCESS);
+    return this.failedWith(t, type, { why, retryable, drop, code });
+  }
+
+  private async failedWith(t0: TaskModel, type: TaskTypeModel, f: Failure): Promise<Step> {
+    // Before planning another attempt or life: a cancel may have been recorded beside this drive.
+    const t = f.retryable || keptAlive(t0) ? await this.lives.withCancelFlag(t0) : t0;
+    const plan = decideFailure(t, type, f, this.clock.now());
+    switch (plan.kind) {
+      case 'next-life':
+        // The next life of a permanent task could not start (the worker refused it, ...).
+        await this.leases.release(t.taskId);
+        return this.lives.awaitNextLife(t, type, 'restart failed', f.why);
+      case 'clean-success':
+        await this.leases.release(t.taskId);
+        return this.cleanup.clean(t, TaskStatus.SUCCESS);
+      case 'final':
+        return (await this.steps.step(t, plan.change)) ?? REST;
+      case 'retry':
+      case 'restart': {
+        const next = await this.steps.step(t, plan.change);
+        if (!next) return REST;
+        if (plan.kind === 'restart') this.lives.countRestart(t);
+        await this.leases.release(t.taskId);
+        return REST;
+      }
     }
-    const maxRetry = t.maxRetry >= 0 ? t.maxRetry : type.maxRetry;
-    // A permanent task is restarted whatever ended its life, until it is cancelled.
-    const restart = keptAlive(t);
-    const counted = countedAttempts(t);
-    const retry = restart || (retryable && !t.cancelRequested && counted <= maxRetry);
-    const now = this.clock.now();
-    const wait = restart ? restartBackoff(t, type, now) : backoff(type, counted);
-    const next = await this.steps.step(t, {
-      to: TaskStatus.FAIL,
-      patch: retry
-        ? {
-            error: code ? { message: why, code } : { message: why },
-            outcome: null,
-            pendingAction: null,
-            dueAt: now + wait,
-            owner: null,
-            leaseUntil: null,
-          }
-        : {
-            error: code ? { message: why, code } : { message: why },
-            // Stopped because someone asked: the end is a cancel, not a failure.
-            outcome: t.cancelRequested ? CANCELLED_OUTCOME : TaskStatus.FAIL,
-            pendingAction: null,
-            dueAt: now,
-          },
-      attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop },
-      reason: restart
-        ? `life ${t.attempt} of a permanent task ended (${why}); restart ${t.attempt} in ${wait} ms`
-        : retry
-          ? `attempt ${t.attempt} failed (${why}); retry ${counted} of ${maxRetry}`
-          : `failed: ${why}`,
-    });
-    if (next && restart) this.lives.countRestart(t);
-    if (!next) return REST;
-    if (retry) await this.leases.release(t.taskId);
-    return retry ? REST : next;
   }
 
   /** A failure with no attempt behind it (bad type, refused params). */
   async fail(t: TaskModel, why: string, code: string): Promise<Step> {
-    if (t.status === TaskStatus.SUCCESS) {
-      await this.leases.release(t.taskId);
-      if (keptAlive(t)) return this.lives.awaitNextLife(t, undefined, 'restart failed', why);
-      return this.cleanup.clean(t, TaskStatus.SUCCESS);
-    }
-    const next = await this.steps.step(t, {
-      to: TaskStatus.FAIL,
-      patch: { error: { message: why, code }, outcome: TaskStatus.FAIL, dueAt: this.clock.now() },
-      reason: `failed: ${why}`,
-    });
-    return next ?? REST;
+    const plan = decideUnstartable(t, why, code, this.clock.now());
+    if (plan.kind === 'final') return (await this.steps.step(t, plan.change)) ?? REST;
+    await this.leases.release(t.taskId);
+    if (plan.kind === 'next-life')
+      return this.lives.awaitNextLife(t, undefined, 'restart failed', why);
+    return this.cleanup.clean(t, TaskStatus.SUCCESS);
   }
 
   /**
-   * A call to the worker failed. A stale fence: another scheduler holds the task, stand down. A
-   * call that never reached the worker (refused, no such host, not ready, rate limited) or a
-   * create that timed out: the attempt moves to another worker, not counted against max_retry.
-   * A create the worker refused for the state it holds the task in: asked and reconciled by the
-   * caller, moved here. Anything else fails the attempt under the retry rules, and the worker is
-   * told to drop it (a run that timed out may still be going there).
+   * A call to the worker failed (decideCallFailure): stand down on a stale fence, move the attempt
+   * to another worker when the call never reached this one, else fail it under the retry rules.
    */
   async callFailed(
     t: TaskModel,
@@ -180,56 +130,28 @@ export class FailurePolicy {
     err: unknown,
     call: string,
   ): Promise<Step> {
-    if (err instanceof StaleFenceError) return REST;
-    const why = `${call} on ${worker.workerId} failed: ${message(err)}`;
-    if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError)
-      await this.workers.reportFailure(worker.workerId);
-    const unsent =
-      neverReachedWorker(err) ||
-      (call === 'create' &&
-        (err instanceof WorkerTimeoutError ||
-          err instanceof WorkerUnavailableError ||
-          err instanceof IllegalTransitionError));
-    if (unsent && !t.cancelRequested) return this.move(t, type, why);
-    return this.failed(
+    const plan = decideCallFailure(
       t,
-      type,
-      why,
-      !(err instanceof WorkerCallError) ||
-        err instanceof WorkerUnavailableError ||
-        err instanceof WorkerTimeoutError,
-      true,
+      err,
+      call,
+      `${call} on ${worker.workerId} failed: ${message(err)}`,
     );
+    if (plan.kind === 'stand-down') return REST;
+    if (plan.workerFault) await this.workers.reportFailure(worker.workerId);
+    if (plan.kind === 'move') return this.move(t, type, plan.why);
+    return this.failedWith(t, type, plan.failure);
   }
 
   /**
    * Crash recovery: the attempt's run was lost with its worker's process (the worker says so:
-   * `execution_lost`). It ended without an outcome, so the next attempt is a recovery, not a
-   * retry: counted as a move (like an attempt that never reached its worker), never against
-   * max_retry, and started at once (the first time) on any healthy worker, the restarted one
-   * included. The worker is told to drop the lost attempt (a cancel with its fence); a worker
-   * that took the new attempt meanwhile refuses that as stale. A cancel asked for meanwhile
-   * ends the task instead.
+   * `execution_lost`). The next attempt is a recovery (decideRecovery). The worker is told to
+   * drop the lost attempt; a worker that took the new attempt meanwhile refuses that as stale.
    */
   async recover(t: TaskModel, type: TaskTypeModel, why: string): Promise<Step> {
-    if (t.cancelRequested) return this.failed(t, type, why, false, true);
+    const plan = decideRecovery(t, type, why, this.clock.now());
+    if (plan.kind === 'cancelled') return this.failedWith(t, type, plan.failure);
     await this.leases.release(t.taskId);
-    const now = this.clock.now();
-    const wait = t.moves === 0 ? 0 : backoff(type, Math.min(t.moves, 16));
-    await this.steps.step(t, {
-      to: TaskStatus.FAIL,
-      patch: {
-        moves: t.moves + 1,
-        dueAt: now + wait,
-        owner: null,
-        leaseUntil: null,
-        pendingAction: null,
-        error: { message: why, code: 'execution_lost' },
-        outcome: null,
-      },
-      attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop: true },
-      reason: `${why}; recovered by attempt ${t.attempt + 1} (a recovery, not counted against max_retry)`,
-    });
+    await this.steps.step(t, plan.change);
     return REST;
   }
 
@@ -240,35 +162,7 @@ export class FailurePolicy {
    */
   async move(t: TaskModel, type: TaskTypeModel, why: string): Promise<Step> {
     await this.leases.release(t.taskId);
-    const now = this.clock.now();
-    // The first move goes at once; a task that keeps moving (every worker refuses) backs off.
-    const wait = t.moves === 0 ? 0 : backoff(type, Math.min(t.moves, 16));
-    const patch = {
-      moves: t.moves + 1,
-      dueAt: now + wait,
-      owner: null,
-      leaseUntil: null,
-      pendingAction: null,
-    };
-    const reason = `${why}; attempt ${t.attempt} moves to another worker (not counted against max_retry)`;
-    // POSTPONE where the table allows it (CREATE, PREPARE); a run already written as RUNNING
-    // (create and run in one call) goes the way of a retry, through FAIL with no outcome.
-    await this.steps.step(
-      t,
-      canTransition(t.status, TaskStatus.POSTPONE)
-        ? {
-            to: TaskStatus.POSTPONE,
-            patch,
-            attemptEnd: { outcome: TaskStatus.POSTPONE, error: why, drop: true },
-            reason,
-          }
-        : {
-            to: TaskStatus.FAIL,
-            patch: { ...patch, error: { message: why }, outcome: null },
-            attemptEnd: { outcome: TaskStatus.FAIL, error: why, drop: true },
-            reason,
-          },
-    );
+    await this.steps.step(t, moveChange(t, type, why, this.clock.now()));
     return REST;
   }
 }

@@ -1,8 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  CANCELLED_OUTCOME,
   ContractCall,
-  RepetitionKind,
   NotImplementedError,
   StaleFenceError,
   TaskNotFoundError,
@@ -17,6 +15,7 @@ import { TaskModel } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { WORKER_CLIENT } from './engine.tokens';
 import { REST, Step, keptAlive, message } from './engine-rules';
+import { finishChange, wantsRollback } from './decide';
 import { PermanentLives } from './permanent-lives';
 import { ResourceLeases } from './resource-leases';
 import { TaskSteps } from './task-steps';
@@ -38,8 +37,7 @@ export class TaskCleanup {
   /** A final failure (or a rollback asked for): roll back if the type can and wants it, else clean. */
   async rollbackOrClean(t: TaskModel): Promise<Step> {
     const type = await this.types.find(t.taskType);
-    const wantsRollback = t.pendingAction === 'rollback' || (type?.rollbackOnFail ?? false);
-    if (wantsRollback && type?.implements.includes(ContractCall.ROLLBACK) && t.workerUrl) {
+    if (wantsRollback(t, type) && type?.implements.includes(ContractCall.ROLLBACK) && t.workerUrl) {
       try {
         await this.client.rollback(t.workerUrl, t.taskType, t.taskId, {
           fence: t.fence,
@@ -126,24 +124,7 @@ export class TaskCleanup {
       }
     }
     await this.leases.release(t.taskId);
-    const now = this.clock.now();
-    // A permanent task never ends by itself: when it ends, someone stopped it.
-    const final =
-      t.outcome ??
-      (t.repetition === RepetitionKind.PERMANENT && t.cancelRequested
-        ? CANCELLED_OUTCOME
-        : outcome);
-    await this.steps.step(t, {
-      to: TaskStatus.FINISH,
-      patch: {
-        outcome: final,
-        finishedAt: now,
-        dueAt: null,
-        owner: null,
-        leaseUntil: null,
-      },
-      reason: `cleaned up (${final})`,
-    });
+    await this.steps.step(t, finishChange(t, outcome, this.clock.now()));
     return REST;
   }
 }

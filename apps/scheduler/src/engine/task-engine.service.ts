@@ -7,6 +7,7 @@ import { TaskModel } from '../task-store';
 import { TaskTypesService } from '../task-types';
 import { AttemptStarter } from './attempt-starter';
 import { Step, isRest } from './engine-rules';
+import { route } from './decide';
 import { FailurePolicy } from './failure-policy';
 import { LeaseKeeper } from './lease-keeper';
 import { TaskClaims } from './task-claims';
@@ -120,44 +121,30 @@ export class TaskEngine {
     }
   }
 
+  /** One step of a drive: the part route() names for the task's status acts on it. */
   private async advance(t: TaskModel): Promise<Step> {
-    switch (t.status) {
-      case TaskStatus.INIT:
-      case TaskStatus.POSTPONE:
-      case TaskStatus.NONE:
-      case TaskStatus.CREATE:
-      case TaskStatus.PREPARE:
-        return this.starter.startAttempt(t);
-      case TaskStatus.RUNNING:
+    const act = route(t);
+    switch (act) {
+      case 'start':
+        // A copy: the starter may write over the row it is given.
+        return this.starter.startAttempt(t.status === TaskStatus.FAIL ? { ...t } : t);
+      case 'poll':
         return this.poller.poll(t);
-      case TaskStatus.SUCCESS:
-        // A permanent task's next life, once its backoff is over.
-        if (t.pendingAction === 'restart' && !t.cancelRequested)
-          return this.starter.startAttempt(t);
+      case 'decide-failure': {
+        const type = await this.types.find(t.taskType);
+        if (!type) return this.policy.noType(t);
+        return this.policy.failed(t, type, t.error?.message ?? 'run failed');
+      }
+      case 'rollback-or-clean':
+        return this.cleanup.rollbackOrClean(t);
+      case 'clean-success':
         return this.cleanup.clean(t, TaskStatus.SUCCESS);
-      case TaskStatus.ROLLBACK:
+      case 'clean-rollback':
         return this.cleanup.clean(t, TaskStatus.ROLLBACK);
-      case TaskStatus.FAIL:
-        return this.afterFailure(t);
-      case TaskStatus.FINISH:
-        // A person asked for a new attempt, or to undo what the task did.
-        if (t.pendingAction === 'rerun') return this.starter.startAttempt(t);
-        if (t.pendingAction === 'rollback') return this.cleanup.lateRollback(t);
-        return this.steps.release(t, 'nothing to do');
-      case TaskStatus.PAUSE:
+      case 'late-rollback':
+        return this.cleanup.lateRollback(t);
+      case 'release':
         return this.steps.release(t, 'nothing to do');
     }
-  }
-
-  /** FAIL is due: a failure to decide on, a retry (outcome not set), or the final failure to end. */
-  private async afterFailure(t: TaskModel): Promise<Step> {
-    if (t.pendingAction === 'decide') {
-      const type = await this.types.find(t.taskType);
-      if (!type) return this.policy.noType(t);
-      return this.policy.failed(t, type, t.error?.message ?? 'run failed');
-    }
-    if (t.outcome === null && !t.cancelRequested && t.pendingAction !== 'rollback')
-      return this.starter.startAttempt({ ...t });
-    return this.cleanup.rollbackOrClean(t);
   }
 }

@@ -4,26 +4,19 @@ import {
   NotifyEvent,
   StaleFenceError,
   TaskNotFoundError,
-  TaskStatus,
   WorkerClient,
   WorkerTimeoutError,
   WorkerUnavailableError,
 } from '@baton/task-contract';
 import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { TaskModel, TaskPatch } from '../task-store';
+import { TaskModel } from '../task-store';
 import { TaskTypeModel, TaskTypesService } from '../task-types';
 import { WorkersService } from '../workers';
 import { AttemptRunner } from './attempt-runner';
 import { WORKER_CLIENT } from './engine.tokens';
-import {
-  REST,
-  Step,
-  createsAndRuns,
-  deadlineSeconds,
-  message,
-  outcomeChange,
-} from './engine-rules';
+import { REST, Step, createsAndRuns, message, outcomeChange } from './engine-rules';
+import { PollPlan, Seen, decidePoll } from './decide';
 import { FailurePolicy } from './failure-policy';
 import { TaskSteps } from './task-steps';
 import { WorkerStateAdoption } from './worker-state-adoption';
@@ -48,7 +41,7 @@ export class TaskPoller {
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
-  /** A RUNNING async task is due: ask the worker how it is. */
+  /** A RUNNING async task is due: ask the worker how it is (decidePoll says what follows). */
   async poll(t: TaskModel): Promise<Step> {
     const type = await this.types.find(t.taskType);
     if (!type) return this.policy.noType(t);
@@ -59,42 +52,24 @@ export class TaskPoller {
       requestId: `${t.taskId}/${t.attempt}/poll`,
       traceparent: TaskLog.traceparent(t.taskId, t.attempt),
     };
-    // A sync run has a bound even without a deadline: the same one its run call is given.
-    const deadlineS = deadlineSeconds(t, type);
-    if (deadlineS !== null && t.startedAt !== null && now - t.startedAt > deadlineS * 1000) {
-      await this.client
-        .notify(url, t.taskType, t.taskId, { event: NotifyEvent.DEADLINE }, opts)
-        .catch(() => undefined);
-      return this.policy.timeout(
-        t,
-        type,
-        type.timeoutPolicy.deadline,
-        `ran past its deadline of ${deadlineS} s`,
-        'deadline_timeout',
-      );
-    }
+    const decide = (seen: Seen): PollPlan =>
+      decidePoll(t, type, seen, now, this.config.checker.pollIntervalMs, createsAndRuns(type));
+    let plan = decide({ kind: 'before-query' });
+    if (plan.kind !== 'ask') return this.carryOut(t, type, plan, url, opts);
     try {
       const [task] = await this.client.query(url, t.taskType, { task_id: t.taskId }, opts);
-      // Created and run in one call that never reached the worker (the scheduler died first).
-      if (!task && createsAndRuns(type)) return this.resumeRun(t, type, true);
-      if (!task) return this.adoption.workerLostTask(t, 'the worker does not know the task');
-      if (task.attempt !== t.attempt)
-        return this.adoption.workerLostTask(
-          t,
-          `the worker has attempt ${task.attempt}, not ${t.attempt}`,
-        );
-      if (task.task_status === TaskStatus.CREATE || task.task_status === TaskStatus.PREPARE) {
-        // RUNNING here but the run call never reached the worker (the scheduler that sent it died
-        // between its RUNNING write and the call): the attempt has not started there, so run it.
-        return this.resumeRun(t, type);
+      plan = decide({ kind: 'query', task });
+      if (plan.kind === 'ask' && task) {
+        const heartbeat = await this.client.heartbeat(url, t.taskType, t.taskId, opts);
+        plan = decide({ kind: 'heartbeat', task, heartbeat });
       }
-      if (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL) {
+      if (plan.kind === 'outcome' && task) {
         // Under our claim, driven on from the row the step returns; the outcome is the worker's.
         const next = await this.steps.step(
           t,
           outcomeChange(
             t,
-            task.task_status,
+            plan.outcome,
             task.result,
             task.error,
             'worker reported',
@@ -104,73 +79,53 @@ export class TaskPoller {
         );
         return next ?? REST;
       }
-      const hb = await this.client.heartbeat(url, t.taskType, t.taskId, opts);
-      // The worker holds the attempt as RUNNING, but the run died with an earlier process of it
-      // (a crash or restart): nothing will report an outcome. Recovered now, not after the
-      // heartbeat timeout; a run that is only late to beat (alive false, not lost) waits for it.
-      if (
-        hb.execution_lost === true &&
-        !hb.alive &&
-        hb.task_status === TaskStatus.RUNNING &&
-        task.task_status === TaskStatus.RUNNING
-      ) {
-        return this.policy.recover(
-          t,
-          type,
-          `worker ${t.workerId ?? '?'} holds attempt ${t.attempt} as RUNNING but its execution was lost (the worker restarted)`,
-        );
-      }
-      const patch: TaskPatch = {
-        dueAt: now + this.config.checker.pollIntervalMs,
-        owner: null,
-        leaseUntil: null,
-      };
-      if (hb.alive) patch.heartbeatAt = now;
-      if (task.progress)
-        patch.progress = {
-          percent: task.progress.percent,
-          step: task.progress.step,
-          message: task.progress.message,
-        };
-      const lastBeat = hb.alive ? now : (t.heartbeatAt ?? t.startedAt ?? now);
-      if (
-        !hb.alive &&
-        task.task_status === TaskStatus.RUNNING &&
-        now - lastBeat > type.heartbeatTimeoutMs
-      ) {
-        return this.policy.timeout(
-          t,
-          type,
-          type.timeoutPolicy.heartbeat,
-          `no heartbeat for ${now - lastBeat} ms`,
-          'heartbeat_timeout',
-        );
-      }
-      await this.steps.step(t, { patch, reason: 'polled' });
-      return REST;
+      return await this.carryOut(t, type, plan, url, opts);
     } catch (err) {
       if (err instanceof StaleFenceError) return REST;
       if (err instanceof TaskNotFoundError)
         return this.adoption.workerLostTask(t, 'the worker does not know the task');
       if (err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError) {
         if (t.workerId) await this.workers.reportFailure(t.workerId);
-        const lastBeat = t.heartbeatAt ?? t.startedAt ?? now;
-        if (now - lastBeat > type.heartbeatTimeoutMs) {
-          return this.policy.timeout(
-            t,
-            type,
-            type.timeoutPolicy.heartbeat,
-            `worker unreachable and no heartbeat for ${now - lastBeat} ms: ${message(err)}`,
-            'heartbeat_timeout',
-          );
-        }
-        await this.steps.step(t, {
-          patch: { dueAt: now + this.config.checker.pollIntervalMs, owner: null, leaseUntil: null },
-          reason: 'poll failed',
-        });
-        return REST;
+        return this.carryOut(
+          t,
+          type,
+          decide({ kind: 'unreachable', error: message(err) }),
+          url,
+          opts,
+        );
       }
       throw err;
+    }
+  }
+
+  private async carryOut(
+    t: TaskModel,
+    type: TaskTypeModel,
+    plan: PollPlan,
+    url: string,
+    opts: CallOptions,
+  ): Promise<Step> {
+    switch (plan.kind) {
+      case 'deadline':
+        await this.client
+          .notify(url, t.taskType, t.taskId, { event: NotifyEvent.DEADLINE }, opts)
+          .catch(() => undefined);
+        return this.policy.timeout(t, type, plan.timeout);
+      case 'heartbeat-timeout':
+        return this.policy.timeout(t, type, plan.timeout);
+      case 'resume-run':
+        return this.resumeRun(t, type, plan.create);
+      case 'worker-lost':
+        return this.adoption.workerLostTask(t, plan.why);
+      case 'recover':
+        return this.policy.recover(t, type, plan.why);
+      case 'again':
+        await this.steps.step(t, plan.change);
+        return REST;
+      case 'ask':
+      case 'outcome':
+        // Both are handled where the worker's answers are at hand.
+        throw new Error(`poll of ${t.taskId}: ${plan.kind} left undone`);
     }
   }
 

@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { KeyedMutex, TaskStatus, canTransition } from '@baton/task-contract';
+import { KeyedMutex } from '@baton/task-contract';
 import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskChange, TaskModel, TasksRepository } from '../task-store';
 import { REST, Step } from './engine-rules';
+import { postponeChange } from './decide';
 
 /**
  * The engine's writes of the tasks it drives: each a compare-and-set step on the row, made under
@@ -122,26 +123,7 @@ export class TaskSteps {
    * there) is given up: not counted against max_retry, and its worker is told to drop it.
    */
   async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
-    const bound = t.status === TaskStatus.CREATE || t.status === TaskStatus.PREPARE;
-    const patch = {
-      dueAt: until,
-      owner: null,
-      leaseUntil: null,
-      ...(bound ? { moves: t.moves + 1 } : {}),
-    };
-    await this.step(
-      t,
-      canTransition(t.status, TaskStatus.POSTPONE)
-        ? {
-            to: TaskStatus.POSTPONE,
-            patch,
-            reason: why,
-            ...(bound
-              ? { attemptEnd: { outcome: TaskStatus.POSTPONE, error: why, drop: true } }
-              : {}),
-          }
-        : { patch, reason: `waiting: ${why}`, note: true },
-    );
+    await this.step(t, postponeChange(t, until, why));
     return REST;
   }
 
