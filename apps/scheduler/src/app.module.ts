@@ -2,7 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { LocksModule } from '@baton/locks';
 import { AuthModule } from './auth';
 import { CheckerModule } from './checker';
-import { CommonModule } from './common';
+import { Clock, CommonModule } from './common';
 import { ConfigModule, SchedulerConfig } from './config';
 import { DatabaseModule } from './database';
 import { DispatcherModule } from './dispatcher';
@@ -32,14 +32,15 @@ import { WorkersModule } from './workers';
  */
 @Module({})
 export class SchedulerAppModule {
-  static forConfig(config: SchedulerConfig): DynamicModule {
+  /** `clock`: the app's one time source (tests hand in a ManualClock); the real one by default. */
+  static forConfig(config: SchedulerConfig, clock?: Clock): DynamicModule {
     return {
       module: SchedulerAppModule,
       imports: [
         // Infrastructure: config, time and ids, counters, the database, the queue, the locks.
         ConfigModule.forRoot(config),
         LoggingModule.forConfig(config),
-        CommonModule,
+        CommonModule.forRoot(clock),
         MetricsModule,
         DatabaseModule.forRoot(config.database, ENTITIES),
         QueueModule.forRoot(config.queue),

@@ -18,7 +18,7 @@ import {
 import { schedulerDocument } from './api-document';
 import { SchedulerAppModule } from './app.module';
 import { ApiKeysService, bearerToken } from './auth';
-import { FastValidationPipe, Lifecycle, Overload } from './common';
+import { Clock, FastValidationPipe, Lifecycle, Overload } from './common';
 import { CREATE_FAST_VALIDATORS } from './tasks';
 import { RegisterWorkerDto } from './workers';
 import { SchedulerConfig } from './config';
@@ -55,9 +55,15 @@ function shedable(method: string, url: string): boolean {
 export async function createSchedulerApp(
   config: SchedulerConfig,
   logger = true,
+  /**
+   * For tests in one process: `clock`, the app's time source (a ManualClock); `docs: false` leaves
+   * Swagger UI out (its static files load an ES module Jest cannot).
+   */
+  options: { clock?: Clock; docs?: boolean } = {},
 ): Promise<NestFastifyApplication> {
+  const { clock, docs = true } = options;
   const app = await NestFactory.create<NestFastifyApplication>(
-    SchedulerAppModule.forConfig(config),
+    SchedulerAppModule.forConfig(config, clock),
     new FastifyAdapter({
       bodyLimit: config.bodyLimitBytes,
       frameworkErrors: contractFrameworkErrors,
@@ -133,7 +139,7 @@ export async function createSchedulerApp(
   await protect(app, config);
   app.enableShutdownHooks();
   // Built on the first request for it, not at every start.
-  SwaggerModule.setup('docs', app, () => schedulerDocument(app));
+  if (docs) SwaggerModule.setup('docs', app, () => schedulerDocument(app));
   return app;
 }
 

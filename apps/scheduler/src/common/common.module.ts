@@ -1,4 +1,4 @@
-import { Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
 import { Clock } from './clock';
 import { IdGenerator } from './id-generator';
 import { Lifecycle } from './lifecycle';
@@ -9,8 +9,14 @@ import { Overload } from './overload';
  * them), the process's lifecycle (draining once SIGTERM came) and its load (back-pressure).
  */
 @Global()
-@Module({
-  providers: [Clock, IdGenerator, Lifecycle, Overload],
-  exports: [Clock, IdGenerator, Lifecycle, Overload],
-})
-export class CommonModule {}
+@Module({})
+export class CommonModule {
+  /** `clock`: the one time source of the app (a ManualClock in tests); the real one by default. */
+  static forRoot(clock: Clock = new Clock()): DynamicModule {
+    return {
+      module: CommonModule,
+      providers: [{ provide: Clock, useValue: clock }, IdGenerator, Lifecycle, Overload],
+      exports: [Clock, IdGenerator, Lifecycle, Overload],
+    };
+  }
+}
