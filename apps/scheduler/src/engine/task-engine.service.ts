@@ -78,7 +78,7 @@ export class TaskEngine {
   }
 
   /** Puts the task in the queue now (after a worker's report), instead of at the next dispatch. */
-  async kick(t: TaskModel): Promise<void> {
+  async nudge(t: TaskModel): Promise<void> {
     await this.lanes.enqueue([t]).catch(() => undefined);
   }
 

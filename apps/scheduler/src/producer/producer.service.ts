@@ -60,9 +60,9 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
 
   async onApplicationBootstrap(): Promise<void> {
     this.stopped = false;
-    this.ownership.onChange(() => this.poke(true));
+    this.ownership.onChange(() => this.nudge(true));
     await this.ownership.start();
-    this.poke(true);
+    this.nudge(true);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -85,7 +85,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   track(t: TimerModel): void {
     this.tracked.push(t);
     this.put(t);
-    this.poke();
+    this.nudge();
   }
 
   /** A timer deleted through this instance. */
@@ -95,7 +95,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   }
 
   /** Look again now (`reload`: read every timer first, e.g. when ownership moved). */
-  poke(reload = false): void {
+  nudge(reload = false): void {
     if (reload) this.reload = true;
     if (this.stopped) return;
     if (this.running) {
@@ -114,7 +114,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
         if (this.stopped) return;
         if (this.again) {
           this.again = false;
-          this.poke();
+          this.nudge();
         } else this.sleep();
       });
   }
@@ -150,7 +150,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       const due = this.dueAt(t);
       if (due !== null && due < until && this.ownership.owns(t.timerId)) until = due;
     }
-    this.wake = this.clock.setTimeout(() => this.poke(), Math.max(0, until - now));
+    this.wake = this.clock.setTimeout(() => this.nudge(), Math.max(0, until - now));
     this.wake.unref();
   }
 

@@ -93,7 +93,7 @@ export class CallbacksController {
       dto.result ?? null,
       dto.error ?? null,
     );
-    if (task) await this.engine.kick(task);
+    if (task) await this.engine.nudge(task);
     return answer(taskId, verdict);
   }
 
