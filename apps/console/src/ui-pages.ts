@@ -2,22 +2,10 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PAGES } from '../ui/src/pages';
 
-/** The single-page app's own addresses: each answers its page, which then reads the URL. */
-export const PAGE_ROUTES = [
-  '/',
-  '/tasks',
-  '/tasks/*',
-  '/topologies',
-  '/topologies/*',
-  '/topology-import',
-  '/topology-runs',
-  '/topology-runs/*',
-  '/timers',
-  '/log-rules',
-  '/workers',
-  '/webhooks',
-] as const;
+/** The single-page app's own addresses, from its list of pages: each answers the app, which then reads the URL. */
+export const PAGE_ROUTES: readonly string[] = Object.values(PAGES);
 
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Baton console</title></head>
 <body><main><h1>Baton console</h1><p>The console's pages are not built. Run

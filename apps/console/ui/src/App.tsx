@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { ReactNode, useEffect, useState } from 'react';
 import { apiKey, onUnauthorized } from './api';
 import { Empty, useTitle } from './components';
 import { CreateTask } from './pages/CreateTask';
@@ -9,7 +9,8 @@ import { Overview } from './pages/Overview';
 import { TaskDetail } from './pages/TaskDetail';
 import { Tasks } from './pages/Tasks';
 import { Timers } from './pages/Timers';
-import { topologyPage } from './pages/topology-routes';
+import { topologyViews } from './pages/topology-routes';
+import { PageName, matchPage } from './pages';
 import { Webhooks } from './pages/Webhooks';
 import { Workers } from './pages/Workers';
 import { Link, useLocation } from './router';
@@ -24,19 +25,22 @@ const NAV = [
   { href: '/webhooks', label: 'Webhooks', current: (p: string) => p === '/webhooks' },
 ];
 
+/** Each page's view (its parameter: the `*` of its address); every page of PAGES must have one. */
+const VIEWS = {
+  overview: () => <Overview />,
+  tasks: () => <Tasks />,
+  newTask: () => <CreateTask />,
+  task: (id: string) => <TaskDetail id={id} />,
+  ...topologyViews,
+  timers: () => <Timers />,
+  logRules: () => <LogRules />,
+  workers: () => <Workers />,
+  webhooks: () => <Webhooks />,
+} satisfies Record<PageName, (param: string) => ReactNode>;
+
 function Page({ path }: { path: string }) {
-  if (path === '/') return <Overview />;
-  if (path === '/tasks') return <Tasks />;
-  if (path === '/tasks/new') return <CreateTask />;
-  const task = /^\/tasks\/([^/]+)$/.exec(path);
-  if (task) return <TaskDetail id={decodeURIComponent(task[1])} />;
-  const topology = topologyPage(path);
-  if (topology) return topology;
-  if (path === '/timers') return <Timers />;
-  if (path === '/log-rules') return <LogRules />;
-  if (path === '/workers') return <Workers />;
-  if (path === '/webhooks') return <Webhooks />;
-  return <NotFound />;
+  const page = matchPage(path);
+  return page ? VIEWS[page.name](page.param) : <NotFound />;
 }
 
 function NotFound() {

@@ -4,6 +4,7 @@ import { api } from '../api';
 import { ErrorState, Field, Loading, useTitle, TextArea } from '../components';
 import { Link, navigate } from '../router';
 import { CreateTask as CreateBody, Task, TaskType } from '../types';
+import { keys } from '../query-keys';
 
 /** Params to start from for the template worker's demo types; any other type starts with {}. */
 const EXAMPLES: Record<string, string> = {
@@ -16,7 +17,7 @@ const EXAMPLES: Record<string, string> = {
 export function CreateTask() {
   useTitle('New task');
   const types = useQuery({
-    queryKey: ['task-types'],
+    queryKey: keys.taskTypes(),
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
   });

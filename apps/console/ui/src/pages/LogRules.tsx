@@ -4,6 +4,7 @@ import { api } from '../api';
 import { Empty, ErrorState, JsonBlock, Loading, Time, useTitle } from '../components';
 import { LogRule } from '../types';
 import { LogRuleForm } from './LogRuleForm';
+import { keys } from '../query-keys';
 
 /** The task type a rule's template creates, if it names one. */
 function templateType(rule: LogRule): string {
@@ -16,7 +17,7 @@ export function LogRules() {
   useTitle('Log rules');
   const client = useQueryClient();
   const rules = useQuery({
-    queryKey: ['log-rules'],
+    queryKey: keys.logRules(),
     queryFn: () => api<LogRule[]>('/v1/log-rules'),
     refetchInterval: 10_000,
   });
@@ -25,7 +26,7 @@ export function LogRules() {
   const created = async (text: string): Promise<void> => {
     setCreating(false);
     setNote({ ok: true, text });
-    await client.invalidateQueries({ queryKey: ['log-rules'] });
+    await client.invalidateQueries({ queryKey: keys.logRules() });
   };
 
   const setEnabled = async (r: LogRule, enabled: boolean): Promise<void> => {
@@ -38,7 +39,7 @@ export function LogRules() {
     } catch (err) {
       setNote({ ok: false, text: `${r.name}: ${(err as Error).message}` });
     }
-    await client.invalidateQueries({ queryKey: ['log-rules'] });
+    await client.invalidateQueries({ queryKey: keys.logRules() });
   };
 
   return (

@@ -7,6 +7,7 @@ import { Link, navigate, useLocation, withQuery } from '../router';
 import { STATUSES, TaskCount, TaskPage, Worker } from '../types';
 import { BacklogTable, RecentFailures, WorkerSummary } from './OverviewParts';
 import { Throughput } from './Throughput';
+import { keys } from '../query-keys';
 
 /** What a key of one tenant is told where the numbers span every tenant. */
 const ALL_TENANTS = (
@@ -45,27 +46,27 @@ export function Overview() {
   const loc = useLocation();
   const chartType = loc.query.get('type') ?? '';
   const history = useQuery({
-    queryKey: ['task-history', 60],
+    queryKey: keys.overview.history(60),
     queryFn: () => api<TaskHistory>('/v1/task-counts/history?minutes=60'),
     refetchInterval: 10_000,
   });
   const backlog = useQuery({
-    queryKey: ['task-backlog'],
+    queryKey: keys.overview.backlog(),
     queryFn: () => api<Backlog[]>('/v1/task-counts/backlog'),
     refetchInterval: 5000,
   });
   const failures = useQuery({
-    queryKey: ['tasks', 'recent-failures'],
+    queryKey: keys.overview.recentFailures(),
     queryFn: () => api<TaskPage>('/v1/tasks?outcome=FAIL&limit=10'),
     refetchInterval: 10_000,
   });
   const counts = useQuery({
-    queryKey: ['task-counts'],
+    queryKey: keys.overview.counts(),
     queryFn: () => api<TaskCount[]>('/v1/task-counts'),
     refetchInterval: 5000,
   });
   const workers = useQuery({
-    queryKey: ['workers'],
+    queryKey: keys.workers(),
     queryFn: () => api<Worker[]>('/v1/workers'),
     refetchInterval: 5000,
   });

@@ -19,6 +19,7 @@ import {
 import { Link } from '../router';
 import { TaskLocks } from './TaskLocks';
 import { Delivery, Task, TaskAttempt, TaskEvent, TaskType, progressOf } from '../types';
+import { keys } from '../query-keys';
 
 const ACTIONS: readonly TaskAction[] = [
   'pause',
@@ -35,7 +36,7 @@ export function TaskDetail({ id }: { id: string }) {
   const client = useQueryClient();
   const live = useRef(false);
   const task = useQuery({
-    queryKey: ['task', id],
+    queryKey: keys.task(id),
     queryFn: () => api<Task>(`/v1/tasks/${encodeURIComponent(id)}`),
     // Every second while it runs (the worker's progress is not in the stream of changes); else
     // a change read from the live stream brings it, and polling covers a stream that is down.
@@ -47,29 +48,29 @@ export function TaskDetail({ id }: { id: string }) {
     },
   });
   live.current = useTaskChanges({ taskIds: [id] }, () => {
-    void client.invalidateQueries({ queryKey: ['task', id] });
+    void client.invalidateQueries({ queryKey: keys.task(id) });
   });
   const version = task.data?.version;
   const events = useQuery({
-    queryKey: ['task-events', id, version],
+    queryKey: keys.taskEvents(id, version),
     queryFn: () => api<TaskEvent[]>(`/v1/tasks/${encodeURIComponent(id)}/events`),
     enabled: version !== undefined,
     placeholderData: (prev) => prev,
   });
   const attempts = useQuery({
-    queryKey: ['task-attempts', id, version],
+    queryKey: keys.taskAttempts(id, version),
     queryFn: () => api<TaskAttempt[]>(`/v1/tasks/${encodeURIComponent(id)}/attempts`),
     enabled: version !== undefined,
     placeholderData: (prev) => prev,
   });
   const deliveries = useQuery({
-    queryKey: ['task-deliveries', id, version],
+    queryKey: keys.taskDeliveries(id, version),
     queryFn: () => api<Delivery[]>(`/v1/tasks/${encodeURIComponent(id)}/deliveries`),
     enabled: version !== undefined,
     placeholderData: (prev) => prev,
   });
   const types = useQuery({
-    queryKey: ['task-types'],
+    queryKey: keys.taskTypes(),
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
   });
@@ -108,8 +109,8 @@ export function TaskDetail({ id }: { id: string }) {
       });
     } finally {
       setBusy(false);
-      await client.invalidateQueries({ queryKey: ['task', id] });
-      await client.invalidateQueries({ queryKey: ['tasks'] });
+      await client.invalidateQueries({ queryKey: keys.task(id) });
+      await client.invalidateQueries({ queryKey: keys.tasks() });
     }
   };
 

@@ -4,6 +4,7 @@ import { api } from '../api';
 import { Empty, ErrorState, Loading, Time } from '../components';
 import { Link } from '../router';
 import { TaskLock } from '../types';
+import { keys } from '../query-keys';
 
 /**
  * Who holds each lock key of a task, as the lock backend answers now: read again each time the
@@ -21,7 +22,7 @@ export function TaskLocks({
   finished: boolean;
 }) {
   const locks = useQuery({
-    queryKey: ['task-locks', id],
+    queryKey: keys.taskLocks(id),
     queryFn: () => api<TaskLock[]>(`/v1/tasks/${encodeURIComponent(id)}/locks`),
     refetchInterval: (q) =>
       q.state.data?.some((l) => l.held && (!l.held_by_this_task || finished)) ? 5000 : false,

@@ -16,6 +16,7 @@ import {
 import { Link, useLocation, withQuery } from '../router';
 import { Task, TaskPage, TaskType, progressOf } from '../types';
 import { TaskFilters, apiFilters, paramsOf, typedOnly, useSettled } from './TaskFilters';
+import { keys } from '../query-keys';
 
 const PAGE_SIZE = 50;
 const BULK: readonly TaskAction[] = ['cancel', 'retry', 'pause', 'continue'];
@@ -48,13 +49,13 @@ export function Tasks() {
   const client = useQueryClient();
 
   const types = useQuery({
-    queryKey: ['task-types'],
+    queryKey: keys.taskTypes(),
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
   });
   const live = useRef(false);
   const page = useQuery({
-    queryKey: ['tasks', filterKey, cursor],
+    queryKey: keys.tasks(filterKey, cursor),
     queryFn: () =>
       api<TaskPage>(`/v1/tasks${queryString({ ...filters, cursor, limit: PAGE_SIZE })}`),
     // With the live stream, the rows shown are read again when one of them moves, and the
@@ -121,8 +122,8 @@ export function Tasks() {
       text: `${ACTION_LABELS[action]}: ${done} of ${targets.length} task${targets.length === 1 ? '' : 's'} done${failures.length ? `, ${failures.length} refused` : ''}.`,
       failures,
     });
-    await client.invalidateQueries({ queryKey: ['tasks'] });
-    await client.invalidateQueries({ queryKey: ['task-counts'] });
+    await client.invalidateQueries({ queryKey: keys.tasks() });
+    await client.invalidateQueries({ queryKey: keys.overview.counts() });
   };
 
   const askingTargets = asking ? chosen.filter((t) => callFor(t, asking) !== null) : [];

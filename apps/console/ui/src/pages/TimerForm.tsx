@@ -4,6 +4,7 @@ import { ApiError, api } from '../api';
 import { Field, TextArea, Time } from '../components';
 import { TimerPreview } from '../ops-types';
 import { Timer, TaskType } from '../types';
+import { keys } from '../query-keys';
 
 type Kind = 'cron' | 'interval' | 'once';
 
@@ -121,7 +122,7 @@ export function TimerForm({
   const built = bodyOf(d, timer);
   const settled = useSettled(JSON.stringify(built.body ?? null), 400);
   const preview = useQuery({
-    queryKey: ['timer-preview', settled],
+    queryKey: keys.timerPreview(settled),
     queryFn: () =>
       api<TimerPreview>('/v1/timers/preview', { method: 'POST', body: JSON.parse(settled) }),
     enabled: settled !== 'null' && d.taskType !== '',

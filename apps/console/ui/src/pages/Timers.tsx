@@ -5,6 +5,7 @@ import { Empty, ErrorState, Loading, Time, useTitle } from '../components';
 import { Link } from '../router';
 import { TaskType, Timer } from '../types';
 import { TimerForm } from './TimerForm';
+import { keys } from '../query-keys';
 
 /** How a timer fires, in a few words. */
 function scheduleOf(t: Timer): string {
@@ -22,7 +23,7 @@ export function Timers() {
   useTitle('Timers');
   const client = useQueryClient();
   const timers = useQuery({
-    queryKey: ['timers'],
+    queryKey: keys.timers(),
     queryFn: () => api<Timer[]>('/v1/timers'),
     refetchInterval: 5000,
   });
@@ -30,7 +31,7 @@ export function Timers() {
   /** The form: closed, a new timer, or one being changed. */
   const [editing, setEditing] = useState<Timer | 'new' | null>(null);
   const types = useQuery({
-    queryKey: ['task-types'],
+    queryKey: keys.taskTypes(),
     queryFn: () => api<TaskType[]>('/v1/task-types'),
     staleTime: 60_000,
     enabled: editing !== null,
@@ -38,7 +39,7 @@ export function Timers() {
   const done = async (text: string): Promise<void> => {
     setEditing(null);
     setNote({ ok: true, text });
-    await client.invalidateQueries({ queryKey: ['timers'] });
+    await client.invalidateQueries({ queryKey: keys.timers() });
   };
 
   const setEnabled = async (t: Timer, enabled: boolean): Promise<void> => {
@@ -51,7 +52,7 @@ export function Timers() {
     } catch (err) {
       setNote({ ok: false, text: `${t.name}: ${(err as Error).message}` });
     }
-    await client.invalidateQueries({ queryKey: ['timers'] });
+    await client.invalidateQueries({ queryKey: keys.timers() });
   };
 
   return (

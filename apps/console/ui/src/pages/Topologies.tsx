@@ -3,6 +3,7 @@ import { api } from '../api';
 import { Empty, ErrorState, Loading, Time, useTitle } from '../components';
 import { Link } from '../router';
 import { Topology } from '../topology/model';
+import { keys } from '../query-keys';
 
 const defHref = (t: Pick<Topology, 'name'>): string => `/topologies/${encodeURIComponent(t.name)}`;
 
@@ -10,7 +11,7 @@ const defHref = (t: Pick<Topology, 'name'>): string => `/topologies/${encodeURIC
 export function Topologies() {
   useTitle('Topologies');
   const list = useQuery({
-    queryKey: ['topologies'],
+    queryKey: keys.topologies(),
     queryFn: () => api<Topology[]>('/v1/topologies'),
     refetchInterval: 10_000,
   });

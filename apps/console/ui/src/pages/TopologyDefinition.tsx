@@ -14,6 +14,7 @@ import {
 import { Link, navigate, useLocation, withQuery } from '../router';
 import { DagGraph } from '../topology/Graph';
 import { Run, Topology, kindLabel } from '../topology/model';
+import { keys } from '../query-keys';
 
 /** One definition: its versions, the graph of the one chosen, and a form to start a run of it. */
 export function TopologyDefinition({ name }: { name: string }) {
@@ -22,7 +23,7 @@ export function TopologyDefinition({ name }: { name: string }) {
   const asked = loc.query.get('version');
   // One call: every version, newest first, each with its nodes.
   const versions = useQuery({
-    queryKey: ['topology-versions', name],
+    queryKey: keys.topologyVersions(name),
     queryFn: () => api<Topology[]>(`/v1/topologies/${encodeURIComponent(name)}/versions`),
   });
 

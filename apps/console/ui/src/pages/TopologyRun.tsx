@@ -26,6 +26,7 @@ import {
   statusLabel,
 } from '../topology/model';
 import { useRunControls } from '../topology/RunControls';
+import { keys } from '../query-keys';
 
 /** Where a node's name leads: its task, or the child run of a sub-topology node. */
 const nodeHref = (n: RunNode): string | null =>
@@ -60,7 +61,7 @@ export function TopologyRun({ id }: { id: string }) {
   // live stream of the run's tasks brings each change, and polling covers a stream that is down.
   const live = useRef(false);
   const run = useQuery({
-    queryKey: ['topology-run', id],
+    queryKey: keys.topologyRun(id),
     queryFn: () => api<Run>(`/v1/topology-runs/${encodeURIComponent(id)}`),
     refetchInterval: (q) => {
       const r = q.state.data;
@@ -70,7 +71,7 @@ export function TopologyRun({ id }: { id: string }) {
     },
   });
   live.current = useTaskChanges({ controlTaskId: id }, () => {
-    void client.invalidateQueries({ queryKey: ['topology-run', id] });
+    void client.invalidateQueries({ queryKey: keys.topologyRun(id) });
   });
 
   const crumbs = (
@@ -98,7 +99,7 @@ export function TopologyRun({ id }: { id: string }) {
       {crumbs}
       <RunView
         run={run.data}
-        refresh={() => client.invalidateQueries({ queryKey: ['topology-run', id] })}
+        refresh={() => client.invalidateQueries({ queryKey: keys.topologyRun(id) })}
         stale={run.isRefetchError}
       />
     </>
@@ -118,7 +119,7 @@ function RunView({
   const nodes = run.nodes ?? [];
   // What each node does (its task type) is in the definition's version, which never changes.
   const def = useQuery({
-    queryKey: ['topology', run.name, run.version],
+    queryKey: keys.topology(run.name, run.version),
     queryFn: () =>
       api<Topology>(`/v1/topologies/${encodeURIComponent(run.name)}?version=${run.version}`),
     staleTime: Infinity,

@@ -12,6 +12,7 @@ import {
 } from '../components';
 import { Link, navigate, useLocation, withQuery } from '../router';
 import { RunPage, Topology } from '../topology/model';
+import { keys } from '../query-keys';
 
 const PAGE_SIZE = 50;
 /** The statuses a run's centre task goes through. */
@@ -28,12 +29,12 @@ export function TopologyRuns() {
   const cursor = loc.query.get('cursor') ?? '';
 
   const defs = useQuery({
-    queryKey: ['topologies'],
+    queryKey: keys.topologies(),
     queryFn: () => api<Topology[]>('/v1/topologies'),
     staleTime: 60_000,
   });
   const page = useQuery({
-    queryKey: ['topology-runs', name, status, outcome, cursor],
+    queryKey: keys.topologyRuns(name, status, outcome, cursor),
     queryFn: () =>
       api<RunPage>(
         `/v1/topology-runs${queryString({ name, status, outcome, cursor, limit: PAGE_SIZE })}`,

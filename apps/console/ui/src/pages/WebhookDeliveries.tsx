@@ -4,6 +4,7 @@ import { api, queryString } from '../api';
 import { Empty, ErrorState, Field, JsonBlock, Loading, Time } from '../components';
 import { Link, navigate, useLocation, withQuery } from '../router';
 import { Delivery } from '../types';
+import { keys } from '../query-keys';
 
 const PAGE = 20;
 const DAY_MS = 86_400_000;
@@ -30,7 +31,7 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
   const before = loc.query.get('before') ?? undefined;
   const status = loc.query.get('dstatus') ?? undefined;
   const deliveries = useQuery({
-    queryKey: ['deliveries', webhookId, before, status],
+    queryKey: keys.deliveries(webhookId, before, status),
     queryFn: () =>
       api<Delivery[]>(
         `/v1/webhooks/${encodeURIComponent(webhookId)}/deliveries${queryString({ limit: PAGE + 1, before, status })}`,
@@ -50,7 +51,7 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
     } catch (err) {
       setNote({ ok: false, text: `${what}: ${(err as Error).message}` });
     }
-    await client.invalidateQueries({ queryKey: ['deliveries', webhookId] });
+    await client.invalidateQueries({ queryKey: keys.deliveries(webhookId) });
   };
 
   const redeliverFailed = (e: FormEvent): void => {

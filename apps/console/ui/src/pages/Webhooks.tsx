@@ -5,6 +5,7 @@ import { ConfirmDialog, Empty, ErrorState, Field, Loading, Time, useTitle } from
 import { Webhook, WebhookWithSecret } from '../ops-types';
 import { Link, useLocation, withQuery } from '../router';
 import { WebhookDeliveries } from './WebhookDeliveries';
+import { keys } from '../query-keys';
 
 type Event = WebhookWithSecret['events'][number];
 const EVENTS: Event[] = [
@@ -148,7 +149,7 @@ export function Webhooks() {
   const loc = useLocation();
   const chosen = loc.query.get('webhook');
   const hooks = useQuery({
-    queryKey: ['webhooks'],
+    queryKey: keys.webhooks(),
     queryFn: () => api<Webhook[]>('/v1/webhooks'),
     refetchInterval: 10_000,
   });
@@ -164,8 +165,8 @@ export function Webhooks() {
         body,
       });
       setNote({ ok: true, text: `${w.url}: ${done}.` });
-      await client.invalidateQueries({ queryKey: ['webhooks'] });
-      await client.invalidateQueries({ queryKey: ['deliveries', w.webhook_id] });
+      await client.invalidateQueries({ queryKey: keys.webhooks() });
+      await client.invalidateQueries({ queryKey: keys.deliveries(w.webhook_id) });
       return answer;
     } catch (err) {
       setNote({ ok: false, text: `${w.url}: ${(err as Error).message}` });
@@ -201,7 +202,7 @@ export function Webhooks() {
             setCreating(false);
             setSecret(hook);
             setNote({ ok: true, text: `${hook.url}: subscribed.` });
-            void client.invalidateQueries({ queryKey: ['webhooks'] });
+            void client.invalidateQueries({ queryKey: keys.webhooks() });
           }}
           onCancel={() => setCreating(false)}
         />

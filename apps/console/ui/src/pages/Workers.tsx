@@ -3,13 +3,14 @@ import { FormEvent, useState } from 'react';
 import { api } from '../api';
 import { ConfirmDialog, Empty, ErrorState, Field, Loading, Time, useTitle } from '../components';
 import { Worker } from '../types';
+import { keys } from '../query-keys';
 
 /** The fleet: versions, load, health, drains and blacklists, and what may be changed of them. */
 export function Workers() {
   useTitle('Workers');
   const client = useQueryClient();
   const workers = useQuery({
-    queryKey: ['workers'],
+    queryKey: keys.workers(),
     queryFn: () => api<Worker[]>('/v1/workers'),
     refetchInterval: 5000,
   });
@@ -24,7 +25,7 @@ export function Workers() {
     } catch (err) {
       setNote({ ok: false, text: `${w.worker_id}: ${(err as Error).message}` });
     }
-    await client.invalidateQueries({ queryKey: ['workers'] });
+    await client.invalidateQueries({ queryKey: keys.workers() });
   };
 
   const blacklist = (e?: FormEvent): void => {

@@ -19,17 +19,11 @@ function page(node: ReactNode) {
   return <Suspense fallback={<Loading what="the page" />}>{node}</Suspense>;
 }
 
-/**
- * The topology pages' addresses: definitions, one definition (`?version=`), import, runs (filters
- * in the query string) and one run. Null for any other address.
- */
-export function topologyPage(path: string): ReactNode | null {
-  if (path === '/topologies') return page(<Topologies />);
-  if (path === '/topology-import') return page(<TopologyImport />);
-  if (path === '/topology-runs') return page(<TopologyRuns />);
-  const def = /^\/topologies\/([^/]+)$/.exec(path);
-  if (def) return page(<TopologyDefinition key={def[1]} name={decodeURIComponent(def[1])} />);
-  const run = /^\/topology-runs\/([^/]+)$/.exec(path);
-  if (run) return page(<TopologyRun key={run[1]} id={decodeURIComponent(run[1])} />);
-  return null;
-}
+/** The topology pages' views: definitions, one definition (`?version=`), import, runs, one run. */
+export const topologyViews = {
+  topologies: () => page(<Topologies />),
+  topology: (name: string) => page(<TopologyDefinition key={name} name={name} />),
+  topologyImport: () => page(<TopologyImport />),
+  topologyRuns: () => page(<TopologyRuns />),
+  topologyRun: (id: string) => page(<TopologyRun key={id} id={id} />),
+};
