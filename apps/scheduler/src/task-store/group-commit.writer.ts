@@ -6,7 +6,6 @@ import { TransactionRunner } from '../database';
 import { Metrics } from '../metrics';
 import { isConnectionError, SqlRunner } from './sql-runner';
 import { CasRow, TaskChange, casRow, setBytes, statusPath } from './task-change';
-import { TaskChangeFeed } from './task-change-feed';
 import { TaskLogRepository, WonChange } from './task-log.repository';
 import { TaskModel } from './task.model';
 
@@ -54,7 +53,6 @@ export class GroupCommitWriter {
     private readonly tx: TransactionRunner,
     private readonly sql: SqlRunner,
     private readonly log: TaskLogRepository,
-    private readonly feed: TaskChangeFeed,
     /** Counts groups whose one-statement compare-and-set missed a row (written again row by row). */
     @Optional() private readonly metrics: Metrics = new Metrics(),
   ) {
@@ -137,7 +135,7 @@ export class GroupCommitWriter {
     }
   }
 
-  /** After a commit: the change feed's relay looks now (and a test may die right here). */
+  /** After a commit (the change feed's listeners were told by the commit hook): a test may die here. */
   private committed(
     batch: readonly Pick<PendingChange, 'task'>[],
     results: readonly (TaskModel | undefined)[],
@@ -150,7 +148,6 @@ export class GroupCommitWriter {
       )
     )
       crashPoint('after-final-transition');
-    this.feed.committed();
   }
 
   private applyAlone(

@@ -56,11 +56,11 @@ describe.each([
 
   /** A task store wired as the module wires it, with these consumers subscribed. */
   function store(...consumers: TaskChangeConsumer[]) {
-    const feed = new TaskChangeFeed(sql);
+    const feed = new TaskChangeFeed(sql, tx);
     for (const c of consumers) feed.subscribe(c);
     const log = new TaskLogRepository(ds, sql, feed);
-    const writer = new GroupCommitWriter(ds, tx, sql, log, feed, new Metrics());
-    const repo = new TasksRepository(ds, tx, sql, writer, log, feed);
+    const writer = new GroupCommitWriter(ds, tx, sql, log, new Metrics());
+    const repo = new TasksRepository(ds, tx, sql, writer, log);
     const relay = new TaskChangeRelay(feed, sql, tx, new Clock(), locks);
     return { feed, repo, relay };
   }

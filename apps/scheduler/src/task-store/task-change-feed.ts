@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
+import { TransactionRunner } from '../database';
 import { SqlRunner } from './sql-runner';
 import { TaskModel } from './task.model';
 
@@ -72,10 +73,10 @@ export class TaskChangeFeed {
   private readonly consumers = new Map<string, TaskChangeConsumer>();
   private readonly writers: TaskChangeWriter[] = [];
   private readonly listeners: (() => void)[] = [];
-  /** Rows were written since the last `committed()`. */
-  private written = false;
-
-  constructor(private readonly sql: SqlRunner) {}
+  constructor(
+    private readonly sql: SqlRunner,
+    private readonly tx: TransactionRunner,
+  ) {}
 
   /**
    * Registers a consumer. Subscribe before the application starts driving tasks
@@ -100,23 +101,28 @@ export class TaskChangeFeed {
     return [...this.consumers.values()];
   }
 
-  /** Called when outbox (or writers') rows may have committed: the relay looks soon. */
+  /** Called once outbox (or writers') rows have committed: the relay looks soon. */
   onCommitted(listener: () => void): void {
     this.listeners.push(listener);
   }
 
-  /** Changes committed: the relay is told when any of them wrote outbox rows. */
-  committed(): void {
-    if (!this.written) return;
-    this.written = false;
-    for (const l of this.listeners) l();
-  }
-
-  /** The outbox rows of these changes, in the caller's transaction. */
+  /**
+   * The outbox rows of these changes, in the caller's transaction. When that transaction commits
+   * (TransactionRunner's post-commit hook, the one such mechanism), the listeners are told.
+   */
   async write(m: EntityManager, changes: readonly NewTaskStatusChange[]): Promise<void> {
     if (changes.length === 0) return;
-    for (const w of this.writers) if (await w.write(m, changes)) this.written = true;
-    if (this.consumers.size === 0) return;
+    let wrote = false;
+    for (const w of this.writers) if (await w.write(m, changes)) wrote = true;
+    if (await this.writeOutbox(m, changes)) wrote = true;
+    if (wrote) this.tx.afterCommit(m, () => this.listeners.forEach((l) => l()));
+  }
+
+  private async writeOutbox(
+    m: EntityManager,
+    changes: readonly NewTaskStatusChange[],
+  ): Promise<boolean> {
+    if (this.consumers.size === 0) return false;
     const rows: Record<string, unknown>[] = [];
     for (const c of changes)
       for (const consumer of this.consumers.values())
@@ -132,8 +138,8 @@ export class TaskChangeFeed {
             attempt: c.attempt,
             created_at: c.at,
           });
-    if (rows.length === 0) return;
+    if (rows.length === 0) return false;
     await this.sql.insertRows(m, 'baton_task_change', rows);
-    this.written = true;
+    return true;
   }
 }

@@ -34,10 +34,10 @@ describe.each([
     await ds.runMigrations();
     const tx = new TransactionRunner(ds, systemClock);
     sql = new SqlRunner(ds);
-    const feed = new TaskChangeFeed(sql);
+    const feed = new TaskChangeFeed(sql, tx);
     const log = new TaskLogRepository(ds, sql, feed);
-    const writer = new GroupCommitWriter(ds, tx, sql, log, feed, new Metrics());
-    repo = new TasksRepository(ds, tx, sql, writer, log, feed);
+    const writer = new GroupCommitWriter(ds, tx, sql, log, new Metrics());
+    repo = new TasksRepository(ds, tx, sql, writer, log);
   });
 
   afterAll(async () => {

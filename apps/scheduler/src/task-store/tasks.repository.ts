@@ -5,7 +5,6 @@ import { TransactionRunner } from '../database';
 import { GroupCommitWriter } from './group-commit.writer';
 import { isUniqueViolation, SqlRunner } from './sql-runner';
 import { HOLDING_STATUSES, TaskChange } from './task-change';
-import { TaskChangeFeed } from './task-change-feed';
 import { TaskLogRepository } from './task-log.repository';
 import { entityRow, fromRow, toColumn, toEntity, toModel } from './task-row.mapping';
 import { TaskEntity } from './task.entity';
@@ -35,7 +34,6 @@ export class TasksRepository {
     private readonly sql: SqlRunner,
     private readonly writer: GroupCommitWriter,
     private readonly log: TaskLogRepository,
-    private readonly feed: TaskChangeFeed,
   ) {}
 
   /** Inserts a new task with its INIT event. Throws CREATE_CONFLICT on a taken idempotency key. */
@@ -52,7 +50,6 @@ export class TasksRepository {
       }
       throw err;
     }
-    this.feed.committed();
     return task;
   }
 
@@ -69,12 +66,11 @@ export class TasksRepository {
       }
       throw err;
     }
-    this.feed.committed();
   }
 
   /**
-   * Inserts tasks in the caller's transaction (a module that writes its own rows with them);
-   * the caller calls `TaskChangeFeed.committed()` once the transaction committed.
+   * Inserts tasks in the caller's transaction (a module that writes its own rows with them); the
+   * change feed's listeners are told when it commits.
    */
   insertWithin(
     m: EntityManager,

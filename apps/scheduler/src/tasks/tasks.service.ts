@@ -4,7 +4,6 @@ import { Clock } from '../common';
 import { EntityManager } from 'typeorm';
 import {
   TaskAttemptModel,
-  TaskChangeFeed,
   TaskCount,
   TaskCountsRepository,
   TaskEventModel,
@@ -33,7 +32,6 @@ export class TasksService {
     private readonly factory: TaskFactory,
     private readonly fast: FastEnqueue,
     private readonly clock: Clock,
-    private readonly feed: TaskChangeFeed,
     private readonly counts: TaskCountsRepository,
   ) {}
 
@@ -65,9 +63,8 @@ export class TasksService {
     return this.repo.insertWithin(m, tasks, 'created', actor);
   }
 
-  /** After the transaction of `insertWithin` committed: consumers told, due tasks queued. */
+  /** After the transaction of `insertWithin` committed: due tasks queued. */
   async committed(tasks: readonly TaskModel[]): Promise<void> {
-    this.feed.committed();
     await this.fast.enqueue(tasks);
   }
 

@@ -15,15 +15,15 @@ import { TasksRepository } from '../tasks.repository';
 export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
   const tx = new TransactionRunner(ds, systemClock);
   const sql = new SqlRunner(ds);
-  const feed = new TaskChangeFeed(sql);
+  const feed = new TaskChangeFeed(sql, tx);
   const counts = new TaskCountsRepository(ds, sql);
   feed.attach(counts);
   const history = new TaskHistoryRepository(ds, sql);
   feed.attach(history);
   const log = new TaskLogRepository(ds, sql, feed);
-  const writer = new GroupCommitWriter(ds, tx, sql, log, feed, metrics);
+  const writer = new GroupCommitWriter(ds, tx, sql, log, metrics);
   return {
-    tasks: new TasksRepository(ds, tx, sql, writer, log, feed),
+    tasks: new TasksRepository(ds, tx, sql, writer, log),
     log,
     purge: new TaskPurgeRepository(tx, sql, counts, ds),
     counts,
