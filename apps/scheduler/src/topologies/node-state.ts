@@ -1,5 +1,5 @@
 import { TaskOutcome, TaskStatus } from '@baton/task-contract';
-import { NodeDef, kindOf } from './topology-definition';
+import { NodeDef, forEachOf, kindOf } from './node-kinds';
 
 /**
  * What is stored of a node of a run: one row per decision, keyed (run, node, item). `item` is 0
@@ -162,7 +162,8 @@ export function viewOf(
   rows: readonly NodeRow[],
   tasks: ReadonlyMap<string, NodeTask>,
 ): NodeView {
-  const own = rows.find((r) => r.item === (def.for_each !== undefined ? -1 : 0));
+  const forEach = forEachOf(def);
+  const own = rows.find((r) => r.item === (forEach !== undefined ? -1 : 0));
   const view: NodeView = {
     key: def.key,
     status: 'PENDING',
@@ -175,7 +176,7 @@ export function viewOf(
   };
   if (!own || own.state === 'dormant') return view;
   view.manual = own.state === 'skipped' && own.result?.by === 'api';
-  if (def.for_each === undefined || own.state !== 'forked') {
+  if (forEach === undefined || own.state !== 'forked') {
     view.status = rowStatus(own, tasks);
     view.task = own.taskId ? tasks.get(own.taskId) : undefined;
     view.result =

@@ -11,7 +11,7 @@ import { TransactionRunner } from '../database';
 import { TaskModel, TasksRepository } from '../task-store';
 import { NodeRow } from './node-state';
 import { viewsOf } from './topology-evaluator';
-import { TopologySpec, ancestorSets } from './topology-definition';
+import { TopologySpec, ancestorSets, forEachOf } from './topology-definition';
 import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
@@ -106,7 +106,7 @@ export class RunRepairs {
     const downstream = new Set(
       spec.nodes.filter((n) => n.key === key || ancestors.get(n.key)?.has(key)).map((n) => n.key),
     );
-    if (spec.nodes.some((n) => downstream.has(n.key) && n.topology))
+    if (spec.nodes.some((n) => downstream.has(n.key) && 'topology' in n))
       throw new ContractException(
         ContractErrorCode.ILLEGAL_TRANSITION,
         `node ${key} has a sub-topology node after it: re-run the run's failed nodes (retry) instead`,
@@ -151,7 +151,7 @@ export class RunRepairs {
     const { spec, centre } = await this.load(runId);
     const node = spec.nodes.find((n) => n.key === key);
     if (!node) throw this.noNode(runId, key);
-    if (node.for_each !== undefined)
+    if (forEachOf(node) !== undefined)
       throw new ContractException(
         ContractErrorCode.VALIDATION_FAILED,
         `node ${key} is a for_each node: skip is for single nodes`,

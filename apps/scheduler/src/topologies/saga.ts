@@ -1,6 +1,6 @@
 import { TaskStatus } from '@baton/task-contract';
 import { NodeRow, NodeTask } from './node-state';
-import { NodeDef, ancestorSets } from './topology-definition';
+import { NodeDef, ancestorSets, kindOf } from './topology-definition';
 
 /** A task row's place in the rollback of a failed run. */
 type Stage = 'awaiting' | 'in-flight' | 'done' | 'noted' | 'none';
@@ -39,7 +39,7 @@ export function sagaStep(
   const byKey = new Map(nodes.map((n) => [n.key, n]));
   const ancestors = ancestorSets(nodes, byKey);
   const stages = rows
-    .filter((r) => r.taskId !== null && byKey.get(r.key)?.task !== undefined)
+    .filter((r) => r.taskId !== null && kindOfKey(byKey, r.key) === 'task')
     .map((r) => ({ row: r, task: tasks.get(r.taskId as string) }))
     .map((x) => ({ ...x, stage: stageOf(x.row, x.task) }));
   /** Nodes with a task still to undo or being undone. */
@@ -64,4 +64,10 @@ export function sagaStep(
           `${x.row.key}${x.row.item > 0 ? `[${x.row.item}]` : ''} (${String(x.row.result?.rollback === 'requested' ? 'its worker could not' : x.row.result?.rollback)})`,
       ),
   };
+}
+
+/** The kind of the node of `key`, if there is one. */
+function kindOfKey(byKey: ReadonlyMap<string, NodeDef>, key: string) {
+  const n = byKey.get(key);
+  return n ? kindOf(n) : undefined;
 }

@@ -49,8 +49,8 @@ describe('parseDefinition', () => {
       ['hold', 'all_done'],
       ['undo', 'all_success'],
     ]);
-    expect(spec.nodes[1].concurrency).toBe(10_000);
-    expect(spec.nodes[0].task).toEqual({
+    expect(spec.nodes[1]).toMatchObject({ concurrency: 10_000 });
+    expect(spec.nodes[0]).toHaveProperty('task', {
       create_info: { task_name: 'list', task_type: 'demo.echo' },
     });
   });

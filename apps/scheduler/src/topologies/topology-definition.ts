@@ -1,72 +1,36 @@
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import {
+  DefinitionContext,
+  KEY,
+  NODE_KINDS,
+  NodeBase,
+  NodeDef,
+  TRIGGER_RULES,
+  TopologySpec,
+  TriggerRule,
+  bad,
+  forEachOf,
+  isObject,
+  kindSpec,
+  strings,
+} from './node-kinds';
 import { pathProblem, placeholderPaths } from './placeholders';
 
-/** When a node may start, from how its parents ended. */
-export const TRIGGER_RULES = ['all_success', 'all_done', 'one_success', 'one_failed'] as const;
-export type TriggerRule = (typeof TRIGGER_RULES)[number];
+export {
+  MAX_FOR_EACH,
+  TRIGGER_RULES,
+  forEachOf,
+  kindOf,
+  type DefinitionContext,
+  type NodeDef,
+  type NodeKind,
+  type TopologySpec,
+  type TriggerRule,
+} from './node-kinds';
 
 export const MAX_NODES = 1000;
-export const MAX_FOR_EACH = 10_000;
 export const MAX_DEPTH = 5;
-const MAX_WAIT_SECONDS = 30 * 24 * 3600;
-const KEY = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const TOPOLOGY_NAME = /^[a-z0-9][a-z0-9._-]{0,99}$/;
-/** What a node template may not set: the run sets them. */
-const RUN_OWNED = ['tenant', 'idempotency_key', 'repetition'];
-const RUN_OWNED_INFO = ['parent_task_id', 'control_task_id'];
-
-/** One node of a definition, as stored and as the evaluator reads it. */
-export interface NodeDef {
-  key: string;
-  depends_on: string[];
-  trigger_rule: TriggerRule;
-  /** A task to create: the `POST /v1/tasks` body, with placeholders. */
-  task?: Record<string, unknown>;
-  /** Dynamic fork: one task per element of the list this placeholder gives. */
-  for_each?: string;
-  /** At most this many of a for_each node's tasks at once. */
-  concurrency?: number;
-  /** Chooses the nodes of one case; the others' are SKIPPED. */
-  switch?: { value: string; cases: Record<string, string[]>; default: string[] };
-  /** Runs another definition as a child run. */
-  topology?: { name: string; version?: number; input: Record<string, unknown> };
-  /** Waits for a signal, until a time, or a number of seconds. */
-  wait?: { signal?: string; until?: string; seconds?: number };
-  /** Runs only when the run fails (before any rollback). */
-  on_failure: boolean;
-}
-
-export interface TopologySpec {
-  name: string;
-  description: string;
-  /** When the run fails, succeeded nodes are rolled back in reverse topological order. */
-  rollback_on_failure: boolean;
-  nodes: NodeDef[];
-}
-
-export type NodeKind = 'task' | 'switch' | 'topology' | 'wait';
-
-export const kindOf = (n: NodeDef): NodeKind =>
-  n.task ? 'task' : n.switch ? 'switch' : n.topology ? 'topology' : 'wait';
-
-/** What a definition is checked against when it is saved. */
-export interface DefinitionContext {
-  taskTypes: ReadonlySet<string>;
-  topologies: ReadonlySet<string>;
-}
-
-const bad = (message: string, node?: string): ContractException =>
-  new ContractException(
-    ContractErrorCode.VALIDATION_FAILED,
-    node ? `node ${node}: ${message}` : message,
-    node ? { node } : {},
-  );
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
-
-const strings = (v: unknown): v is string[] =>
-  Array.isArray(v) && v.every((x) => typeof x === 'string');
 
 /** One thing wrong with a definition: the node it is about (when it is about one) and what. */
 export interface DefinitionProblem {
@@ -179,6 +143,12 @@ function nodeKey(n: unknown): string | undefined {
   return isObject(n) && typeof n.key === 'string' ? n.key : undefined;
 }
 
+const BASE_FIELDS = ['key', 'depends_on', 'trigger_rule', 'on_failure'];
+const KIND_FIELDS = Object.values(NODE_KINDS).flatMap((k) => k.fields);
+const KIND_NAMES = Object.keys(NODE_KINDS)
+  .join(', ')
+  .replace(/, (?=[^,]*$)/, ' and ');
+
 function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
   if (!isObject(raw)) throw bad(`nodes[${i}] is not an object`);
   const key = raw.key;
@@ -187,108 +157,28 @@ function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
       `nodes[${i}].key must be 1 to 64 of letters, digits, "_" and "-", starting with a letter`,
       typeof key === 'string' ? key : undefined,
     );
-  const known = [
-    'key',
-    'depends_on',
-    'trigger_rule',
-    'task',
-    'for_each',
-    'concurrency',
-    'switch',
-    'topology',
-    'wait',
-    'on_failure',
-  ];
-  const unknown = Object.keys(raw).filter((k) => !known.includes(k));
+  const unknown = Object.keys(raw).filter(
+    (k) => !BASE_FIELDS.includes(k) && !KIND_FIELDS.includes(k),
+  );
   if (unknown.length) throw bad(`unknown field ${unknown[0]}`, key);
   const { depends_on = [], trigger_rule = 'all_success', on_failure = false } = raw;
   if (!strings(depends_on)) throw bad('depends_on must be a list of node keys', key);
   if (!TRIGGER_RULES.includes(trigger_rule as TriggerRule))
     throw bad(`trigger_rule must be one of ${TRIGGER_RULES.join(', ')}`, key);
   if (typeof on_failure !== 'boolean') throw bad('on_failure must be a boolean', key);
-  const kinds = ['task', 'switch', 'topology', 'wait'].filter((k) => raw[k] !== undefined);
-  if (kinds.length !== 1)
-    throw bad('a node has exactly one of task, switch, topology and wait', key);
-  const node: NodeDef = {
+  const kinds = Object.values(NODE_KINDS).filter((k) => k.present(raw));
+  if (kinds.length !== 1) throw bad(`a node has exactly one of ${KIND_NAMES}`, key);
+  const [kind] = kinds;
+  const foreign = Object.keys(raw).find((k) => KIND_FIELDS.includes(k) && !kind.fields.includes(k));
+  if (foreign === 'for_each' || foreign === 'concurrency')
+    throw bad('for_each goes with a task node', key);
+  const base: NodeBase = {
     key,
     depends_on: [...new Set(depends_on)],
     trigger_rule: trigger_rule as TriggerRule,
     on_failure,
   };
-  if (raw.task !== undefined) node.task = parseTask(raw.task, key, ctx);
-  if (raw.switch !== undefined) node.switch = parseSwitch(raw.switch, key);
-  if (raw.topology !== undefined) node.topology = parseSub(raw.topology, key, ctx);
-  if (raw.wait !== undefined) node.wait = parseWait(raw.wait, key);
-  if (raw.for_each !== undefined || raw.concurrency !== undefined) {
-    if (!node.task) throw bad('for_each goes with a task node', key);
-    if (typeof raw.for_each !== 'string' || !/^\{\{[^{}]+\}\}$/.test(raw.for_each.trim()))
-      throw bad('for_each must be one placeholder that gives a list, e.g. {{input.hosts}}', key);
-    node.for_each = raw.for_each.trim();
-    const c = raw.concurrency ?? MAX_FOR_EACH;
-    if (!Number.isInteger(c) || (c as number) < 1 || (c as number) > MAX_FOR_EACH)
-      throw bad(`concurrency must be an integer from 1 to ${MAX_FOR_EACH}`, key);
-    node.concurrency = c as number;
-  }
-  return node;
-}
-
-function parseTask(t: unknown, key: string, ctx: DefinitionContext): Record<string, unknown> {
-  if (!isObject(t)) throw bad('task must be a task body (as POST /v1/tasks takes)', key);
-  for (const f of RUN_OWNED) if (t[f] !== undefined) throw bad(`task.${f} is set by the run`, key);
-  const info = t.create_info;
-  if (!isObject(info) || typeof info.task_type !== 'string')
-    throw bad('task.create_info.task_type is required', key);
-  for (const f of RUN_OWNED_INFO)
-    if (info[f] !== undefined) throw bad(`task.create_info.${f} is set by the run`, key);
-  if (!ctx.taskTypes.has(info.task_type))
-    throw bad(`task type ${info.task_type} is not registered: no worker has declared it`, key);
-  return { ...t, create_info: { task_name: key, ...info } };
-}
-
-function parseSwitch(s: unknown, key: string): NodeDef['switch'] {
-  if (!isObject(s) || typeof s.value !== 'string' || placeholderPaths(s.value).length === 0)
-    throw bad('switch.value must be a placeholder, e.g. {{nodes.check.result.mode}}', key);
-  if (!isObject(s.cases) || Object.keys(s.cases).length === 0)
-    throw bad('switch.cases must map values to lists of node keys', key);
-  for (const [v, ks] of Object.entries(s.cases))
-    if (!strings(ks)) throw bad(`switch.cases.${v} must be a list of node keys`, key);
-  const dflt = s.default ?? [];
-  if (!strings(dflt)) throw bad('switch.default must be a list of node keys', key);
-  return { value: s.value, cases: s.cases as Record<string, string[]>, default: dflt };
-}
-
-function parseSub(s: unknown, key: string, ctx: DefinitionContext): NodeDef['topology'] {
-  if (!isObject(s) || typeof s.name !== 'string')
-    throw bad('topology.name must name a definition', key);
-  if (!ctx.topologies.has(s.name)) throw bad(`topology ${s.name} is not defined`, key);
-  if (s.version !== undefined && (!Number.isInteger(s.version) || (s.version as number) < 1))
-    throw bad('topology.version must be a positive integer', key);
-  if (s.input !== undefined && !isObject(s.input)) throw bad('topology.input is an object', key);
-  return {
-    name: s.name,
-    ...(s.version !== undefined ? { version: s.version as number } : {}),
-    input: (s.input as Record<string, unknown>) ?? {},
-  };
-}
-
-function parseWait(w: unknown, key: string): NodeDef['wait'] {
-  if (!isObject(w)) throw bad('wait must be {signal}, {until} or {seconds}', key);
-  const set = ['signal', 'until', 'seconds'].filter((k) => w[k] !== undefined);
-  if (set.length !== 1) throw bad('wait has exactly one of signal, until and seconds', key);
-  if (w.signal !== undefined && (typeof w.signal !== 'string' || !KEY.test(w.signal)))
-    throw bad('wait.signal must be a name of letters, digits, "_" and "-"', key);
-  if (
-    w.until !== undefined &&
-    (typeof w.until !== 'string' ||
-      (placeholderPaths(w.until).length === 0 && Number.isNaN(Date.parse(w.until))))
-  )
-    throw bad('wait.until must be an ISO 8601 time or a placeholder that gives one', key);
-  if (
-    w.seconds !== undefined &&
-    (typeof w.seconds !== 'number' || !(w.seconds >= 0 && w.seconds <= MAX_WAIT_SECONDS))
-  )
-    throw bad(`wait.seconds must be a number from 0 to ${MAX_WAIT_SECONDS}`, key);
-  return w as NodeDef['wait'];
+  return kind.parse(raw, base, ctx);
 }
 
 function checkAcyclic(nodes: readonly NodeDef[], byKey: ReadonlyMap<string, NodeDef>): void {
@@ -331,19 +221,15 @@ function checkReferences(
   byKey: ReadonlyMap<string, NodeDef>,
   upstream: ReadonlySet<string>,
 ): void {
-  const templates: unknown[] = [n.task, n.for_each, n.switch?.value, n.topology?.input, n.wait];
-  const inFork = n.for_each !== undefined;
-  for (const path of templates.flatMap(placeholderPaths)) {
+  const kind = kindSpec(n);
+  const forEach = forEachOf(n);
+  for (const path of kind.templates(n).flatMap(placeholderPaths)) {
     // for_each itself is read before there is an item.
-    const problem = pathProblem(path, { upstream, inFork: inFork && n.for_each !== `{{${path}}}` });
+    const problem = pathProblem(path, {
+      upstream,
+      inFork: forEach !== undefined && forEach !== `{{${path}}}`,
+    });
     if (problem) throw bad(problem, n.key);
   }
-  if (n.switch) {
-    for (const k of [...Object.values(n.switch.cases).flat(), ...n.switch.default]) {
-      const target = byKey.get(k);
-      if (!target) throw bad(`switch names ${k}, which is not a node`, n.key);
-      if (!target.depends_on.includes(n.key))
-        throw bad(`switch names ${k}, which does not depend on ${n.key}`, n.key);
-    }
-  }
+  kind.checkGraph?.(n, byKey);
 }

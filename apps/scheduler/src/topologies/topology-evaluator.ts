@@ -9,8 +9,18 @@ import {
   viewOf,
 } from './node-state';
 import { sagaStep } from './saga';
-import { PlaceholderMissing, PlaceholderScope, render } from './placeholders';
-import { MAX_FOR_EACH, NodeDef, TopologySpec, TriggerRule, kindOf } from './topology-definition';
+import { PlaceholderMissing, PlaceholderScope } from './placeholders';
+import {
+  Evaluation,
+  NodeDef,
+  SwitchNode,
+  TaskNode,
+  TopologySpec,
+  TriggerRule,
+  forEachOf,
+  kindSpec,
+  switchChoice,
+} from './node-kinds';
 
 /** What the evaluator knows of the run besides its nodes. */
 export interface RunContext {
@@ -153,7 +163,7 @@ export function evaluate(
     plan.rows.push({ key: n.key, item, state, result, ...(was ? { from: was } : {}) });
   };
   /** Starts the task of a node (item): a new one, or the kept one of a dormant row again. */
-  const startTask = (n: NodeDef, item: number, body: Record<string, unknown>): void => {
+  const startTask = (n: TaskNode, item: number, body: Record<string, unknown>): void => {
     const kept = dormant.get(`${n.key}:${item}`);
     const task = kept?.taskId ? tasks.get(kept.taskId) : undefined;
     if (kept && task)
@@ -179,20 +189,23 @@ export function evaluate(
   plan.kicks = pendingKicks(rows, tasks);
 
   const chosenBy = switchChoices(spec, views);
+  const evaluation: Evaluation = {
+    run,
+    plan,
+    scope,
+    view: (key) => views.get(key) as NodeView,
+    setView: (key, view) => views.set(key, view),
+    set,
+    record,
+    startTask,
+    choose: (n, label) => chosenBy.set(n.key, switchChoice(n as SwitchNode, label)),
+  };
   const pass = (nodes: readonly NodeDef[]): void => {
     for (const n of nodes) {
       const v = views.get(n.key) as NodeView;
       if (v.status === 'PENDING') decide(n, v);
       const now = views.get(n.key) as NodeView;
-      if (n.for_each !== undefined && now.count !== undefined && now.status === 'ACTIVE')
-        startItems(n, now);
-      if (now.row?.state === 'waiting' && typeof now.row.result?.until === 'number') {
-        const until = now.row.result.until;
-        if (until <= run.now) {
-          record(n, 0, 'done', { waited_until: new Date(until).toISOString() });
-          set(n.key, 'SUCCESS', { waited_until: new Date(until).toISOString() });
-        } else plan.wakeAt = Math.min(plan.wakeAt ?? Infinity, until);
-      }
+      if (now.status === 'ACTIVE') kindSpec(n).advance?.(n, now, evaluation);
     }
   };
   const decide = (n: NodeDef, v: NodeView): void => {
@@ -209,121 +222,18 @@ export function evaluate(
     }
     if (verdict === 'wait') return;
     if (verdict === 'skip') {
-      record(n, n.for_each !== undefined ? -1 : 0, 'skipped', null);
+      record(n, forEachOf(n) !== undefined ? -1 : 0, 'skipped', null);
       set(n.key, 'SKIPPED');
       return;
     }
     try {
-      start(n, v);
+      kindSpec(n).start(n, v, evaluation);
     } catch (err) {
       if (!(err instanceof PlaceholderMissing)) throw err;
-      record(n, n.for_each !== undefined ? -1 : 0, 'failed', { error: err.message });
+      record(n, forEachOf(n) !== undefined ? -1 : 0, 'failed', { error: err.message });
       set(n.key, 'FAILED', { error: err.message });
     }
   };
-  const start = (n: NodeDef, v: NodeView): void => {
-    switch (kindOf(n)) {
-      case 'task':
-        if (n.for_each === undefined) {
-          startTask(n, 0, render(n.task!, scope()));
-          set(n.key, 'ACTIVE');
-          return;
-        }
-        return fork(n, v);
-      case 'topology':
-        plan.starts.push({
-          key: n.key,
-          item: 0,
-          kind: 'topology',
-          body: { ...n.topology!, input: render(n.topology!.input, scope()) },
-        });
-        set(n.key, 'ACTIVE');
-        return;
-      case 'switch': {
-        const value = render(n.switch!.value, scope());
-        const label = typeof value === 'string' ? value : JSON.stringify(value);
-        const hit = Object.prototype.hasOwnProperty.call(n.switch!.cases, label);
-        const result = { value: label, case: hit ? label : 'default' };
-        record(n, 0, 'switched', result);
-        set(n.key, 'SUCCESS', result);
-        chosenBy.set(n.key, choiceOf(n, label));
-        return;
-      }
-      case 'wait':
-        return wait(n);
-    }
-  };
-  const wait = (n: NodeDef): void => {
-    const w = n.wait!;
-    if (w.signal !== undefined) {
-      record(n, 0, 'waiting', { signal: w.signal });
-      set(n.key, 'ACTIVE');
-      return;
-    }
-    const until =
-      w.seconds !== undefined
-        ? run.now + w.seconds * 1000
-        : Date.parse(String(render(w.until as string, scope())));
-    if (Number.isNaN(until))
-      throw new PlaceholderMissing(`wait.until ${w.until} does not give an ISO 8601 time`);
-    record(n, 0, 'waiting', { until });
-    set(n.key, 'ACTIVE');
-    views.set(n.key, {
-      ...(views.get(n.key) as NodeView),
-      row: {
-        key: n.key,
-        item: 0,
-        state: 'waiting',
-        taskId: null,
-        result: { until },
-        createdAt: 0,
-        updatedAt: 0,
-      },
-    });
-  };
-  const fork = (n: NodeDef, v: NodeView): void => {
-    const list = render(n.for_each as string, scope());
-    if (!Array.isArray(list))
-      throw new PlaceholderMissing(`for_each ${n.for_each} does not give a list`);
-    if (list.length > MAX_FOR_EACH)
-      throw new PlaceholderMissing(
-        `for_each ${n.for_each} gives ${list.length} elements (at most ${MAX_FOR_EACH})`,
-      );
-    record(n, -1, 'forked', { count: list.length, list });
-    const now: NodeView = {
-      ...v,
-      status: list.length === 0 ? 'SUCCESS' : 'ACTIVE',
-      count: list.length,
-      row: {
-        key: n.key,
-        item: -1,
-        state: 'forked',
-        taskId: null,
-        result: { count: list.length, list },
-        createdAt: 0,
-        updatedAt: 0,
-      },
-      result: { count: list.length, succeeded: 0, failed: 0, results: [] },
-    };
-    views.set(n.key, now);
-  };
-  const startItems = (n: NodeDef, v: NodeView): void => {
-    const list = (v.row?.result?.list as unknown[] | undefined) ?? [];
-    const made = new Set(v.items.map((i) => i.row.item));
-    let active = v.items.filter((i) => i.status === 'ACTIVE').length;
-    const cap = n.concurrency ?? MAX_FOR_EACH;
-    for (let item = 0; item < (v.count ?? 0) && active < cap; item++) {
-      if (made.has(item)) continue;
-      try {
-        startTask(n, item, render(n.task!, scope({ item: list[item], index: item })));
-        active++;
-      } catch (err) {
-        if (!(err instanceof PlaceholderMissing)) throw err;
-        record(n, item, 'failed', { error: err.message });
-      }
-    }
-  };
-
   const order = topologicalOrder(spec);
   const main = order.filter((n) => !n.on_failure);
   pass(main);
@@ -370,20 +280,7 @@ function failureOf(v: NodeView): string {
   return `node ${v.key} failed: ${why}`;
 }
 
-interface Choice {
-  /** Nodes named in any case of the switch. */
-  listed: Set<string>;
-  /** Nodes of the case taken (undefined while the switch has not chosen). */
-  taken: Set<string> | undefined;
-}
-
-function choiceOf(n: NodeDef, value: string | undefined): Choice {
-  const s = n.switch!;
-  const listed = new Set([...Object.values(s.cases).flat(), ...s.default]);
-  if (value === undefined) return { listed, taken: undefined };
-  const hit = Object.prototype.hasOwnProperty.call(s.cases, value);
-  return { listed, taken: new Set(hit ? s.cases[value] : s.default) };
-}
+type Choice = ReturnType<typeof switchChoice>;
 
 function switchChoices(
   spec: TopologySpec,
@@ -391,9 +288,12 @@ function switchChoices(
 ): Map<string, Choice> {
   const out = new Map<string, Choice>();
   for (const n of spec.nodes) {
-    if (!n.switch) continue;
+    if (!('switch' in n)) continue;
     const row = views.get(n.key)?.row;
-    out.set(n.key, choiceOf(n, row?.state === 'switched' ? String(row.result?.value) : undefined));
+    out.set(
+      n.key,
+      switchChoice(n, row?.state === 'switched' ? String(row.result?.value) : undefined),
+    );
   }
   return out;
 }

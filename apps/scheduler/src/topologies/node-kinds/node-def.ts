@@ -1,0 +1,70 @@
+/** When a node may start, from how its parents ended. */
+export const TRIGGER_RULES = ['all_success', 'all_done', 'one_success', 'one_failed'] as const;
+export type TriggerRule = (typeof TRIGGER_RULES)[number];
+
+/** What every node has, whatever its kind. */
+export interface NodeBase {
+  key: string;
+  depends_on: string[];
+  trigger_rule: TriggerRule;
+  /** Runs only when the run fails (before any rollback). */
+  on_failure: boolean;
+}
+
+/** A task to create (`task`: the `POST /v1/tasks` body, with placeholders), or one per list element. */
+export interface TaskNode extends NodeBase {
+  task: Record<string, unknown>;
+  /** Dynamic fork: one task per element of the list this placeholder gives. */
+  for_each?: string;
+  /** At most this many of a for_each node's tasks at once. */
+  concurrency?: number;
+}
+
+/** Chooses the nodes of one case; the others' are SKIPPED. */
+export interface SwitchNode extends NodeBase {
+  switch: { value: string; cases: Record<string, string[]>; default: string[] };
+}
+
+/** Runs another definition as a child run. */
+export interface SubTopologyNode extends NodeBase {
+  topology: { name: string; version?: number; input: Record<string, unknown> };
+}
+
+/** Waits for a signal, until a time, or a number of seconds. */
+export interface WaitNode extends NodeBase {
+  wait: { signal?: string; until?: string; seconds?: number };
+}
+
+/**
+ * One node of a definition, as stored and as the evaluator reads it: its kind is the one field of
+ * `task`, `switch`, `topology` and `wait` it has (the stored JSON is the API's).
+ */
+export type NodeDef = TaskNode | SwitchNode | SubTopologyNode | WaitNode;
+
+export type NodeKind = 'task' | 'switch' | 'topology' | 'wait';
+
+export function kindOf(n: NodeDef): NodeKind {
+  if ('task' in n) return 'task';
+  if ('switch' in n) return 'switch';
+  if ('topology' in n) return 'topology';
+  return 'wait';
+}
+
+/** The list placeholder of a for_each node; undefined for every other node. */
+export function forEachOf(n: NodeDef): string | undefined {
+  return 'task' in n ? n.for_each : undefined;
+}
+
+export interface TopologySpec {
+  name: string;
+  description: string;
+  /** When the run fails, succeeded nodes are rolled back in reverse topological order. */
+  rollback_on_failure: boolean;
+  nodes: NodeDef[];
+}
+
+/** What a definition is checked against when it is saved. */
+export interface DefinitionContext {
+  taskTypes: ReadonlySet<string>;
+  topologies: ReadonlySet<string>;
+}
