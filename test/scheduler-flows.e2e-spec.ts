@@ -154,17 +154,7 @@ describe.each([
     ]);
   });
 
-  it('fails a task that runs past its deadline', async () => {
-    const id = await api.create({
-      create_info: { task_type: 'demo.sleep', task_name: 'slow', http_url: workerB.url },
-      process_arg: { deadline_second: 1, max_retry: 0 },
-      params: { seconds: 20 },
-    });
-    const done = await api.until(id);
-    expect(done).toMatchObject({ outcome: 'FAIL' });
-    expect((done.error as { message: string }).message).toContain('deadline');
-    expect(await api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
-  });
+  // A run past its deadline: test/in-process/time-skipping.int-spec.ts, on a manual clock.
 
   it('pauses and continues a running task', async () => {
     const id = await api.create({

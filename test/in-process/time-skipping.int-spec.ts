@@ -70,6 +70,7 @@ describe('time, skipped: scheduler and worker in-process on a ManualClock', () =
     const done = await baton.until(id);
     expect(done).toMatchObject({ outcome: 'FAIL' });
     expect((done.error as { message: string; code: string }).code).toBe('deadline_timeout');
+    expect(await baton.api.sequence(id)).toEqual(['INIT', 'CREATE', 'RUNNING', 'FAIL', 'FINISH']);
     const failedAt = Date.parse(done.finished_at as string);
     expect(failedAt - started).toBeGreaterThanOrEqual(120_000);
     expect(failedAt - started).toBeLessThan(130_000);
