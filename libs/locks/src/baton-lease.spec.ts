@@ -1,9 +1,13 @@
-import { describe, expect, it } from '@jest/globals';
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { ManualClock } from '@baton/time';
 import { BatonLease } from './baton-lease';
 import { HeldKey } from './held-key.interface';
 import { LockErrorCode, LockException } from './lock.exception';
 import { LeaseLostReason } from './lock-provider.interface';
 import { LossLatch } from './loss-latch';
+
+/** The holder's clock of each case: the lease, its renewer and the fake backend all run on it. */
+let clock: ManualClock;
 
 /** A HeldKey whose backend is a script: each release() takes the next outcome. */
 function fakeKey(
@@ -14,7 +18,7 @@ function fakeKey(
   const held = {
     key,
     fence: 1,
-    takenAt: Date.now(),
+    takenAt: clock.now(),
     calls: 0,
     loss,
     extend: async () => undefined,
@@ -31,28 +35,55 @@ function fakeKey(
   return held;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** A lease on the case's clock, as a driver hands it out. */
+const leaseOf = (keys: HeldKey[], ttlMs: number, expiresAt: number, autoRenew: boolean) =>
+  new BatonLease(keys, ttlMs, expiresAt, autoRenew, undefined, clock);
 
 describe('BatonLease', () => {
+  beforeEach(() => {
+    clock = new ManualClock();
+  });
+
   it('auto-renews in time even when each renewal takes a third of the TTL', async () => {
     const key = fakeKey('slow');
-    key.extend = () => sleep(60);
-    const lease = new BatonLease([key], 200, Date.now() + 200, true);
-    await sleep(1000); // five TTLs
+    const renewals: number[] = [];
+    key.extend = () => {
+      renewals.push(clock.now());
+      return clock.sleep(60);
+    };
+    const t0 = clock.now();
+    const lease = leaseOf([key], 200, t0 + 200, true);
+    // The first renewal is due half a TTL before the end, not earlier.
+    await clock.advance(99);
+    expect(renewals).toEqual([]);
+    await clock.advance(1);
+    expect(renewals).toEqual([t0 + 100]);
+    await clock.advance(900); // five TTLs in all
     expect(lease.lost).toBe(false);
+    // Each next one half a TTL before the end the last one set (its start + TTL).
+    expect(renewals.map((at) => at - t0)).toEqual([
+      100, 200, 300, 400, 500, 600, 700, 800, 900, 1000,
+    ]);
+    // The one that started at 1000 is still out (60 ms): the end is the one before it set.
+    expect(lease.expiresAt.getTime()).toBe(t0 + 900 + 200);
     await lease.release();
+    // Released: no renewal and no expiry left waiting.
+    await clock.advance(1000);
+    expect(renewals).toHaveLength(10);
+    expect(lease.lost).toBe(false);
+    expect(clock.pending()).toBe(0);
   });
 
   it('is born lost when a key was lost before the lease set its handlers', () => {
     const first = fakeKey('a');
     first.loss.report('revoked');
-    const lease = new BatonLease([first, fakeKey('b')], 5000, Date.now() + 5000, false);
+    const lease = leaseOf([first, fakeKey('b')], 5000, clock.now() + 5000, false);
     expect(lease.lost).toBe(true);
     expect(lease.lostReason).toBe('revoked');
   });
 
   it('is born expired, synchronously, when its end is already past', async () => {
-    const lease = new BatonLease([fakeKey('a')], 1000, Date.now() - 1, false);
+    const lease = leaseOf([fakeKey('a')], 1000, clock.now() - 1, false);
     expect(lease.lost).toBe(true);
     expect(lease.lostReason).toBe('expired');
     await expect(lease.extend()).rejects.toMatchObject({ code: LockErrorCode.LEASE_LOST });
@@ -60,7 +91,7 @@ describe('BatonLease', () => {
 
   it('lets a release that failed in transport be retried against the backend', async () => {
     const key = fakeKey('a', ['down', 'ok']);
-    const lease = new BatonLease([key], 5000, Date.now() + 5000, false);
+    const lease = leaseOf([key], 5000, clock.now() + 5000, false);
     await expect(lease.release()).rejects.toMatchObject({
       code: LockErrorCode.BACKEND_UNAVAILABLE,
     });
@@ -74,8 +105,9 @@ describe('BatonLease', () => {
   it('retries only the keys whose release failed, and keeps the expiry clock meanwhile', async () => {
     const a = fakeKey('a', ['ok']);
     const b = fakeKey('b', ['down', 'down']);
-    const lease = new BatonLease([a, b], 300, Date.now() + 300, false);
-    const lost = new Promise<LeaseLostReason>((ok) => lease.onLost(ok));
+    const lease = leaseOf([a, b], 300, clock.now() + 300, false);
+    const lost: LeaseLostReason[] = [];
+    lease.onLost((reason) => lost.push(reason));
     await expect(lease.release()).rejects.toMatchObject({
       code: LockErrorCode.BACKEND_UNAVAILABLE,
     });
@@ -83,17 +115,23 @@ describe('BatonLease', () => {
       code: LockErrorCode.BACKEND_UNAVAILABLE,
     });
     expect([a.calls, b.calls]).toEqual([1, 2]);
-    // Never confirmed released: the holder must still hear that the lease ran out.
-    await expect(lost).resolves.toBe('expired');
+    // Never confirmed released: the holder must still hear that the lease ran out, at its TTL.
+    await clock.advance(299);
+    expect(lost).toEqual([]);
+    await clock.advance(1);
+    expect(lost).toEqual(['expired']);
+    expect(lease.lost).toBe(true);
   });
 
   it('ends a release refused by the backend as released, reporting NOT_HOLDER', async () => {
     const key = fakeKey('a', ['not-holder']);
-    const lease = new BatonLease([key], 200, Date.now() + 200, false);
+    const lease = leaseOf([key], 200, clock.now() + 200, false);
     await expect(lease.release()).rejects.toMatchObject({ code: LockErrorCode.NOT_HOLDER });
     await lease.release();
     expect(key.calls).toBe(1);
-    await sleep(300);
+    // Past its TTL: a released lease is never reported lost (its expiry timer is gone).
+    expect(clock.pending()).toBe(0);
+    await clock.advance(300);
     expect(lease.lost).toBe(false);
   });
 });

@@ -1,18 +1,35 @@
-import { systemClock } from '@baton/time';
+import { ManualClock } from '@baton/time';
 import { loadSchedulerConfig } from '../config';
 import { Overload } from './overload';
 
-const busy = (ms: number): void => {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    /* the event loop is blocked */
+/**
+ * A ManualClock whose event loop can stall: `stall(ms)` moves the clock on without running any
+ * timer, so the sampling tick that falls due next runs `ms` late by the clock, as it does after
+ * the real loop was blocked. (Node's own event-loop histogram is the real process's and stays
+ * out of a unit test: here it only sees a loop that is not blocked.)
+ */
+class StallingClock extends ManualClock {
+  private stalled = 0;
+
+  override now(): number {
+    return super.now() + this.stalled;
   }
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  override monotonic(): number {
+    return super.monotonic() + this.stalled;
+  }
+
+  stall(ms: number): void {
+    this.stalled += ms;
+  }
+}
 
 describe('Overload', () => {
-  const make = (env: Record<string, string>): Overload =>
-    new Overload(loadSchedulerConfig({ BATON_AUTH_MODE: 'none', ...env }), systemClock);
+  let clock: StallingClock;
+  const make = (env: Record<string, string>): Overload => {
+    clock = new StallingClock();
+    return new Overload(loadSchedulerConfig({ BATON_AUTH_MODE: 'none', ...env }), clock);
+  };
 
   it('admits up to the in-flight limit, and again once a request is done', () => {
     const o = make({ BATON_API_MAX_IN_FLIGHT: '2' });
@@ -37,17 +54,23 @@ describe('Overload', () => {
   it('refuses while the event loop runs late, and admits again once it catches up', async () => {
     const o = make({ BATON_OVERLOAD_LAG_MS: '300' });
     try {
-      await sleep(600);
+      await clock.advance(600);
       expect(o.lagging).toBe(false);
       // Overload as it comes: the loop blocked again and again, each time for longer than a
-      // sample and the limit (one block alone is a stall, not overload).
-      for (let i = 0; i < 8 && !o.lagging; i++) {
-        busy(900);
-        await sleep(1);
-      }
+      // sample and the limit. One block alone is a stall, not overload ...
+      clock.stall(900);
+      await clock.advance(500);
+      expect(o.lagging).toBe(false);
+      // ... the next sample late again is a loop that cannot keep up.
+      clock.stall(900);
+      await clock.advance(500);
       expect(o.lagMs).toBeGreaterThan(300);
       expect(o.admit()).toEqual({ refused: expect.stringMatching(/event loop \d+ ms behind/) });
-      await sleep(3000);
+      // Caught up: the lateness is remembered for a little while (halved every sample) ...
+      await clock.advance(500);
+      expect(o.lagging).toBe(true);
+      // ... and let go of once it falls under the limit.
+      await clock.advance(2500);
       expect(o.lagging).toBe(false);
       expect('done' in o.admit()).toBe(true);
     } finally {

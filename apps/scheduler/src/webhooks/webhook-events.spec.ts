@@ -87,7 +87,8 @@ describe('webhook events', () => {
       to: S.INIT,
       outcome: null,
       attempt: 0,
-      at: Date.now(),
+      // A moment as data: the messages carry it, nothing here reads a clock.
+      at: Date.UTC(2026, 0, 1),
     };
     // An older read (before the subscription was saved) ends after a newer one that saw it.
     const older = events.refresh();
@@ -98,5 +99,6 @@ describe('webhook events', () => {
     await older;
     expect(await events.write({} as EntityManager, [change])).toBe(true);
     expect(written.map((w) => [w.webhookId, w.eventType])).toEqual([['wh_1', 'task.created']]);
+    expect(written[0].createdAt).toBe(change.at);
   });
 });

@@ -1,5 +1,6 @@
 import { AddressInfo } from 'node:net';
 import { Server, createServer } from 'node:http';
+import { ManualClock } from '@baton/time';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { ContractErrorCode } from '../errors/contract.exception';
 import { RegistrationOptions, WorkerRegistration } from './registration-client';
@@ -9,20 +10,33 @@ type Answer = { status: number; code: number; message: string };
 
 const OK: Answer = { status: 200, code: ContractErrorCode.OK, message: 'ok' };
 
-/** A stand-in scheduler on a real socket: records what it is sent, answers what it is told. */
+/**
+ * The client's deadline per call: the only timer on the clock while a call is out, and longer
+ * than any wait between tries here, so the two are told apart (`waiting`).
+ */
+const CALL_TIMEOUT_MS = 600_000;
+
+/**
+ * A stand-in scheduler on a real socket: records what it is sent (at the clock's time) and
+ * answers what it is told.
+ */
 class FakeScheduler {
-  readonly requests: { method: string; url: string; body: string }[] = [];
+  readonly requests: { method: string; url: string; body: string; at: number }[] = [];
   answer: Answer = OK;
   /** The data of a successful answer. */
   data: unknown = {};
   private readonly server: Server;
 
-  constructor(readonly port: number) {
+  constructor(
+    readonly port: number,
+    private readonly clock: ManualClock,
+  ) {
     this.server = createServer((req, res) => {
       let body = '';
       req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
       req.on('end', () => {
-        this.requests.push({ method: req.method ?? '', url: req.url ?? '', body });
+        const at = this.clock.now();
+        this.requests.push({ method: req.method ?? '', url: req.url ?? '', body, at });
         const { status, code, message } = this.answer;
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ code, message, data: code === 0 ? this.data : null }));
@@ -53,17 +67,49 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+/**
+ * Settles (20 turns of the event loop each) before a broken test gives up: far more than a call
+ * over loopback needs, and counted in turns, not time, so a loaded machine does not end it early.
+ */
+const MAX_SETTLES = 2_000;
+
+/**
+ * The registration waits for its next try: its one timer is due before a call's deadline would
+ * be (while a call is out, the call's deadline is the only timer).
+ */
+const waiting = (clock: ManualClock): boolean =>
+  clock.pending() === 1 && (clock.nextDue() ?? Infinity) < clock.now() + CALL_TIMEOUT_MS;
+
+/** Lets the real I/O of the try under way finish, without moving the clock. */
+async function settleTry(clock: ManualClock): Promise<void> {
+  for (let i = 0; !waiting(clock); i++) {
+    if (i >= MAX_SETTLES) throw new Error('a registration try never ended');
+    await clock.settle();
   }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/**
+ * Moves the clock from one try to the next (each finished before the clock moves on) until
+ * `done` holds, at most `maxMs` of clock time; throws when it never does, naming `what`.
+ */
+async function triesUntil(
+  clock: ManualClock,
+  what: string,
+  done: () => boolean,
+  maxMs = 60_000,
+): Promise<void> {
+  const limit = clock.now() + maxMs;
+  for (;;) {
+    await settleTry(clock);
+    if (done()) return;
+    const next = clock.nextDue() as number;
+    if (next > limit) throw new Error(`${what}: not within ${maxMs} ms of clock time`);
+    await clock.advanceTo(next);
+  }
+}
 
 describe('WorkerRegistration', () => {
+  let clock: ManualClock;
   let scheduler: FakeScheduler;
   let registration: WorkerRegistration | undefined;
   let lines: Line[];
@@ -78,9 +124,11 @@ describe('WorkerRegistration', () => {
       capacity: 2,
       taskTypes: [{ task_type: 'demo.echo', blocking: BlockingKind.SYNC, implements: [] }],
       heartbeatMs: 50,
+      timeoutMs: CALL_TIMEOUT_MS,
+      clock,
       logger: {
-        debug: (message) => lines.push({ level: 'debug', message, at: Date.now() }),
-        warn: (message) => lines.push({ level: 'warn', message, at: Date.now() }),
+        debug: (message) => lines.push({ level: 'debug', message, at: clock.now() }),
+        warn: (message) => lines.push({ level: 'warn', message, at: clock.now() }),
       },
       ...options,
     });
@@ -90,7 +138,8 @@ describe('WorkerRegistration', () => {
   const debugs = (): Line[] => lines.filter((l) => l.level === 'debug');
 
   beforeEach(async () => {
-    scheduler = new FakeScheduler(await freePort());
+    clock = new ManualClock();
+    scheduler = new FakeScheduler(await freePort(), clock);
     registration = undefined;
     lines = [];
   });
@@ -103,19 +152,35 @@ describe('WorkerRegistration', () => {
   it('heartbeats as often as the registration answer asks when that is more often', async () => {
     await scheduler.listen();
     scheduler.data = { worker_id: 'worker-1', timing: { heartbeat_interval_ms: 20 } };
+    const t0 = clock.now();
     await start({ heartbeatMs: 60_000 });
-    await waitFor('three heartbeats at the interval asked for', () => scheduler.heartbeats() >= 3);
+    await triesUntil(clock, 'three heartbeats at the interval asked for', () => {
+      return scheduler.heartbeats() >= 3;
+    });
+    expect(scheduler.requests.map((r) => [r.method, r.at - t0])).toEqual([
+      ['POST', 0],
+      ['PUT', 20],
+      ['PUT', 40],
+      ['PUT', 60],
+    ]);
   });
 
   it('waits quietly for a scheduler that starts listening within the grace period', async () => {
+    const t0 = clock.now();
     await start({ startupGraceMs: 10_000 });
-    await sleep(900);
+    await triesUntil(
+      clock,
+      '900 ms of refused tries',
+      () => (clock.nextDue() ?? Infinity) > t0 + 900,
+    );
+    await clock.advanceTo(t0 + 900);
     expect(scheduler.requests).toHaveLength(0);
-    expect(debugs().length).toBeGreaterThanOrEqual(3);
+    // Retried quickly (100 ms, then doubling), each refusal at debug only.
+    expect(debugs().map((l) => l.at - t0)).toEqual([0, 100, 300, 700]);
     expect(debugs()[0].message).toContain('ECONNREFUSED');
 
     await scheduler.listen();
-    await waitFor('a heartbeat after registering', () => scheduler.heartbeats() >= 1);
+    await triesUntil(clock, 'a heartbeat after registering', () => scheduler.heartbeats() >= 1);
 
     const registered = scheduler.requests[0];
     expect(registered.method).toBe('POST');
@@ -125,15 +190,15 @@ describe('WorkerRegistration', () => {
   });
 
   it('warns once, not on every retry, when the scheduler is still refused after the grace period', async () => {
-    const startedAt = Date.now();
+    const startedAt = clock.now();
     await start({ startupGraceMs: 300 });
-    // Refused tries past the grace: the first warns, the next ones (about 1 s apart) do not.
-    await waitFor('two refused tries after the grace period', () => {
+    // Refused tries past the grace: the first warns, the next ones (up to 1 s apart) do not.
+    await triesUntil(clock, 'two refused tries after the grace period', () => {
       const late = lines.filter((l) => l.at - startedAt >= 300);
       return late.length >= 2;
     });
     await scheduler.listen();
-    await waitFor('a heartbeat after registering', () => scheduler.heartbeats() >= 1);
+    await triesUntil(clock, 'a heartbeat after registering', () => scheduler.heartbeats() >= 1);
 
     expect(warnings()).toHaveLength(1);
     expect(warnings()[0].message).toContain('ECONNREFUSED');
@@ -155,11 +220,13 @@ describe('WorkerRegistration', () => {
     expect(warnings()).toHaveLength(1);
     expect(warnings()[0].message).toContain('signature does not match');
 
-    await waitFor('three more registrations answered 401', () => scheduler.requests.length >= 4);
+    await triesUntil(clock, 'three more registrations answered 401', () => {
+      return scheduler.requests.length >= 4;
+    });
     expect(warnings()).toHaveLength(1);
 
     scheduler.answer = OK;
-    await waitFor('a heartbeat after registering', () => scheduler.heartbeats() >= 1);
+    await triesUntil(clock, 'a heartbeat after registering', () => scheduler.heartbeats() >= 1);
     expect(warnings()).toHaveLength(1);
   });
 });

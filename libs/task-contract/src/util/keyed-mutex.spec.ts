@@ -1,14 +1,21 @@
+import { ManualClock } from '@baton/time';
 import { KeyedMutex } from './keyed-mutex';
 
-const tick = () => new Promise((r) => setTimeout(r, 5));
+/** Each section takes 5 ms of this clock; the cases move it. */
+let clock: ManualClock;
+const tick = (): Promise<void> => clock.sleep(5);
 
 describe('KeyedMutex', () => {
+  beforeEach(() => {
+    clock = new ManualClock();
+  });
+
   it('runs sections of one key one at a time, in arrival order', async () => {
     const mutex = new KeyedMutex();
     const events: string[] = [];
     let inside = 0;
     let maxInside = 0;
-    await Promise.all(
+    const all = Promise.all(
       [1, 2, 3, 4].map((n) =>
         mutex.run('k', async () => {
           inside++;
@@ -20,6 +27,13 @@ describe('KeyedMutex', () => {
         }),
       ),
     );
+    await clock.settle();
+    expect(events).toEqual(['start 1']);
+    // One section after the other: 5 ms each, 20 ms for the four.
+    await clock.advance(15);
+    expect(events).toHaveLength(7);
+    await clock.advance(5);
+    await all;
     expect(maxInside).toBe(1);
     expect(events).toEqual([
       'start 1',
@@ -38,7 +52,8 @@ describe('KeyedMutex', () => {
     const mutex = new KeyedMutex();
     let inside = 0;
     let maxInside = 0;
-    await Promise.all(
+    let done = false;
+    const all = Promise.all(
       ['a', 'b', 'c'].map((k) =>
         mutex.run(k, async () => {
           maxInside = Math.max(maxInside, ++inside);
@@ -46,7 +61,11 @@ describe('KeyedMutex', () => {
           inside--;
         }),
       ),
-    );
+    ).then(() => (done = true));
+    // All three in at once, and all done after one section's 5 ms.
+    await clock.advance(5);
+    expect(done).toBe(true);
+    await all;
     expect(maxInside).toBe(3);
   });
 
