@@ -156,54 +156,5 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     expect(fireCount).toBe(slots.length);
   });
 
-  it('misfire policies after a 10 s outage of every instance', async () => {
-    let api = await group.start('m1');
-    const mk = async (policy: string) =>
-      (
-        await api.call<{ timer_id: string }>('POST', '/v1/timers', {
-          ...everySecond(`misfire ${policy}`),
-          misfire_policy: policy,
-          misfire_grace_ms: 1000,
-        })
-      ).data.timer_id;
-    const ids = {
-      fire_once: await mk('fire_once'),
-      fire_all: await mk('fire_all'),
-      skip: await mk('skip'),
-    };
-    await sleep(3000);
-    const downAt = Date.now();
-    await group.kill9('m1');
-    await sleep(10_000);
-    const upAt = Date.now();
-    // A small catch-up batch: fire_once must still fire once, not once per batch.
-    api = await group.start('m2', { BATON_PRODUCER_MAX_CATCH_UP: '3' });
-    await sleep(4000);
-    for (const id of Object.values(ids))
-      await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
-    await sleep(500);
-
-    // Slots that fell due while nobody ran, past the 1 s grace.
-    const missedWindow = (s: number) => s > downAt + 1000 && s < upAt - 1000;
-    const all = (await fireRows(database, ids.fire_all)).map((r) => r.slot);
-    expect(gaps(all, 1000)).toEqual([]);
-    expect(all.filter(missedWindow).length).toBeGreaterThanOrEqual(7);
-
-    const once = (await fireRows(database, ids.fire_once)).map((r) => r.slot);
-    expect(once.filter(missedWindow).length).toBeLessThanOrEqual(1);
-    expect(gaps(once, 1000).length).toBeGreaterThanOrEqual(7);
-    const onceTimer = (
-      await api.call<{ misfire_count: number }>('GET', `/v1/timers/${ids.fire_once}`)
-    ).data;
-    expect(onceTimer.misfire_count).toBeGreaterThanOrEqual(7);
-
-    const skip = (await fireRows(database, ids.skip)).map((r) => r.slot);
-    expect(skip.filter(missedWindow)).toEqual([]);
-    const skipTimer = (await api.call<{ misfire_count: number }>('GET', `/v1/timers/${ids.skip}`))
-      .data;
-    expect(skipTimer.misfire_count).toBeGreaterThanOrEqual(8);
-    // After the outage all three fire on time again.
-    for (const slots of [all, once, skip])
-      expect(slots[slots.length - 1]).toBeGreaterThan(upAt + 1000);
-  });
+  // Misfire policies after an outage of every instance: test/in-process/producer.int-spec.ts.
 });

@@ -14,7 +14,9 @@ import { ADMIN_KEY, Api, FAST, SECRET } from './baton';
  * A scheduler and template workers in this test's own process, on the embedded defaults (SQLite,
  * memory queue, local locks), all on one ManualClock: time moves only when the test moves it, so
  * a backoff of a minute or a deadline of an hour costs no waiting, and no speed of the machine
- * can make a case pass or fail. HTTP between them is real (loopback).
+ * can make a case pass or fail. HTTP between them is real (loopback). The scheduler can be stopped
+ * and a new one started on the same database file, port and clock (an outage of every instance),
+ * while the workers stay up.
  */
 export interface InProcessBaton {
   readonly clock: ManualClock;
@@ -24,6 +26,17 @@ export interface InProcessBaton {
   readonly workers: Map<string, string>;
   /** Adds a template worker (registered and heartbeating on the clock). */
   addWorker(name: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  /**
+   * Closes the scheduler app (every instance down); the workers stay up, and the clock does not
+   * move. The API answers nothing until `startScheduler`.
+   */
+  stopScheduler(): Promise<void>;
+  /**
+   * Builds a new scheduler app on the same database file, port (so `api` and the workers'
+   * registrations still point at it) and clock, from the first one's environment with `env` over
+   * it.
+   */
+  startScheduler(env?: NodeJS.ProcessEnv): Promise<void>;
   /** Moves the clock in steps until the task reaches `status`; returns it. */
   until(taskId: string, status?: string, maxMs?: number): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
@@ -32,7 +45,7 @@ export interface InProcessBaton {
 export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InProcessBaton> {
   const clock = new ManualClock(Date.now());
   const dir = mkdtempSync(join(tmpdir(), 'baton-in-process-'));
-  const config = loadSchedulerConfig({
+  const schedulerEnv: NodeJS.ProcessEnv = {
     ...FAST,
     BATON_DB: 'sqlite',
     BATON_DB_PATH: join(dir, 'baton.sqlite'),
@@ -40,10 +53,17 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     BATON_LOCK: 'local',
     BATON_LOG_LEVEL: 'error',
     ...env,
-  });
-  const scheduler = await createSchedulerApp(config, false, { clock, docs: false });
+  };
+  const build = (extra: NodeJS.ProcessEnv = {}): Promise<NestFastifyApplication> =>
+    createSchedulerApp(loadSchedulerConfig({ ...schedulerEnv, ...extra }), false, {
+      clock,
+      docs: false,
+    });
+  let scheduler: NestFastifyApplication | undefined = await build();
   await scheduler.listen(0, '127.0.0.1');
   const api = new Api(await scheduler.getUrl(), ADMIN_KEY);
+  // A scheduler started again listens where the first one did.
+  const port = Number(new URL(api.base).port);
   const apps: NestFastifyApplication[] = [];
   const registrations: WorkerRegistration[] = [];
   const workers = new Map<string, string>();
@@ -80,12 +100,32 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     return url;
   };
 
+  const stopScheduler = async (): Promise<void> => {
+    const app = scheduler;
+    scheduler = undefined;
+    await app?.close();
+  };
+
+  const startScheduler = async (extra: NodeJS.ProcessEnv = {}): Promise<void> => {
+    if (scheduler) throw new Error('the scheduler is running: stop it first');
+    const app = await build(extra);
+    try {
+      await app.listen(port, '127.0.0.1');
+    } catch (err) {
+      await app.close().catch(() => undefined);
+      throw err;
+    }
+    scheduler = app;
+  };
+
   return {
     clock,
     api,
     dir,
     workers,
     addWorker,
+    stopScheduler,
+    startScheduler,
     async until(taskId, status = 'FINISH', maxMs = 600_000) {
       let last: Record<string, unknown> = {};
       try {
@@ -109,7 +149,7 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     async stop() {
       for (const r of registrations) await r.stop().catch(() => undefined);
       for (const app of apps) await app.close().catch(() => undefined);
-      await scheduler.close();
+      await stopScheduler();
       rmSync(dir, { recursive: true, force: true });
     },
   };

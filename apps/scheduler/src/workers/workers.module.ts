@@ -1,5 +1,6 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { RequestVerifier, WorkerAuthGuard } from '@baton/task-contract';
+import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { Metrics, cachedFor } from '../metrics';
 import { TaskTypesModule } from '../task-types';
@@ -24,8 +25,10 @@ import { WorkersService } from './workers.service';
     WorkerHealthWatch,
     {
       provide: RequestVerifier,
-      inject: [SCHEDULER_CONFIG],
-      useFactory: (config: SchedulerConfig) => new RequestVerifier(config.auth),
+      // Signature windows are read on the app's clock, as the workers sign on theirs.
+      inject: [SCHEDULER_CONFIG, Clock],
+      useFactory: (config: SchedulerConfig, clock: Clock) =>
+        new RequestVerifier(config.auth, clock),
     },
     WorkerAuthGuard,
   ],
