@@ -2,7 +2,7 @@ import { Clock, systemClock } from '@baton/time';
 
 /** Resolves after `ms` on `clock`; the timer does not keep the process alive. */
 export function sleep(ms: number, clock: Clock = systemClock): Promise<void> {
-  return clock.sleep(ms);
+  return clock.sleep(ms, undefined, { unref: true });
 }
 
 /**

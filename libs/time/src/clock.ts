@@ -57,10 +57,11 @@ export class Clock {
   }
 
   /**
-   * Resolves after `ms`, or rejects with the signal's reason when `signal` aborts first. The timer
-   * does not keep the process alive.
+   * Resolves after `ms`, or rejects with the signal's reason when `signal` aborts first. The wait
+   * keeps the process alive, as a timer does (a shutdown hook may be waiting on it); `unref: true`
+   * lets the process exit meanwhile.
    */
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: AbortSignal, opts: { unref?: boolean } = {}): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {
@@ -73,7 +74,8 @@ export class Clock {
           resolve();
         },
         Math.max(0, ms),
-      ).unref();
+      );
+      if (opts.unref) timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

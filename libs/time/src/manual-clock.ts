@@ -58,7 +58,9 @@ export class ManualClock extends Clock {
   }
 
   override clearTimeout(timer: Timer | undefined): void {
-    if (timer instanceof ManualTimer) this.timers.delete(timer.id);
+    // Only a timer of this clock: another clock's ids may be the same numbers.
+    if (timer instanceof ManualTimer && this.timers.get(timer.id)?.handle === timer)
+      this.timers.delete(timer.id);
   }
 
   /** Timers waiting to fire. */
@@ -87,7 +89,8 @@ export class ManualClock extends Clock {
       next.fn();
       await this.settle();
     }
-    this.current = target;
+    // Never back: another advance may have moved time past `target` meanwhile.
+    this.current = Math.max(this.current, target);
     await this.settle();
   }
 

@@ -1,4 +1,5 @@
 import { LookupFunction } from 'node:net';
+import { Clock } from '../common';
 import { Metrics } from '../metrics';
 import { Module } from '@nestjs/common';
 import { guardedLookup, WorkerClient } from '@baton/task-contract';
@@ -35,11 +36,13 @@ import { WorkerStateAdoption } from './worker-state-adoption';
   providers: [
     {
       provide: WORKER_CLIENT,
-      inject: [SCHEDULER_CONFIG, Metrics],
+      inject: [SCHEDULER_CONFIG, Metrics, Clock],
       // Each connection to a worker is checked on the address it is made to: a registered name
       // that resolves outside the worker networks now (169.254.169.254, say) is refused.
-      useFactory: (config: SchedulerConfig, metrics: Metrics) =>
+      useFactory: (config: SchedulerConfig, metrics: Metrics, clock: Clock) =>
         new WorkerClient({
+          // Signatures, deadlines and call durations on the app's clock, as the workers read theirs.
+          clock,
           onCall: (action, outcome, ms) =>
             metrics.observe('baton_worker_call_duration_seconds', { action, outcome }, ms / 1000),
           auth: config.auth,

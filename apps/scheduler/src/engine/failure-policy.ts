@@ -13,6 +13,7 @@ import {
   decideFailure,
   decideRecovery,
   TimeoutPlan,
+  alertChange,
   decideUnstartable,
   moveChange,
 } from './decide';
@@ -49,8 +50,12 @@ export class FailurePolicy {
   /** A timeout under its policy (decideTimeout): an alert only, a failure to retry, or a final failure. */
   async timeout(t: TaskModel, type: TaskTypeModel, plan: TimeoutPlan): Promise<Step> {
     if (plan.kind === 'alert') {
-      // Only tell people: an event row, and the task goes on as it was.
-      await this.steps.step(t, plan.change);
+      // Only tell people: an event row, and the task goes on as it was, looked at again a poll
+      // interval from now (the calls of the poll that found it late took time).
+      await this.steps.step(
+        t,
+        alertChange(plan.why, this.clock.now(), this.config.checker.pollIntervalMs),
+      );
       this.logger.warn(TaskLog.line(t.taskId, t.attempt, `task ${t.taskId}: ${plan.why}`));
       return REST;
     }

@@ -79,7 +79,8 @@ export class TaskPoller {
         );
         return next ?? REST;
       }
-      return await this.carryOut(t, type, plan, url, opts);
+      // Not awaited here: what carrying the plan out throws is not a failure of the poll.
+      return this.carryOut(t, type, plan, url, opts);
     } catch (err) {
       if (err instanceof StaleFenceError) return REST;
       if (err instanceof TaskNotFoundError)

@@ -169,16 +169,18 @@ function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
   const kinds = Object.values(NODE_KINDS).filter((k) => k.present(raw));
   if (kinds.length !== 1) throw bad(`a node has exactly one of ${KIND_NAMES}`, key);
   const [kind] = kinds;
-  const foreign = Object.keys(raw).find((k) => KIND_FIELDS.includes(k) && !kind.fields.includes(k));
-  if (foreign === 'for_each' || foreign === 'concurrency')
-    throw bad('for_each goes with a task node', key);
   const base: NodeBase = {
     key,
     depends_on: [...new Set(depends_on)],
     trigger_rule: trigger_rule as TriggerRule,
     on_failure,
   };
-  return kind.parse(raw, base, ctx);
+  const node = kind.parse(raw, base, ctx);
+  // After the kind's own checks, so a node's own problems are named first.
+  const foreign = Object.keys(raw).find((k) => KIND_FIELDS.includes(k) && !kind.fields.includes(k));
+  if (foreign === 'for_each' || foreign === 'concurrency')
+    throw bad('for_each goes with a task node', key);
+  return node;
 }
 
 function checkAcyclic(nodes: readonly NodeDef[], byKey: ReadonlyMap<string, NodeDef>): void {

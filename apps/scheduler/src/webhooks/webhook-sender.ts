@@ -199,6 +199,9 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private start(msg: WebhookMessageModel, hook: WebhookModel, cap: number): void {
+    // Stopping: nothing new goes out (the message stays pending for the next instance), and no
+    // attempt is recorded for a delivery that was never sent.
+    if (this.closing.signal.aborted) return;
     if (this.inflight.size >= this.cfg.concurrency) return;
     if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) return;
     const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);

@@ -121,7 +121,10 @@ export class TaskRunner {
   /** A valid new attempt arrived while the previous one still runs here: stop it first. */
   async supersede(execution: TaskExecution, attempt: number): Promise<void> {
     execution.cancel(`superseded by attempt ${attempt}`);
-    await Promise.race([execution.done, this.clock.sleep(SUPERSEDE_WAIT_MS)]);
+    await Promise.race([
+      execution.done,
+      this.clock.sleep(SUPERSEDE_WAIT_MS, undefined, { unref: true }),
+    ]);
   }
 
   /** Cancels every run and waits for them to stop, a while at most. */
@@ -130,7 +133,7 @@ export class TaskRunner {
     // A handler that ignores its abort signal must not hold the shutdown forever.
     await Promise.race([
       Promise.allSettled([...this.executions.values()].map((e) => e.done)),
-      this.clock.sleep(SHUTDOWN_WAIT_MS),
+      this.clock.sleep(SHUTDOWN_WAIT_MS, undefined, { unref: true }),
     ]);
   }
 

@@ -11,6 +11,15 @@ export type TimeoutPlan =
   | { kind: 'alert'; why: string; change: Change }
   | { kind: 'fail'; failure: Failure; notifyCancel: true };
 
+/** An alert only: an event, and the task looked at again a poll interval after `now`. */
+export function alertChange(why: string, now: number, pollIntervalMs: number): Change {
+  return {
+    patch: { dueAt: now + pollIntervalMs, owner: null, leaseUntil: null },
+    reason: `alert: ${why}`,
+    note: true,
+  };
+}
+
 export function decideTimeout(
   policy: TimeoutPolicy,
   why: string,
@@ -18,17 +27,8 @@ export function decideTimeout(
   now: number,
   pollIntervalMs: number,
 ): TimeoutPlan {
-  if (policy === 'alert') {
-    return {
-      kind: 'alert',
-      why,
-      change: {
-        patch: { dueAt: now + pollIntervalMs, owner: null, leaseUntil: null },
-        reason: `alert: ${why}`,
-        note: true,
-      },
-    };
-  }
+  if (policy === 'alert')
+    return { kind: 'alert', why, change: alertChange(why, now, pollIntervalMs) };
   return {
     kind: 'fail',
     notifyCancel: true,
