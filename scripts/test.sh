@@ -8,11 +8,15 @@ passed=0
 failed=0
 failures=()
 
+timings=()
 step() { # name, command...
-  local name=$1
+  local name=$1 began=$SECONDS
   shift
   echo "=== $name"
-  if "$@"; then
+  local ok=0
+  "$@" || ok=$?
+  timings+=("$name $((SECONDS - began)) s")
+  if [ "$ok" -eq 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
@@ -22,6 +26,9 @@ step() { # name, command...
 }
 
 finish() {
+  local IFS=,
+  echo "Times: ${timings[*]}"
+  unset IFS
   if [ ${#failures[@]} -gt 0 ]; then
     echo "Failed: ${failures[*]}"
   fi
@@ -46,8 +53,9 @@ step "openapi drift" node dist/bin/generate-openapi.js --check
 # they measure): two of them at once on two cores made each restart take 10+ s. It also runs two
 # long files of no such kind (the conformance kit, lock holders), so the lanes end together. The
 # other lane runs everything else, one file at a time.
-HEAVY='test/(chaos|scheduler-crash|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks)\.e2e-spec\.ts$'
+HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks)\.e2e-spec\.ts$'
 rm -f .test-results/heavy.json .test-results/light.json .test-results/*.log
+lanes_began=$SECONDS
 npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
   > .test-results/heavy.log 2>&1 &
 heavy_pid=$!
@@ -60,6 +68,7 @@ cat .test-results/light.log
 wait "$heavy_pid"
 heavy_rc=$?
 cat .test-results/heavy.log
+timings+=("both lanes $((SECONDS - lanes_began)) s")
 
 lane() { # name, exit code: adds the lane's Jest counts to the totals
   local name=$1 rc=$2 file=.test-results/$1.json jp="" jf=""
@@ -73,6 +82,7 @@ lane() { # name, exit code: adds the lane's Jest counts to the totals
       failures+=("jest ($name lane) results unreadable")
       return
     fi
+    timings+=("$name lane: $(node scripts/lane-times.mjs "$file")")
     passed=$((passed + jp))
     failed=$((failed + jf))
     if [ "$rc" -ne 0 ] && [ "$jf" -eq 0 ]; then

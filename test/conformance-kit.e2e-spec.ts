@@ -2,7 +2,14 @@ import { execSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CheckResult } from '@baton/task-contract';
+import {
+  AuthConfig,
+  CHECK_NAMES,
+  CheckResult,
+  ConformanceKit,
+  ConformanceOptions,
+  formatResults,
+} from '@baton/task-contract';
 import {
   CONTRACT_CLI,
   PLAIN_WORKER,
@@ -25,16 +32,37 @@ interface KitRun {
   out: string;
 }
 
+type KitOptions = Omit<ConformanceOptions, 'url' | 'type' | 'auth'>;
+const hmacAuth: AuthConfig = { mode: 'hmac', secret: SECRET };
+const tokenAuth: AuthConfig = { mode: 'token', token: TOKEN };
+
+/**
+ * The kit run in this process, as the CLI runs it (its exit code: 1 when a check failed). One case
+ * below runs the CLI itself, for its arguments and its JSON.
+ */
 async function kit(
   url: string,
   type: string,
-  auth: string[],
-  params?: object,
-  extra: string[] = [],
+  auth: AuthConfig,
+  options: KitOptions = {},
 ): Promise<KitRun> {
-  const args = ['--url', url, '--type', type, ...auth, '--json', '--timeout-ms', '10000', ...extra];
-  if (params) args.push('--params', JSON.stringify(params));
-  const { code, out } = await runScript(CONTRACT_CLI, args);
+  const results = await new ConformanceKit({
+    url,
+    type,
+    auth,
+    outcomeTimeoutMs: 10_000,
+    ...options,
+  }).run();
+  return {
+    code: results.some((r) => r.verdict === 'fail') ? 1 : 0,
+    results,
+    out: formatResults(results),
+  };
+}
+
+/** The CLI, with `--json`. */
+async function kitCli(args: string[]): Promise<KitRun> {
+  const { code, out } = await runScript(CONTRACT_CLI, [...args, '--json', '--timeout-ms', '10000']);
   const start = out.indexOf('[');
   const results = start >= 0 ? (JSON.parse(out.slice(start)) as CheckResult[]) : [];
   return { code, results, out };
@@ -94,17 +122,16 @@ describe('conformance kit against the template worker', () => {
     await Promise.all([hmac?.stop(), token?.stop()]);
   });
 
-  it.each([
-    ['demo.echo', undefined, ['--other-type', 'demo.sleep']],
+  it.each<[string, KitOptions]>([
+    ['demo.echo', { otherType: 'demo.sleep' }],
     [
       'demo.sleep',
-      { seconds: 0.3, tick_ms: 50 },
-      ['--long-params', JSON.stringify({ seconds: 5, tick_ms: 50 })],
+      { params: { seconds: 0.3, tick_ms: 50 }, longParams: { seconds: 5, tick_ms: 50 } },
     ],
-    ['demo.flaky', { fail_times: 0 }, []],
-    ['demo.rollback', undefined, []],
-  ])('passes for %s with HMAC, including replay refusal', async (type, params, extra) => {
-    const run = await kit(hmac.url, type, ['--secret', SECRET], params, extra);
+    ['demo.flaky', { params: { fail_times: 0 } }],
+    ['demo.rollback', {}],
+  ])('passes for %s with HMAC, including replay refusal', async (type, options) => {
+    const run = await kit(hmac.url, type, hmacAuth, options);
     expectConformant(run);
     if (type === 'demo.sleep') expectRunningChecks(run);
     expect(run.results.find((r) => r.name.startsWith('auth: a replayed signature'))?.verdict).toBe(
@@ -120,7 +147,7 @@ describe('conformance kit against the template worker', () => {
   });
 
   it('passes with a bearer token (signature checks are skips, not passes)', async () => {
-    const run = await kit(token.url, 'demo.echo', ['--token', TOKEN]);
+    const run = await kit(token.url, 'demo.echo', tokenAuth);
     expectConformant(run);
     expect(run.results.find((r) => r.name.startsWith('auth: a replayed signature'))?.verdict).toBe(
       'skip',
@@ -128,7 +155,7 @@ describe('conformance kit against the template worker', () => {
   });
 
   it('fails when given the wrong credentials, naming the 401s', async () => {
-    const run = await kit(hmac.url, 'demo.echo', ['--secret', `${SECRET}-wrong`]);
+    const run = await kit(hmac.url, 'demo.echo', { mode: 'hmac', secret: `${SECRET}-wrong` });
     expect(run.code).toBe(1);
     expect(failed(run).some((f) => f.includes('401'))).toBe(true);
   });
@@ -143,23 +170,60 @@ describe('conformance kit against the template worker', () => {
     await expect(
       runScript(CONTRACT_CLI, ['--url', 'http://x', '--type', 'x', '--bogus']),
     ).resolves.toMatchObject({ code: 2 });
+    // An --only that names no check: a typo would otherwise pass on the happy path alone.
+    const typo = await runScript(CONTRACT_CLI, [
+      '--url',
+      hmac.url,
+      '--type',
+      'demo.echo',
+      '--only',
+      'no such check',
+    ]);
+    expect(typo).toMatchObject({ code: 2 });
+    expect(typo.out).toContain('no such check');
+  });
+
+  it('runs from the command line: every check, as JSON; --only narrows it to the happy path and the named checks', async () => {
+    const all = await kitCli(['--url', hmac.url, '--type', 'demo.echo', '--secret', SECRET]);
+    expectConformant(all);
+    expect(all.results.map((r) => r.name)).toEqual(CHECK_NAMES);
+    const some = await kitCli([
+      '--url',
+      hmac.url,
+      '--type',
+      'demo.echo',
+      '--secret',
+      SECRET,
+      '--only',
+      'FENCE:',
+      '--only',
+      'unknown task type',
+    ]);
+    expect(some.code).toBe(0);
+    const names = some.results.map((r) => r.name);
+    // The happy path first, in order, then the named checks in the kit's order.
+    expect(names.slice(0, 2)).toEqual(['create: answers CREATE', 'create: idempotent on task_id']);
+    expect(names).toContain('clean: -> FINISH');
+    expect(names).toContain('fence: a lower fence is refused with 409 and changes nothing');
+    expect(names).toContain('unknown task type: 404');
+    expect(names).not.toContain('auth: missing credentials refused with 401');
+    expect(names.length).toBeLessThan(CHECK_NAMES.length / 2);
+    expect(names).toEqual(CHECK_NAMES.filter((n) => names.includes(n)));
   });
 });
 
 describe('conformance kit against a worker written without our library (plain node:http)', () => {
   it.each([
-    ['hmac', ['--secret', SECRET], { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
-    ['token', ['--token', TOKEN], { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
+    ['hmac', hmacAuth, { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
+    ['token', tokenAuth, { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
   ])('passes with %s auth, sync and async types', async (_mode, auth, env) => {
     const worker = await startProcess(PLAIN_WORKER, { PORT: '0', ...env });
     try {
-      expectConformant(
-        await kit(worker.url, 'plain.echo', auth, undefined, ['--other-type', 'plain.sleep']),
-      );
-      const sleeping = await kit(worker.url, 'plain.sleep', auth, { ms: 200 }, [
-        '--long-params',
-        JSON.stringify({ ms: 5000 }),
-      ]);
+      expectConformant(await kit(worker.url, 'plain.echo', auth, { otherType: 'plain.sleep' }));
+      const sleeping = await kit(worker.url, 'plain.sleep', auth, {
+        params: { ms: 200 },
+        longParams: { ms: 5000 },
+      });
       expectConformant(sleeping);
       expectRunningChecks(sleeping);
     } finally {
@@ -188,7 +252,8 @@ describe('conformance kit against deliberately broken workers', () => {
       BROKEN: broken,
     });
     try {
-      const run = await kit(worker.url, 'plain.echo', ['--secret', SECRET]);
+      // The happy path and the one check: the whole kit is proven against good workers above.
+      const run = await kit(worker.url, 'plain.echo', hmacAuth, { only: [check] });
       expect(run.code).toBe(1);
       expect(run.results.find((r) => r.name === check)?.verdict).toBe('fail');
     } finally {
@@ -199,7 +264,7 @@ describe('conformance kit against deliberately broken workers', () => {
   it('fails a worker with no authentication at all', async () => {
     const worker = await startProcess(WORKER_MAIN, { WORKER_PORT: '0', BATON_AUTH_MODE: 'none' });
     try {
-      const run = await kit(worker.url, 'demo.echo', []);
+      const run = await kit(worker.url, 'demo.echo', { mode: 'none' }, { only: ['auth:'] });
       expect(run.code).toBe(1);
       expect(
         run.results.find((r) => r.name === 'auth: missing credentials refused with 401')?.verdict,
@@ -283,12 +348,11 @@ describe('conformance kit: the restart check against the template worker (sqlite
     }));
     try {
       await worker.start();
-      const run = await kit(worker.url, 'demo.sleep', ['--secret', SECRET], { seconds: 0.3 }, [
-        '--long-params',
-        JSON.stringify({ seconds: 5, tick_ms: 50 }),
-        '--restart-cmd',
-        worker.restartCmd,
-      ]);
+      const run = await kit(worker.url, 'demo.sleep', hmacAuth, {
+        params: { seconds: 0.3 },
+        longParams: { seconds: 5, tick_ms: 50 },
+        restartCmd: worker.restartCmd,
+      });
       expectConformant(run);
       expect(
         run.results.find(
@@ -303,21 +367,18 @@ describe('conformance kit: the restart check against the template worker (sqlite
 
 describe('conformance kit against the Python example (examples/python-worker)', () => {
   it.each([
-    ['hmac', ['--secret', SECRET], { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
-    ['token', ['--token', TOKEN], { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
+    ['hmac', hmacAuth, { AUTH_MODE: 'hmac', AUTH_SECRET: SECRET }],
+    ['token', tokenAuth, { AUTH_MODE: 'token', AUTH_TOKEN: TOKEN }],
   ])('passes with %s auth, sync and async types, restart included', async (_mode, auth, env) => {
     const worker = restartablePython(env);
     try {
       await worker.start();
-      expectConformant(
-        await kit(worker.url, 'py.echo', auth, undefined, ['--other-type', 'py.sleep']),
-      );
-      const sleeping = await kit(worker.url, 'py.sleep', auth, { ms: 200 }, [
-        '--long-params',
-        JSON.stringify({ ms: 5000 }),
-        '--restart-cmd',
-        worker.restartCmd,
-      ]);
+      expectConformant(await kit(worker.url, 'py.echo', auth, { otherType: 'py.sleep' }));
+      const sleeping = await kit(worker.url, 'py.sleep', auth, {
+        params: { ms: 200 },
+        longParams: { ms: 5000 },
+        restartCmd: worker.restartCmd,
+      });
       expectConformant(sleeping);
       expectRunningChecks(sleeping);
       expect(
@@ -353,14 +414,13 @@ describe('conformance kit against the Python example (examples/python-worker)', 
     });
     try {
       await worker.start();
-      const run = await kit(worker.url, 'py.sleep', ['--secret', SECRET], { ms: 200 }, [
-        '--long-params',
-        JSON.stringify({ ms: 5000 }),
-        '--other-type',
-        'py.echo',
-        '--restart-cmd',
-        worker.restartCmd,
-      ]);
+      const run = await kit(worker.url, 'py.sleep', hmacAuth, {
+        params: { ms: 200 },
+        longParams: { ms: 5000 },
+        otherType: 'py.echo',
+        restartCmd: worker.restartCmd,
+        only: [check],
+      });
       expect(run.code).toBe(1);
       expect(run.results.find((r) => r.name === check)).toMatchObject({ verdict: 'fail' });
     } finally {

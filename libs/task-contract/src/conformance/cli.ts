@@ -1,9 +1,10 @@
 /**
  * `npm run contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S]
  *  [--params JSON] [--long-params JSON] [--other-type TYPE] [--max-body BYTES]
- *  [--restart-cmd COMMAND] [--timeout-ms N] [--json]`
+ *  [--restart-cmd COMMAND] [--timeout-ms N] [--only TEXT]... [--json]`
  *
- * Drives a live worker through the contract and prints a verdict per check. Exit code 0 when no
+ * Drives a live worker through the contract and prints a verdict per check. `--only TEXT`
+ * (repeatable) runs the happy path and then only the checks whose name contains TEXT. Exit code 0 when no
  * check failed, 1 when one did, 2 on bad arguments. Credentials may also come from
  * BATON_AUTH_TOKEN / BATON_AUTH_SECRET.
  */
@@ -13,7 +14,8 @@ import { ConformanceKit, formatResults } from './conformance-kit';
 
 const USAGE =
   'usage: contract:check -- --url http://HOST:PORT --type TYPE [--token T | --secret S] [--params JSON] ' +
-  '[--long-params JSON] [--other-type TYPE] [--max-body BYTES] [--restart-cmd COMMAND] [--timeout-ms N] [--json]';
+  '[--long-params JSON] [--other-type TYPE] [--max-body BYTES] [--restart-cmd COMMAND] [--timeout-ms N] ' +
+  '[--only TEXT]... [--json]';
 
 function jsonObject(text: string | undefined, flag: string): Record<string, unknown> | undefined {
   if (text === undefined) return undefined;
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
         'max-body': { type: 'string' },
         'restart-cmd': { type: 'string' },
         'timeout-ms': { type: 'string' },
+        only: { type: 'string', multiple: true },
         json: { type: 'boolean', default: false },
       },
       strict: true,
@@ -77,17 +80,25 @@ async function main(): Promise<void> {
   const timeout = values['timeout-ms'] ? Number(values['timeout-ms']) : 30_000;
   if (!Number.isInteger(timeout) || timeout <= 0) fail('--timeout-ms must be a positive integer');
 
-  const results = await new ConformanceKit({
-    url: values.url,
-    type: values.type,
-    auth,
-    params,
-    outcomeTimeoutMs: timeout,
-    longParams,
-    otherType: values['other-type'],
-    maxBodyBytes: maxBody,
-    restartCmd: values['restart-cmd'],
-  }).run();
+  if (values.only?.some((t) => t.trim() === '')) fail('--only needs the text of a check name');
+  let kit: ConformanceKit;
+  try {
+    kit = new ConformanceKit({
+      url: values.url,
+      type: values.type,
+      auth,
+      params,
+      outcomeTimeoutMs: timeout,
+      longParams,
+      otherType: values['other-type'],
+      maxBodyBytes: maxBody,
+      restartCmd: values['restart-cmd'],
+      only: values.only,
+    });
+  } catch (err) {
+    fail(err instanceof Error ? err.message : String(err));
+  }
+  const results = await kit.run();
   console.log(values.json ? JSON.stringify(results, null, 2) : formatResults(results));
   process.exit(results.some((r) => r.verdict === 'fail') ? 1 : 0);
 }

@@ -27,9 +27,12 @@ export interface CheckResult {
 const inSection = (section: ContractSection, checks: readonly Check[]): Check[] =>
   checks.map((c) => ({ ...c, section: c.section ?? section }));
 
+/** The happy path, from create to clean: it runs first, and always. */
+const HAPPY_PATH: readonly Check[] = inSection('Calls', LIFECYCLE_CHECKS);
+
 /** Every check, in the order it runs: the rules use the task the happy path left behind. */
 const CHECKS: readonly Check[] = [
-  ...inSection('Calls', LIFECYCLE_CHECKS),
+  ...HAPPY_PATH,
   ...inSection('Statuses and transitions', RULE_CHECKS),
   ...inSection('Headers the scheduler sends', AUTH_CHECKS),
   ...inSection('Calls', BODY_CHECKS),
@@ -44,15 +47,18 @@ const CHECKS: readonly Check[] = [
  */
 export class ConformanceKit {
   private readonly probe: ConformanceProbe;
+  private readonly checks: readonly Check[];
 
+  /** Throws when `options.only` names no check (a typo would otherwise pass on the happy path). */
   constructor(options: ConformanceOptions) {
     this.probe = new ConformanceProbe(options);
+    this.checks = options.only ? selectChecks(options.only) : CHECKS;
   }
 
   async run(): Promise<CheckResult[]> {
     const context: CheckContext = { probe: this.probe, main: this.probe.taskId('main') };
     const results: CheckResult[] = [];
-    for (const check of CHECKS) {
+    for (const check of this.checks) {
       const section = check.section ?? 'Calls';
       try {
         const detail = await check.run(context);
@@ -64,6 +70,23 @@ export class ConformanceKit {
     }
     return results;
   }
+}
+
+/** Every check's name, in the order the kit runs them. */
+export const CHECK_NAMES: readonly string[] = CHECKS.map((c) => c.name);
+
+/** The happy path, then the checks whose name contains one of `only` (case-insensitive). */
+function selectChecks(only: readonly string[]): Check[] {
+  const texts = only.map((t) => t.toLowerCase());
+  const matches = (c: Check): boolean => texts.some((t) => c.name.toLowerCase().includes(t));
+  const unmatched = only.filter(
+    (t) => !CHECKS.some((c) => c.name.toLowerCase().includes(t.toLowerCase())),
+  );
+  if (unmatched.length > 0)
+    throw new Error(
+      `no check's name contains ${unmatched.map((t) => JSON.stringify(t)).join(', ')}`,
+    );
+  return CHECKS.filter((c) => HAPPY_PATH.includes(c) || matches(c));
 }
 
 /** Renders results as lines `PASS name — detail`, plus a tally line. */

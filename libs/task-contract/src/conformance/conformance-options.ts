@@ -29,6 +29,12 @@ export interface ConformanceOptions {
    */
   restartCmd?: string;
   /**
+   * Runs only the checks whose name contains one of these texts (case-insensitive), after the
+   * happy path (the `Calls` checks from create to clean), which every other check builds on and
+   * which always runs. Default: every check.
+   */
+  only?: readonly string[];
+  /**
    * The kit's time source: its waits, deadlines and signature timestamps. The worker under test
    * runs on real time, so leave it the real clock unless testing the kit itself. Default:
    * systemClock.
