@@ -9,26 +9,54 @@ failed=0
 failures=()
 
 timings=()
-step() { # name, command...
-  local name=$1 began=$SECONDS
-  shift
-  echo "=== $name"
-  local ok=0
-  "$@" || ok=$?
-  timings+=("$name $((SECONDS - began)) s")
-  if [ "$ok" -eq 0 ]; then
+record() { # name, exit code, seconds
+  timings+=("$1 $3 s")
+  if [ "$2" -eq 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
-    failures+=("$name")
-    echo "=== FAILED: $name"
+    failures+=("$1")
+    echo "=== FAILED: $1"
   fi
 }
 
+step() { # name, command...
+  local name=$1 began=$SECONDS ok=0
+  shift
+  echo "=== $name"
+  "$@" || ok=$?
+  record "$name" "$ok" $((SECONDS - began))
+}
+
+# Checks that read the tree and share nothing run side by side (one per core); each one's output
+# is printed, in order, once all of them have ended.
+side_by_side=()
+step_beside() { # name, command...
+  local name=$1 log=.test-results/step-${#side_by_side[@]}
+  shift
+  side_by_side+=("$name")
+  (
+    began=$SECONDS
+    "$@" > "$log.log" 2>&1
+    echo "$? $((SECONDS - began))" > "$log.rc"
+  ) &
+}
+steps_beside_end() {
+  wait
+  local i rc secs
+  for i in "${!side_by_side[@]}"; do
+    echo "=== ${side_by_side[$i]}"
+    cat ".test-results/step-$i.log"
+    read -r rc secs < ".test-results/step-$i.rc"
+    record "${side_by_side[$i]}" "$rc" "$secs"
+  done
+  side_by_side=()
+}
+
 finish() {
-  local IFS=,
-  echo "Times: ${timings[*]}"
-  unset IFS
+  local t line=""
+  for t in "${timings[@]}"; do line+="${line:+, }$t"; done
+  echo "Times: $line"
   if [ ${#failures[@]} -gt 0 ]; then
     echo "Failed: ${failures[*]}"
   fi
@@ -42,11 +70,16 @@ step "build" npm run --silent build
 # The console's pages (Vite): the browser tests open them.
 step "console build" npm run --silent build:console
 if [ "$failed" -gt 0 ]; then finish; fi
-step "typecheck" npx tsc -p tsconfig.json --noEmit
-step "console typecheck" npx tsc -p apps/console/ui/tsconfig.json
-step "lint" npx eslint .
-step "format" npx prettier --check . --log-level warn
-step "openapi drift" node dist/bin/generate-openapi.js --check
+rm -f .test-results/step-*
+static_began=$SECONDS
+step_beside "typecheck" npx tsc -p tsconfig.json --noEmit
+step_beside "lint" npx eslint .
+steps_beside_end
+step_beside "console typecheck" npx tsc -p apps/console/ui/tsconfig.json
+step_beside "format" npx prettier --check . --log-level warn
+step_beside "openapi drift" node dist/bin/generate-openapi.js --check
+steps_beside_end
+timings+=("static checks $((SECONDS - static_began)) s")
 
 # Two lanes side by side, one core each. The heavy lane runs, one file at a time, the e2e files
 # that start several schedulers under load and kill them (their restarts and failovers are what
