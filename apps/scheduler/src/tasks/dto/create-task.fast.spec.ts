@@ -1,6 +1,7 @@
 import { ValidationPipe } from '@nestjs/common';
 import { CreateTaskBatchDto, CreateTaskDto } from './create-task.dto';
 import { fastCreateTask, fastCreateTaskBatch } from './create-task.fast';
+import { disagreements, schemaBodies } from '../../../../../libs/task-contract/test/schema-bodies';
 
 /** The global pipe's verdict (the options bootstrap gives it), without the fast checks. */
 const pipe = new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true });
@@ -125,5 +126,27 @@ describe('create bodies: fast checks against the ValidationPipe', () => {
       expect(fastCreateTaskBatch(bad as Record<string, unknown>)).toBeUndefined();
       expect(await reference(CreateTaskBatchDto, bad)).toBeUndefined();
     }
+  });
+
+  // A create with every field set, each to a valid value.
+  const FULL = {
+    create_info: { task_type: 'mysql.backup', task_name: 'nightly', important_level: 3 },
+    process_arg: { deadline_second: 600, max_retry: 2, task_status: 'PAUSE' },
+    repetition: 'permanent',
+    params: { cluster: 'c42', sizes: [1, 2] },
+    lock_keys: ['mysql-cluster-42'],
+    idempotency_key: 'nightly-2026-11-27',
+    tenant: 'dba',
+    labels: { team: 'dba' },
+    callback_url: 'https://hooks.example.com/baton',
+  };
+
+  it('accept and refuse the same bodies as class-validator, made from the DTOs (every field, its limits, each JSON type)', () => {
+    const one = schemaBodies(CreateTaskDto, FULL);
+    expect(one.length).toBeGreaterThan(300);
+    expect(disagreements(CreateTaskDto, fastCreateTask, one)).toEqual([]);
+    const batch = schemaBodies(CreateTaskBatchDto, { tasks: [FULL, FULL] });
+    expect(disagreements(CreateTaskBatchDto, fastCreateTaskBatch, batch)).toEqual([]);
+    expect(one.filter((b) => fastCreateTask(b.body)).length).toBeGreaterThan(50);
   });
 });

@@ -1,0 +1,125 @@
+import { Type } from 'class-transformer';
+import {
+  IsInt,
+  IsOptional,
+  IsString,
+  Validate,
+  ValidateNested,
+  ValidatorConstraint,
+  ValidatorConstraintInterface,
+} from 'class-validator';
+import { disagreements, schemaBodies } from '../../test/schema-bodies';
+import { NotCompilable, compileFastValidator } from './compile-fast-validator';
+import { fastActionRequest, fastCreateTaskRequest } from './fast-validators';
+import { ActionRequestDto, CreateTaskRequestDto } from './worker-requests.dto';
+
+/** A create body with every field set, each to a valid value. */
+const FULL_CREATE = {
+  task_id: 'a_b-C9',
+  attempt: 2,
+  create_info: {
+    task_type: 'mysql.backup',
+    task_name: 'nightly',
+    important_level: 5,
+    http_url: 'http://127.0.0.1:3100',
+    parent_task_id: 'p1',
+    control_task_id: 'c1',
+  },
+  process_arg: {
+    start_time: '2026-11-27T10:00:00Z',
+    deadline_second: 600,
+    lock_timeout: 30,
+    max_retry: 3,
+    task_status: 'Postpose',
+  },
+  params: { cluster: 42, nested: { a: [1, { b: 'c' }] } },
+  lock_keys: ['db:1', 'db:2'],
+};
+
+describe('fast checks compiled from the DTOs, against class-validator on bodies made from the schema', () => {
+  it('the worker create body: both paths accept and refuse the same bodies and build the same instance', () => {
+    const bodies = schemaBodies(CreateTaskRequestDto, FULL_CREATE);
+    expect(bodies.length).toBeGreaterThan(300);
+    expect(disagreements(CreateTaskRequestDto, fastCreateTaskRequest, bodies)).toEqual([]);
+    // Both verdicts occur, and the fast check proves every valid body of these.
+    const accepted = bodies.filter((b) => fastCreateTaskRequest(b.body)).length;
+    expect(accepted).toBeGreaterThan(50);
+    expect(accepted).toBeLessThan(bodies.length - 200);
+  });
+
+  it('the action body (reason)', () => {
+    const bodies = schemaBodies(ActionRequestDto, { reason: 'operator asked' });
+    expect(disagreements(ActionRequestDto, fastActionRequest, bodies)).toEqual([]);
+    expect(fastActionRequest({})).toBeInstanceOf(ActionRequestDto);
+  });
+
+  it('leaves to class-validator what class-transformer copies differently (keys it trips on)', () => {
+    const body = { ...FULL_CREATE, params: { constructor: 'x' } };
+    expect(fastCreateTaskRequest(body)).toBeUndefined();
+  });
+});
+
+@ValidatorConstraint({ name: 'slowly', async: true })
+class Slowly implements ValidatorConstraintInterface {
+  validate(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+}
+
+class AsyncDto {
+  @Validate(Slowly)
+  a!: string;
+}
+
+class GroupedDto {
+  @IsString({ groups: ['admin'] })
+  a!: string;
+}
+
+class Inner {
+  @IsInt()
+  n!: number;
+}
+
+class UntypedNested {
+  @ValidateNested()
+  inner!: Inner;
+}
+
+class Empty {}
+
+class Defaulted {
+  @IsOptional()
+  @IsString()
+  a?: string;
+
+  b = 1;
+}
+
+class Typed {
+  @ValidateNested()
+  @Type(() => Inner)
+  inner!: Inner;
+}
+
+describe('compileFastValidator', () => {
+  it.each<[string, new () => object]>([
+    ['an async check', AsyncDto],
+    ['validation groups', GroupedDto],
+    ['@ValidateNested without @Type', UntypedNested],
+    ['a class without checks (class-validator refuses its objects)', Empty],
+    ['a field the class sets but does not validate (the whitelist would refuse it)', Defaulted],
+  ])('refuses to compile %s', (_what, cls) => {
+    expect(() => compileFastValidator(cls)).toThrow(NotCompilable);
+  });
+
+  it('builds nested DTOs, and refuses null or a scalar where one is expected', () => {
+    const check = compileFastValidator(Typed);
+    expect(check({ inner: { n: 1 } })).toEqual({ inner: { n: 1 } });
+    expect((check({ inner: { n: 1 } }) as Typed).inner).toBeInstanceOf(Inner);
+    expect(check({ inner: { n: 1.5 } })).toBeUndefined();
+    expect(check({ inner: null })).toBeUndefined();
+    expect(check({ inner: 3 })).toBeUndefined();
+    expect(check({ inner: [{ n: 1 }, { n: 2 }] })).toEqual({ inner: [{ n: 1 }, { n: 2 }] });
+  });
+});
