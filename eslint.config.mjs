@@ -73,6 +73,41 @@ const RAW_TIME_OK = [
   'libs/scheduler-client/src/clock.ts',
 ];
 
+/**
+ * Tests wait for a state, never for a time (CONTRIBUTING.md, "The test tiers"): a unit or
+ * in-process test moves a ManualClock; an integration or end-to-end test waits with the helpers of
+ * test/support/processes.ts (`eventually` for a state, `holds` for "nothing more happens",
+ * `steady` for a count that stopped moving, `schedule` for a scenario's timeline of load and
+ * faults), which are the only places a test's timer runs.
+ */
+const WAIT_FOR_A_STATE =
+  'a test waits for a state (eventually, holds, steady) or plays a schedule (test/support/processes.ts), or moves a ManualClock; never a bare sleep';
+const NO_TEST_SLEEP = [
+  {
+    selector: 'CallExpression[callee.name=/^(setTimeout|setInterval|sleep|delay)$/]',
+    message: WAIT_FOR_A_STATE,
+  },
+  {
+    selector:
+      "MemberExpression[object.name='globalThis'][property.name=/^(setTimeout|setInterval)$/]",
+    message: WAIT_FOR_A_STATE,
+  },
+  {
+    selector: 'ImportDeclaration[source.value=/^(node:)?timers(\\/promises)?$/]',
+    message: WAIT_FOR_A_STATE,
+  },
+];
+
+/** Test files whose waits are not under that rule, each with why. */
+const TEST_WAITS_OK = [
+  // The waits themselves.
+  'test/support/**',
+  // Real lock servers' TTLs and sessions must run out: time passing is what its cases test.
+  'libs/locks/test/locks.conformance.int-spec.ts',
+  // Child processes and fake servers the lock tests drive, not tests.
+  'libs/*/test/fixtures/**',
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -124,6 +159,11 @@ export default tseslint.config(
     files: ['apps/**/*.ts', 'libs/**/*.ts', 'bin/**/*.ts'],
     ignores: [...RAW_TIME_OK, 'apps/console/ui/**', '**/*.int-spec.ts', 'libs/*/test/**'],
     rules: { 'no-restricted-syntax': ['error', ...NO_RAW_TIME] },
+  },
+  {
+    files: ['test/**/*.ts', '**/*.int-spec.ts', 'libs/*/test/**/*.ts'],
+    ignores: TEST_WAITS_OK,
+    rules: { 'no-restricted-syntax': ['error', ...NO_TEST_SLEEP] },
   },
   {
     // A file past 400 lines has more than one reason to change: split it by responsibility.

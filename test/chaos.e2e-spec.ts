@@ -13,7 +13,7 @@ import {
   startTemplateWorker,
   ADMIN_KEY,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, schedule } from './support/processes';
 
 jest.setTimeout(600_000);
 
@@ -129,7 +129,8 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
     const created: string[] = [];
     const errors: string[] = [];
     const tries: number[] = [];
-    const t0 = Date.now();
+    const scenario = schedule();
+    const t0 = scenario.startedAt;
     const load = (async () => {
       const pending: Promise<void>[] = [];
       for (let n = 0; n < TOTAL; n++) {
@@ -145,7 +146,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
             })
             .finally(() => tries.push(1 + (retriesOf.get(key) ?? 0))),
         );
-        await sleep(Math.max(0, t0 + ((n + 1) * SECONDS * 1000) / TOTAL - Date.now()));
+        await scenario.at(((n + 1) * SECONDS * 1000) / TOTAL);
       }
       await Promise.all(pending);
     })();
@@ -155,7 +156,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
     const readyAfter: number[] = [];
     const restarts: Promise<void>[] = [];
     let workerKilledAt = 0;
-    const at = (ms: number): Promise<void> => sleep(Math.max(0, t0 + ms - Date.now()));
+    const at = (ms: number): Promise<void> => scenario.at(ms);
     type Fault = { ms: number; what: () => Promise<void> };
     const schedulerKills: Fault[] = [
       ...[5000, 10_000, 15_000, 20_000, 25_000, 30_000].map((ms, k) => ({
@@ -170,7 +171,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
           procs.delete(doomed);
           restarts.push(
             (async () => {
-              await sleep(2000);
+              await scenario.after(2000);
               const started = Date.now();
               await start(i);
               await eventually(

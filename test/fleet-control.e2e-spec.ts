@@ -13,7 +13,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, holds } from './support/processes';
 
 jest.setTimeout(600_000);
 
@@ -159,12 +159,13 @@ describe('fleet control', () => {
     eventually(
       async () => {
         const tasks = await labelled(name);
-        if (tasks.length === n && tasks.every((t) => t.task_status === 'FINISH')) return tasks;
-        await sleep(250);
-        return undefined;
+        return tasks.length === n && tasks.every((t) => t.task_status === 'FINISH')
+          ? tasks
+          : undefined;
       },
       timeoutMs,
       `${n} tasks of ${name} finishing`,
+      250,
     );
 
   /** Waits until one task has finished. */
@@ -264,9 +265,13 @@ describe('fleet control', () => {
       'the task postponed for want of an allowed worker',
     );
     expect(postponed.reason).toMatch(/no demo\.echo worker that may take it has a free slot/);
-    await sleep(3000);
-    expect((await task(waiting)).task_status).not.toBe('FINISH');
-    expect(await attemptWorkers([waiting])).toEqual({});
+    await holds(
+      async () =>
+        (await task(waiting)).task_status !== 'FINISH' &&
+        Object.keys(await attemptWorkers([waiting])).length === 0,
+      3000,
+      'no worker given the task while every version is blocked',
+    );
 
     await setRules('demo.echo', null);
     expect((await finishedOne(waiting)).outcome).toBe('SUCCESS');
@@ -359,8 +364,11 @@ describe('fleet control', () => {
       60_000,
       'the task waiting for a worker',
     );
-    await sleep(3000);
-    expect((await task(waiting)).task_status).toBe('POSTPONE');
+    await holds(
+      async () => (await task(waiting)).task_status === 'POSTPONE',
+      3000,
+      'the task waiting while its only worker drains',
+    );
 
     // ...and undrain makes it eligible again.
     const undrained = await api.call<Worker>('DELETE', '/v1/workers/fc-drain-1/drain');

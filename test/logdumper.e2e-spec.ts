@@ -19,7 +19,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, schedule } from './support/processes';
 
 interface TaskRow {
   task_id: string;
@@ -327,11 +327,15 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
 
   it('tails a file through a rotation and a kill -9: every ERROR line makes one task', async () => {
     const expected: number[] = [];
+    // Lines come at a steady pace, about one a millisecond.
+    const pace = schedule();
+    let written = 0;
     const write = async (from: number, to: number): Promise<void> => {
       for (let i = from; i < to; i++) {
         if (i % 3 === 0) expected.push(i);
         appendFileSync(logPath, i % 3 === 0 ? `t=${i} ERROR job=${i}\n` : `t=${i} INFO ok\n`);
-        if (i % 5 === 0) await sleep(5);
+        written = i + 1;
+        if (i % 5 === 0) await pace.at(pace.elapsed() + 5);
       }
     };
     await write(0, 60);
@@ -347,7 +351,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     );
     // kill -9 while lines are still being written.
     const writing = write(90, 150);
-    await sleep(20);
+    await eventually(async () => (written > 95 ? true : undefined), 10_000, 'lines being written');
     await scheduler.kill9();
     await writing;
     // While it is down: a second rotation, which the new process must notice and follow.
@@ -367,11 +371,13 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
 
   it('consumes a Redis stream through a kill -9: every error entry makes one task, none pending', async () => {
     const expected: number[] = [];
+    let added = 0;
     const add = async (from: number, to: number): Promise<void> => {
       for (let i = from; i < to; i++) {
         const level = i % 2 === 0 ? 'error' : 'info';
         if (level === 'error') expected.push(i);
         await redis.xadd(streamKey, '*', 'json', JSON.stringify({ level, job: i }));
+        added = i + 1;
       }
     };
     await add(0, 80);
@@ -382,7 +388,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     );
     // kill -9 while entries are still being added; more arrive while it is down.
     const adding = add(80, 100);
-    await sleep(10);
+    await eventually(async () => (added > 82 ? true : undefined), 10_000, 'entries being added');
     await scheduler.kill9();
     await adding;
     await add(100, 120);
@@ -539,8 +545,9 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     // file: however long the start takes on a loaded box, its first pass meets a live row.
     let refreshing = true;
     const refresher = (async () => {
-      while (refreshing) {
-        await sleep(500);
+      const every = schedule();
+      for (let k = 1; refreshing; k++) {
+        await every.at(k * 500);
         if (refreshing) await foreignRow();
       }
     })();

@@ -91,12 +91,17 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
    * (409, 40904: "try again shortly"), as the document tells clients to.
    */
   const sendWhenFree = async (method: string, call: Call): Promise<Answer> => {
-    for (let tries = 1; ; tries++) {
-      const answer = await send(method, call);
-      const busy = answer.status === 409 && (answer.body as { code?: number }).code === 40904;
-      if (!busy || tries >= 50) return answer;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let last: Answer | undefined;
+    const free = await eventually(
+      async () => {
+        last = await send(method, call);
+        const busy = last.status === 409 && (last.body as { code?: number }).code === 40904;
+        return busy ? undefined : last;
+      },
+      5000,
+      `${method} ${call.path} free`,
+    ).catch(() => undefined);
+    return free ?? (last as Answer);
   };
 
   const task = (id: string) => api.call<Task>('GET', `/v1/tasks/${id}`).then((r) => r.data);

@@ -8,7 +8,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, holds } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -93,7 +93,6 @@ describe('permanent tasks on MariaDB + Redis', () => {
     const survivor = await startTemplateWorker('survivor', url, join(dir, 'survivor.jsonl'));
     procs.push(survivor);
     await api.waitForWorkers(2);
-    await sleep(interval);
     const killedAt = Date.now();
     await victim.kill9();
 
@@ -123,16 +122,24 @@ describe('permanent tasks on MariaDB + Redis', () => {
     expect(list[0].ended_at).not.toBeNull();
     // Its heartbeat still beats on the survivor: the life goes on (no further restart).
     const restarts = running.restarts;
-    await sleep(6 * interval);
-    const later = (await api.call<Record<string, unknown>>('GET', `/v1/tasks/${id}`)).data;
-    expect(later).toMatchObject({ task_status: 'RUNNING', restarts, worker_id: 'survivor' });
+    await holds(
+      async () => {
+        const t = (await api.call<Record<string, unknown>>('GET', `/v1/tasks/${id}`)).data;
+        return t.task_status === 'RUNNING' && t.restarts === restarts && t.worker_id === 'survivor';
+      },
+      6 * interval,
+      'the life on the survivor, with no further restart',
+    );
 
     // Cancelled: the life stops on the worker and no new one starts.
     await cancel(api, id);
     const done = await api.until(id, 'FINISH', 20_000);
     expect(done).toMatchObject({ outcome: 'CANCELLED', restarts });
-    await sleep(1000);
-    expect((await attempts(api, id)).length).toBe(list.length);
+    await holds(
+      async () => (await attempts(api, id)).length === list.length,
+      1000,
+      'no new life after the cancel',
+    );
   });
 
   it('starts a new life after every success and every failure past max_retry, counting restarts', async () => {

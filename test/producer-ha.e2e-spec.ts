@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Backend, productionBackend } from './support/baton';
-import { eventually, sleep } from './support/processes';
+import { eventually, schedule, steady } from './support/processes';
 import { SchedulerGroup, everySecond, fireRows, gaps, timerIdByName } from './support/producer';
 
 jest.setTimeout(240_000);
@@ -59,22 +59,25 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
         expect(res.status).toBe(201);
         ids.push(res.data.timer_id);
       }
-      const t0 = Date.now();
+      const timeline = schedule();
+      const t0 = timeline.startedAt;
       if (mode === 'distributed') {
         const owners = new Set((await group.owners(ids)).values());
         expect(owners.size).toBeGreaterThan(1);
       }
-      await sleep(8_000 - (Date.now() - t0));
+      await timeline.at(8_000);
       const first = await group.killOwner(ids[0]);
       // A member joins (a new instance, and in standby a new standby).
       await group.start('p4', env);
-      await sleep(18_000 - (Date.now() - t0));
+      await timeline.at(18_000);
       const second = await group.killOwner(ids[0]);
-      await sleep(30_000 - (Date.now() - t0));
+      await timeline.at(30_000);
       const stopAt = Date.now();
       const liveApi = group.api(group.ids()[0]);
       for (const id of ids) await liveApi.call('PATCH', `/v1/timers/${id}`, { enabled: false });
-      await sleep(500);
+      // The passes in flight at the disable end.
+      for (const id of ids)
+        await steady(async () => (await fireRows(database, id)).length, `timer ${id} settling`);
 
       const report: string[] = [];
       for (const id of ids) {
@@ -130,7 +133,13 @@ describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
     expect(firstSlots.length).toBeLessThanOrEqual(2);
     // The timer was not advanced: the next owner starts at that same slot.
     api = await group.start('c2');
-    await sleep(3500);
+    // The next owner goes on from the slot the crash left: three fires at least, then stop.
+    await eventually(
+      async () =>
+        (await fireRows(database, id)).length >= firstSlots.length + 3 ? true : undefined,
+      30_000,
+      'the next owner firing',
+    );
     await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
     // A pass under way when the timer was disabled may still write its fire and then advance the
     // count: read both once they agree (a loaded machine can take a while between the two).

@@ -8,7 +8,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, holds, steady } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -173,11 +173,14 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
         enabled: false,
       });
       expect(off.status).toBe(200);
-      await sleep(400); // a pass in flight when it was disabled finishes
-      const before = await fires(api, id);
-      await sleep(1000);
+      // A pass in flight when it was disabled finishes; then no more fires.
+      const before = await steady(async () => (await fires(api, id)).size, 'the fires settling');
+      await holds(
+        async () => (await fires(api, id)).size === before,
+        1000,
+        'no fire when disabled',
+      );
       const after = await fires(api, id);
-      expect(after.size).toBe(before.size);
       // Slots on the 300 ms grid, consecutive, each once; every fire a normal timed task that ran.
       const slots = [...after.keys()].sort((a, b) => a - b);
       for (let i = 1; i < slots.length; i++) expect(slots[i] - slots[i - 1]).toBe(300);
@@ -224,8 +227,7 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
         'SUCCESS',
         'FINISH',
       ]);
-      await sleep(600);
-      expect((await fires(api, id)).size).toBe(1);
+      await holds(async () => (await fires(api, id)).size === 1, 600, 'one fire only');
       expect(
         (await api.call<{ next_fire_at: string | null }>('GET', `/v1/timers/${id}`)).data
           .next_fire_at,
@@ -276,12 +278,24 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
         cancel: await mk('cancel_previous'),
         allow: await mk('allow'),
       };
-      await sleep(3500);
-      for (const id of Object.values(ids))
-        await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
       const view = async (id: string) =>
         (await api.call<{ fire_count: number; skip_count: number }>('GET', `/v1/timers/${id}`))
           .data;
+      // Long enough for each policy to show: skipped slots, three fires cancelling each other,
+      // and more fires allowed than skipped.
+      await eventually(
+        async () => {
+          const [s, a] = [await view(ids.skip), await view(ids.allow)];
+          const cancels = (await fires(api, ids.cancel)).size;
+          return s.skip_count > 0 && cancels >= 3 && a.fire_count >= s.fire_count + 2
+            ? true
+            : undefined;
+        },
+        30_000,
+        'each overlap policy at work',
+      );
+      for (const id of Object.values(ids))
+        await api.call('PATCH', `/v1/timers/${id}`, { enabled: false });
 
       // skip: slots were skipped, and no fire started before the previous one finished.
       const skip = await view(ids.skip);

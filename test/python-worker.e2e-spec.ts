@@ -8,7 +8,8 @@ import {
   RunningProcess,
   eventually,
   freePort,
-  sleep,
+  holds,
+  schedule,
   startPythonWorker,
 } from './support/processes';
 
@@ -193,8 +194,7 @@ describe('the Python example worker under a real scheduler (sqlite + memory)', (
       return r.status === 200 ? true : undefined;
     });
     // Paused for longer than the whole run: a run that went on would have ended by now.
-    await sleep(2500);
-    expect(await api.task(id)).toMatchObject({ task_status: 'PAUSE' });
+    await holds(async () => (await api.task(id)).task_status === 'PAUSE', 2500, 'the task paused');
     await eventually(async () =>
       (await api.call('POST', `/v1/tasks/${id}/continue`)).status === 200 ? true : undefined,
     );
@@ -217,9 +217,9 @@ describe('the Python example worker under a real scheduler (sqlite + memory)', (
         }),
       );
     for (const id of ids) await api.until(id, 'RUNNING', 30_000);
-    await sleep(500);
     await worker.kill9();
-    await sleep(3000);
+    // Down for three seconds: the scheduler's calls to it fail meanwhile.
+    await schedule().at(3000);
     await startWorker();
     const restartedAt = Date.now();
     const done = await Promise.all(ids.map((id) => api.until(id, 'FINISH', 60_000)));

@@ -109,9 +109,12 @@ describe('the README walkthrough', () => {
 
   afterAll(async () => {
     if (baton?.pid && baton.exitCode === null) {
-      const exited = new Promise((r) => baton.once('exit', r));
       process.kill(-baton.pid, 'SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      await eventually(
+        async () => (baton.exitCode !== null || baton.signalCode !== null ? true : undefined),
+        10_000,
+        'npm start stopping on SIGTERM',
+      ).catch(() => undefined);
       try {
         process.kill(-baton.pid, 'SIGKILL');
       } catch {

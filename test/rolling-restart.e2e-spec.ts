@@ -12,7 +12,7 @@ import {
   ADMIN_KEY,
   AUTH,
 } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, schedule } from './support/processes';
 
 jest.setTimeout(300_000);
 
@@ -88,11 +88,11 @@ describe('rolling restart under load', () => {
       onRetry: () => retries++,
     });
     let loading = true;
-    const loadStart = Date.now();
+    const scenario = schedule();
+    const loadStart = scenario.startedAt;
     const inFlight = new Set<Promise<void>>();
     const load = (async () => {
       let n = 0;
-      const start = Date.now();
       while (loading) {
         const at = Date.now();
         const p = counting
@@ -107,12 +107,12 @@ describe('rolling restart under load', () => {
           .finally(() => inFlight.delete(p));
         inFlight.add(p);
         n++;
-        await sleep(Math.max(0, start + (n * 1000) / RATE - Date.now()));
+        await scenario.at((n * 1000) / RATE);
       }
     })();
 
     // A warm-up, then a few seconds of steady load as the baseline.
-    await sleep(6000);
+    await scenario.at(6000);
     const deployStart = Date.now();
     const figures: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -131,10 +131,10 @@ describe('rolling restart under load', () => {
       figures.push(
         `s${i + 1}: stopped in ${stopped} ms, listening ${listening} ms and ready ${Date.now() - t1} ms after its start (${/started in [^\n]*/.exec(schedulers[i].output())?.[0] ?? ''})`,
       );
-      await sleep(1500);
+      await scenario.after(1500);
     }
     const deployEnd = Date.now();
-    await sleep(2000);
+    await scenario.after(2000);
     loading = false;
     await load;
     await Promise.all([...inFlight]);

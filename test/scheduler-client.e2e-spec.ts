@@ -19,7 +19,7 @@ import {
   startTemplateWorker,
   ADMIN_KEY,
 } from './support/baton';
-import { ROOT, RunningProcess } from './support/processes';
+import { ROOT, RunningProcess, eventually } from './support/processes';
 
 jest.setTimeout(120_000);
 
@@ -49,11 +49,12 @@ describe('scheduler client against a running scheduler', () => {
     worker = await startTemplateWorker('client-w1', scheduler.url, join(dir, 'runs.jsonl'));
     dead = `http://127.0.0.1:${await closedPort()}`;
     const baton = new SchedulerClient({ apiKey: ADMIN_KEY, urls: [scheduler.url] });
-    for (let i = 0; i < 100; i++) {
-      const ws = await baton.listWorkers();
-      if (ws.some((w) => w.health === 'healthy')) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      async () =>
+        (await baton.listWorkers()).some((w) => w.health === 'healthy') ? true : undefined,
+      10_000,
+      'a healthy worker',
+    ).catch(() => undefined);
   });
 
   afterAll(async () => {

@@ -13,7 +13,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually } from './support/processes';
+import { RunningProcess, eventually, holds } from './support/processes';
 
 const HAPPY = ['INIT', 'CREATE', 'RUNNING', 'SUCCESS', 'FINISH'];
 
@@ -167,8 +167,14 @@ describe.each([
       return r.status === 200 ? r : undefined;
     });
     expect(paused.data).toMatchObject({ task_status: 'PAUSE' });
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await api.call('POST', `/v1/tasks/${id}/continue`)).status).toBe(200);
+    await holds(async () => (await api.task(id)).task_status === 'PAUSE', 300, 'the task paused');
+    // A continue meeting the task while another part of the scheduler holds it is told so
+    // (409, busy) and sent again, as the pause was.
+    const continued = await eventually(async () => {
+      const r = await api.call('POST', `/v1/tasks/${id}/continue`);
+      return r.status === 200 ? r : undefined;
+    });
+    expect(continued.status).toBe(200);
     await api.until(id);
     expect(await api.sequence(id)).toEqual([
       'INIT',

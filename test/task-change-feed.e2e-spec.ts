@@ -8,7 +8,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually } from './support/processes';
+import { RunningProcess, eventually, holds } from './support/processes';
 import { scrape, total } from './support/metrics-text';
 
 jest.setTimeout(120_000);
@@ -78,8 +78,7 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
         'the finished task counted by the new scheduler',
       );
       // Handed over once: a later pass does not count it again.
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(await finished()).toBe(1);
+      await holds(async () => (await finished()) === 1, 1500, 'the task counted once');
     });
   },
 );

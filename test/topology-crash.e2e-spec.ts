@@ -10,7 +10,7 @@ import {
   readRunLogs,
 } from '../apps/worker-template/src/run-log/run-log-analysis';
 import { Api, Backend, productionBackend, startFleet, startTemplateWorker } from './support/baton';
-import { RunningProcess, eventually, sleep } from './support/processes';
+import { RunningProcess, eventually, schedule } from './support/processes';
 
 jest.setTimeout(420_000);
 
@@ -123,15 +123,16 @@ describe('topology runs under scheduler kills', () => {
     // Kills on a clock, one instance down at a time, while the runs start and go.
     let stop = false;
     let kills = 0;
+    const scenario = schedule();
     const killer = (async () => {
       for (let k = 0; !stop; k++) {
-        await sleep(4000);
+        await scenario.after(4000);
         if (stop) break;
         const i = k % 3;
         await schedulers[i].kill9();
         procs.delete(schedulers[i]);
         kills++;
-        await sleep(2000);
+        await scenario.after(2000);
         await start(i);
         await eventually(
           async () => ((await fetch(`${urls[i]}/health/ready`)).status === 200 ? true : undefined),
@@ -164,7 +165,7 @@ describe('topology runs under scheduler kills', () => {
         `run ${r} started`,
       );
       runIds.push(id);
-      await sleep(200);
+      await scenario.after(200);
     }
     expect(new Set(runIds).size).toBe(RUNS);
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Api, Backend, productionBackend, startFleet, startTemplateWorker } from './support/baton';
-import { RunningProcess, eventually, freePort, sleep } from './support/processes';
+import { RunningProcess, eventually, freePort, schedule } from './support/processes';
 import { Got, Receiver } from './support/webhooks';
 
 jest.setTimeout(600_000);
@@ -98,11 +98,11 @@ describe('webhooks through crashes (mariadb + redis)', () => {
       '700 deliveries',
     );
     await receiver.proc.kill9(); // the receiver goes away for 20 s
-    const downAt = Date.now();
-    await sleep(8000);
+    const down = schedule();
+    await down.at(8000);
     await fleet.schedulers[0].kill9(); // crash 2, while the receiver is down
     await fleet.start(0);
-    await sleep(Math.max(0, 20_000 - (Date.now() - downAt)));
+    await down.at(20_000);
     receiver = await Receiver.start({ port, log });
     procs.add(receiver.proc);
     await receiver.control('secret', secret);

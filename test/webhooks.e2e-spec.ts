@@ -11,7 +11,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { ROOT, RunningProcess, eventually } from './support/processes';
+import { ROOT, RunningProcess, eventually, holds } from './support/processes';
 import { Got, Receiver } from './support/webhooks';
 
 jest.setTimeout(180_000);
@@ -226,9 +226,11 @@ describe('webhooks', () => {
       30_000,
       'the callback',
     );
-    await new Promise((r) => setTimeout(r, 1000)); // nothing more comes
-    const all = (await receiver.got('cb')).filter((g) => g.task_id === id);
-    expect(all).toHaveLength(1);
+    await holds(
+      async () => (await receiver.got('cb')).filter((g) => g.task_id === id).length === 1,
+      1000,
+      'one callback, nothing more',
+    );
     expect(got[0]).toMatchObject({ type: 'task.finished', task_status: 'FINISH', verified: true });
     expect(pythonVerifies(secret.data.secret, got[0])).toBe(true);
   });
@@ -317,13 +319,15 @@ describe('webhooks', () => {
     const hook = await subscribe('dead', ['task.finished']);
     await receiver.control('mode', { name: 'dead', mode: 503 });
     // A ping a second keeps attempts coming (each message alone gives up after 4 s).
+    let pingedAt = 0;
     const disabled = await eventually(
       async () => {
-        await api.call('POST', `/v1/webhooks/${hook.webhook_id}/test`);
+        if (Date.now() - pingedAt >= 1000) {
+          pingedAt = Date.now();
+          await api.call('POST', `/v1/webhooks/${hook.webhook_id}/test`);
+        }
         const r = await api.call<Record<string, unknown>>('GET', `/v1/webhooks/${hook.webhook_id}`);
-        if (r.data.enabled === false) return r.data;
-        await new Promise((res) => setTimeout(res, 1000));
-        return undefined;
+        return r.data.enabled === false ? r.data : undefined;
       },
       60_000,
       'the failing subscription disabled',
@@ -378,10 +382,12 @@ describe('webhooks', () => {
     expect(got.verified).toBe(true);
     const body = JSON.parse(got.body) as { data: Record<string, unknown> };
     expect(body.data).toMatchObject({ worker_id: 'webhooks-doomed', health: 'stale' });
-    await new Promise((r) => setTimeout(r, 2000)); // still unhealthy: not told again
-    expect(
-      (await receiver.got('workers')).filter((g) => g.type === 'worker.unhealthy'),
-    ).toHaveLength(1);
+    await holds(
+      async () =>
+        (await receiver.got('workers')).filter((g) => g.type === 'worker.unhealthy').length === 1,
+      2000,
+      'still unhealthy: told once',
+    );
     await api.call('DELETE', `/v1/webhooks/${hook.webhook_id}`);
   });
 

@@ -24,7 +24,7 @@ import {
   authHeaders,
 } from '@baton/task-contract';
 import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { RunningProcess, WORKER_MAIN, eventually, sleep, startProcess } from './support/processes';
+import { RunningProcess, WORKER_MAIN, eventually, holds, startProcess } from './support/processes';
 
 const SECRET = 'e2e-secret-0123456789abcdef';
 let seq = 0;
@@ -210,14 +210,22 @@ describe('template worker, driven through the contract by WorkerClient', () => {
 
     it('create_run cancelled while it waits for its start_time: no run, the cancel is the answer', async () => {
       const id = newId('createrun-cancel');
-      const at = Date.now() + 600;
+      const at = Date.now() + 5000;
       const answer = client.createAndRun(
         url,
         'demo.echo',
         { ...body('demo.echo', id), process_arg: { start_time: new Date(at).toISOString() } },
         f(),
       );
-      await sleep(150);
+      // The worker holds the task, waiting for its start_time (the cancel ends the wait).
+      await eventually(
+        async () =>
+          (await client.status(url, 'demo.echo', id, f())).task_status === TaskStatus.CREATE
+            ? true
+            : undefined,
+        4000,
+        'the task held until its start_time',
+      );
       await client.notify(url, 'demo.echo', id, { event: NotifyEvent.CANCEL }, f());
       await expect(answer).resolves.toMatchObject({ task_status: TaskStatus.FAIL });
       const runs = readRunLogs([join(dir, 'runs.jsonl')]).filter((r) => r.task_id === id);
@@ -288,10 +296,21 @@ describe('template worker, driven through the contract by WorkerClient', () => {
         'some progress',
       );
       expect((await client.pause(url, 'demo.sleep', id, f())).task_status).toBe(TaskStatus.PAUSE);
-      await new Promise((r) => setTimeout(r, 150));
-      const held = (await client.progress(url, 'demo.sleep', id, f())).percent;
-      await new Promise((r) => setTimeout(r, 500));
-      expect((await client.progress(url, 'demo.sleep', id, f())).percent).toBe(held);
+      // A tick in flight at the pause may land; then the run stands still.
+      const percent = async (): Promise<number> =>
+        (await client.progress(url, 'demo.sleep', id, f())).percent;
+      let last = -1;
+      const held = await eventually(
+        async () => {
+          const now = await percent();
+          const still = now === last;
+          last = now;
+          return still ? now : undefined;
+        },
+        5000,
+        'the paused run standing still',
+      );
+      await holds(async () => (await percent()) === held, 500, 'no progress while paused');
       await expect(client.status(url, 'demo.sleep', id, f())).resolves.toMatchObject({
         task_status: TaskStatus.PAUSE,
       });
@@ -423,11 +442,15 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       await expect(
         client.create(url, 'demo.echo', body('demo.echo', id, {}, 2), f(6)),
       ).rejects.toMatchObject({ code: ContractErrorCode.CREATE_CONFLICT });
-      await new Promise((r) => setTimeout(r, 200));
-      await expect(client.heartbeat(url, 'demo.sleep', id, f(5))).resolves.toMatchObject({
-        alive: true,
-        task_status: TaskStatus.RUNNING,
-      });
+      // The refused creates left the run going.
+      await holds(
+        async () => {
+          const beat = await client.heartbeat(url, 'demo.sleep', id, f(5));
+          return beat.alive === true && beat.task_status === TaskStatus.RUNNING;
+        },
+        200,
+        'the run alive after the refused creates',
+      );
       await client.notify(url, 'demo.sleep', id, { event: NotifyEvent.CANCEL }, f(5));
     });
   });

@@ -114,11 +114,18 @@ export function runScript(
   });
 }
 
-/** Polls `probe` until it returns a value that is not undefined, or fails after `timeoutMs`. */
+/** Only for the waits below: a test waits for a state (eventually, holds) or a scenario's step. */
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls `probe` (every `everyMs`) until it returns a value that is not undefined, or fails after
+ * `timeoutMs`: how an end-to-end test waits, for a state and never for a time.
+ */
 export async function eventually<T>(
   probe: () => Promise<T | undefined>,
   timeoutMs = 10_000,
   what = 'condition',
+  everyMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -133,11 +140,78 @@ export async function eventually<T>(
       throw new Error(
         `${what} not reached within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`,
       );
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(everyMs);
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/**
+ * Asserts that `check` stays true for `ms` (polled every 50 ms, and once at the end): how an
+ * end-to-end test says that nothing more happens (no second delivery, no fire while disabled, a
+ * run standing still). Fails at the first poll where it does not hold, naming `what`.
+ */
+export async function holds(
+  check: () => Promise<boolean> | boolean,
+  ms: number,
+  what: string,
+): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (!(await check()))
+      throw new Error(`${what} stopped holding after ${ms - (end - Date.now())} ms`);
+    const left = end - Date.now();
+    if (left <= 0) return;
+    await sleep(Math.min(50, left));
+  }
+}
+
+/**
+ * Polls `read` until two reads in a row (50 ms apart) agree, and answers that value: a count that
+ * has stopped moving (the passes in flight when a timer was disabled have ended; a paused run's
+ * last tick has landed). `holds` then says it stays so.
+ */
+export async function steady<T>(
+  read: () => Promise<T>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
+  let last: string | undefined;
+  return eventually(
+    async () => {
+      const value = await read();
+      const seen = JSON.stringify(value);
+      const same = seen === last;
+      last = seen;
+      return same ? value : undefined;
+    },
+    timeoutMs,
+    what,
+  );
+}
+
+/**
+ * A scenario's schedule, for end-to-end tests that play load and faults on a timeline (chaos,
+ * failovers, rolling restarts): `at(ms)` resolves `ms` after the schedule began, at once when that
+ * is past; `elapsed()` is the time since it began. What such a test asserts is a final state, not
+ * how long anything took.
+ */
+export interface Schedule {
+  readonly startedAt: number;
+  /** `ms` after the schedule began (at once when that is past). */
+  at(ms: number): Promise<void>;
+  /** The scenario's next step, `ms` from now (a fault's duration, the gap between kills). */
+  after(ms: number): Promise<void>;
+  elapsed(): number;
+}
+
+export function schedule(): Schedule {
+  const startedAt = Date.now();
+  return {
+    startedAt,
+    at: (ms) => sleep(Math.max(0, startedAt + ms - Date.now())),
+    after: (ms) => sleep(ms),
+    elapsed: () => Date.now() - startedAt,
+  };
+}
 
 /** A TCP port free on loopback now (for a process that must come back on the same port). */
 export function freePort(): Promise<number> {

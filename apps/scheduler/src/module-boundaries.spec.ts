@@ -61,6 +61,12 @@ const PROBES = {
   rawTimeSpec: { path: 'apps/scheduler/src/engine/probe.spec.ts', code: RAW_TIME },
   rawTimeLibSpec: { path: 'libs/locks/src/probe.spec.ts', code: RAW_TIME },
   rawTimeIntSpec: { path: 'apps/scheduler/src/engine/probe.int-spec.ts', code: RAW_TIME },
+  sleepE2e: { path: 'test/probe.e2e-spec.ts', code: RAW_TIME },
+  sleepHelper: { path: 'test/support/probe.ts', code: RAW_TIME },
+  stateE2e: {
+    path: 'test/probe.e2e-spec.ts',
+    code: "import { eventually } from './support/processes';\nexport const ready = eventually(async () => (Date.now() > 0 ? true : undefined));\n",
+  },
   injectedTime: {
     path: 'apps/scheduler/src/engine/probe.spec.ts',
     code: "import { ManualClock } from '../common';\nconst clock = new ManualClock();\nexport const at = clock.now();\nexport const wait = clock.sleep(10);\n",
@@ -103,7 +109,7 @@ describe('lint limits of the layout', () => {
     expect(linted.longSpec).toEqual([]);
   });
 
-  it("refuses the process's own clock and timers, in source files and unit specs alike", () => {
+  it("refuses the process's own clock and timers in source files and unit specs, and a bare sleep in any test", () => {
     const raw = ['no-restricted-syntax', 'no-restricted-syntax'];
     expect(rules(linted.rawTimeSource)).toEqual(raw);
     expect(linted.rawTimeSource[0].message).toContain('Date.now()');
@@ -112,7 +118,12 @@ describe('lint limits of the layout', () => {
     expect(rules(linted.rawTimeSpec)).toEqual(raw);
     expect(rules(linted.rawTimeLibSpec)).toEqual(raw);
     expect(linted.injectedTime).toEqual([]);
-    // ... an integration spec may wait for a real server.
-    expect(linted.rawTimeIntSpec).toEqual([]);
+    // ... an integration or end-to-end test may read the time and wait for a real server, for
+    // a state, through the waits of test/support/processes.ts; a bare sleep it may not.
+    expect(rules(linted.rawTimeIntSpec)).toEqual(['no-restricted-syntax']);
+    expect(linted.rawTimeIntSpec[0].message).toContain('waits for a state');
+    expect(rules(linted.sleepE2e)).toEqual(['no-restricted-syntax']);
+    expect(linted.sleepHelper).toEqual([]);
+    expect(linted.stateE2e).toEqual([]);
   });
 });

@@ -14,22 +14,14 @@ import {
   MAX_HOLDER_LABEL,
 } from '@baton/locks';
 import { SERVER_OF, testLockConfig } from './lock-test-config';
+import { eventually } from '../../../test/support/processes';
 
 jest.setTimeout(60_000);
 
 const RUN = `i${process.pid}-${Date.now().toString(36)}`;
 const DRIVERS: LockDriverName[] = ['local', 'mysql', 'redis', 'zookeeper', 'etcd'];
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(100);
-  }
-}
+const until = <T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> =>
+  eventually(probe, ms, what, 100);
 
 describe.each(DRIVERS)('LockProvider.inspect: %s', (driver) => {
   const config = testLockConfig(driver);

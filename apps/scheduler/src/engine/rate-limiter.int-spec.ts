@@ -2,9 +2,9 @@ import Redis from 'ioredis';
 import { Clock } from '../common';
 import { loadSchedulerConfig } from '../config';
 import { RateLimiter } from './rate-limiter';
+import { eventually } from '../../../../test/support/processes';
 
 const PREFIX = `baton-test-limits-${process.pid}-${Date.now()}`;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Two schedulers' limiters over the machine's Redis: the limit holds for both together. */
 describe('RateLimiter over Redis (fleet-wide)', () => {
@@ -52,9 +52,13 @@ describe('RateLimiter over Redis (fleet-wide)', () => {
     expect(w2).toBeLessThanOrEqual(200);
     // Asking again (on the other instance) answers its own slot, no later.
     expect(await b.take('t10', limit)).toBeLessThanOrEqual(w1);
-    await sleep(w2 + 30);
+    // Once the later slot is due (on Redis's clock), both starts go at once.
+    await eventually(
+      async () => ((await b.take('t11', limit)) === 0 ? true : undefined),
+      10_000,
+      'the slot of t11 due',
+    );
     expect(await a.take('t10', limit)).toBe(0);
-    expect(await b.take('t11', limit)).toBe(0);
   });
 
   it('keeps limits under different keys apart', async () => {

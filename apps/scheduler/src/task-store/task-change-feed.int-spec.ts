@@ -2,7 +2,7 @@ import { systemClock } from '@baton/time';
 import { TaskStatus } from '@baton/task-contract';
 import { LockProvider, createLockProvider } from '@baton/locks';
 import { DataSource } from 'typeorm';
-import { Clock } from '../common';
+import { Clock, ManualClock } from '../common';
 import { createDataSource, TransactionRunner } from '../database';
 import {
   TestDatabase,
@@ -54,6 +54,9 @@ describe.each([
   let sql: SqlRunner;
   let tx: TransactionRunner;
 
+  /** The relay's clock: a test moves it past a backoff instead of waiting. */
+  let relayClock: Clock = systemClock;
+
   /** A task store wired as the module wires it, with these consumers subscribed. */
   function store(...consumers: TaskChangeConsumer[]) {
     const feed = new TaskChangeFeed(sql, tx);
@@ -61,7 +64,7 @@ describe.each([
     const log = new TaskLogRepository(ds, sql, feed);
     const writer = new GroupCommitWriter(ds, tx, sql, log, new Metrics());
     const repo = new TasksRepository(ds, tx, sql, writer, log);
-    const relay = new TaskChangeRelay(feed, sql, tx, new Clock(), locks);
+    const relay = new TaskChangeRelay(feed, sql, tx, relayClock, locks);
     return { feed, repo, relay };
   }
 
@@ -145,7 +148,10 @@ describe.each([
 
   it('keeps what a consumer refused and hands it over again later, nothing skipped', async () => {
     const flaky = new Recorder('flaky');
+    const clock = new ManualClock(Date.now());
+    relayClock = clock;
     const { repo, relay } = store(flaky);
+    relayClock = systemClock;
     const t0 = await repo.insert(newTask(), 'created', 'api');
     flaky.refuse = 1;
     await relay.deliverOnce();
@@ -155,7 +161,7 @@ describe.each([
     // Backing off: a pass right away hands nothing over.
     await relay.deliverOnce();
     expect(flaky.seen).toEqual([]);
-    await new Promise((r) => setTimeout(r, 600));
+    await clock.advance(600);
     await relay.deliverOnce();
     expect(flaky.seen.map((c) => c.to)).toEqual([TaskStatus.INIT, TaskStatus.CREATE]);
     expect(await outbox('flaky')).toBe(0);

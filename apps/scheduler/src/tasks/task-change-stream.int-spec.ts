@@ -13,6 +13,7 @@ import { TailedTaskEvent, TaskEventTail } from '../task-store';
 import { newTask } from '../task-store/testing/new-task';
 import { taskStoreStack } from '../task-store/testing/task-store-stack';
 import { TaskChangeStream, TaskChangeWatcher } from './task-change-stream';
+import { eventually } from '../../../../test/support/processes';
 
 /** A watcher that keeps what it is sent. */
 class Seen implements TaskChangeWatcher {
@@ -35,13 +36,8 @@ class Seen implements TaskChangeWatcher {
   }
 }
 
-const until = async (test: () => boolean, what: string): Promise<void> => {
-  const deadline = Date.now() + 20_000;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+const until = (test: () => boolean, what: string): Promise<true> =>
+  eventually(async () => (test() ? true : undefined), 20_000, what);
 
 /**
  * The live stream's reading of the lifecycle log against a real database: ids a read skipped
