@@ -28,8 +28,8 @@ step() { # name, command...
   record "$name" "$ok" $((SECONDS - began))
 }
 
-# Checks that read the tree and share nothing run side by side (one per core); each one's output
-# is printed, in order, once all of them have ended.
+# Checks that read the tree and share nothing run side by side (each batch at once on the two
+# cores); each one's output is printed, in order, once all of them have ended.
 side_by_side=()
 step_beside() { # name, command...
   local name=$1 log=.test-results/step-${#side_by_side[@]}
@@ -43,11 +43,13 @@ step_beside() { # name, command...
 }
 steps_beside_end() {
   wait
-  local i rc secs
+  local i
   for i in "${!side_by_side[@]}"; do
+    local rc=1 secs=0
     echo "=== ${side_by_side[$i]}"
     cat ".test-results/step-$i.log"
-    read -r rc secs < ".test-results/step-$i.rc"
+    # A step that wrote no exit code failed.
+    [ -f ".test-results/step-$i.rc" ] && read -r rc secs < ".test-results/step-$i.rc"
     record "${side_by_side[$i]}" "$rc" "$secs"
   done
   side_by_side=()

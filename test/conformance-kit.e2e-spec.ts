@@ -184,9 +184,41 @@ describe('conformance kit against the template worker', () => {
   });
 
   it('runs from the command line: every check, as JSON; --only narrows it to the happy path and the named checks', async () => {
-    const all = await kitCli(['--url', hmac.url, '--type', 'demo.echo', '--secret', SECRET]);
+    const all = await kitCli([
+      '--url',
+      hmac.url,
+      '--type',
+      'demo.sleep',
+      '--secret',
+      SECRET,
+      '--params',
+      JSON.stringify({ seconds: 0.3, tick_ms: 50 }),
+      '--long-params',
+      JSON.stringify({ seconds: 5, tick_ms: 50 }),
+      '--other-type',
+      'demo.echo',
+    ]);
     expectConformant(all);
+    expectRunningChecks(all);
     expect(all.results.map((r) => r.name)).toEqual(CHECK_NAMES);
+    expect(all.results.find((r) => r.name.startsWith('task id of another type'))?.verdict).toBe(
+      'pass',
+    );
+    // A token from the command line (signature checks are then skips).
+    const byToken = await kitCli([
+      '--url',
+      token.url,
+      '--type',
+      'demo.echo',
+      '--token',
+      TOKEN,
+      '--only',
+      'auth:',
+    ]);
+    expect(byToken.code).toBe(0);
+    expect(
+      byToken.results.find((r) => r.name === 'auth: wrong credentials refused with 401')?.verdict,
+    ).toBe('pass');
     const some = await kitCli([
       '--url',
       hmac.url,

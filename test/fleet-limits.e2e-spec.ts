@@ -233,7 +233,7 @@ describe('limits over the fleet', () => {
   });
 
   describe('fair share between tenants', () => {
-    it("a tenant's trickle keeps its start latency during another tenant's burst", async () => {
+    it("a tenant's trickle takes its turn during another tenant's burst, not a place behind it", async () => {
       // One instance whose 32 runner slots are the bottleneck: 400 ms sync runs, ~80 a second.
       const scheduler = await startScheduler(backend, {
         BATON_RUNNER_CONCURRENCY: '32',

@@ -329,14 +329,20 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     const expected: number[] = [];
     // Lines come at a steady pace, about one a millisecond.
     const pace = schedule();
-    let written = 0;
-    const write = async (from: number, to: number): Promise<void> => {
+    /** Writes lines from..to; `meanwhile` starts (not awaited) once line `at` is written. */
+    const write = async (
+      from: number,
+      to: number,
+      meanwhile?: { at: number; start: () => Promise<void> },
+    ): Promise<void> => {
+      let started: Promise<void> | undefined;
       for (let i = from; i < to; i++) {
         if (i % 3 === 0) expected.push(i);
         appendFileSync(logPath, i % 3 === 0 ? `t=${i} ERROR job=${i}\n` : `t=${i} INFO ok\n`);
-        written = i + 1;
+        if (meanwhile && i === meanwhile.at) started = meanwhile.start();
         if (i % 5 === 0) await pace.at(pace.elapsed() + 5);
       }
+      await started;
     };
     await write(0, 60);
     // Rotation by rename while lines keep coming; the running reader must follow it.
@@ -350,10 +356,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
       'a task from a line after the rotation',
     );
     // kill -9 while lines are still being written.
-    const writing = write(90, 150);
-    await eventually(async () => (written > 95 ? true : undefined), 10_000, 'lines being written');
-    await scheduler.kill9();
-    await writing;
+    await write(90, 150, { at: 100, start: () => scheduler.kill9() });
     // While it is down: a second rotation, which the new process must notice and follow.
     renameSync(logPath, `${logPath}.2`);
     writeFileSync(logPath, '');
@@ -371,14 +374,20 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
 
   it('consumes a Redis stream through a kill -9: every error entry makes one task, none pending', async () => {
     const expected: number[] = [];
-    let added = 0;
-    const add = async (from: number, to: number): Promise<void> => {
+    /** Adds entries from..to; `meanwhile` starts (not awaited) once entry `at` is added. */
+    const add = async (
+      from: number,
+      to: number,
+      meanwhile?: { at: number; start: () => Promise<void> },
+    ): Promise<void> => {
+      let started: Promise<void> | undefined;
       for (let i = from; i < to; i++) {
         const level = i % 2 === 0 ? 'error' : 'info';
         if (level === 'error') expected.push(i);
         await redis.xadd(streamKey, '*', 'json', JSON.stringify({ level, job: i }));
-        added = i + 1;
+        if (meanwhile && i === meanwhile.at) started = meanwhile.start();
       }
+      await started;
     };
     await add(0, 80);
     await eventually(
@@ -387,10 +396,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
       'first stream tasks',
     );
     // kill -9 while entries are still being added; more arrive while it is down.
-    const adding = add(80, 100);
-    await eventually(async () => (added > 82 ? true : undefined), 10_000, 'entries being added');
-    await scheduler.kill9();
-    await adding;
+    await add(80, 100, { at: 82, start: () => scheduler.kill9() });
     await add(100, 120);
     await start();
     await redis.xadd(streamKey, '*', 'json', '{not json');

@@ -210,7 +210,8 @@ describe('template worker, driven through the contract by WorkerClient', () => {
 
     it('create_run cancelled while it waits for its start_time: no run, the cancel is the answer', async () => {
       const id = newId('createrun-cancel');
-      const at = Date.now() + 5000;
+      // Under the worker's longest wait for a start_time (1 s; further ahead is read as skew).
+      const at = Date.now() + 900;
       const answer = client.createAndRun(
         url,
         'demo.echo',
@@ -223,7 +224,7 @@ describe('template worker, driven through the contract by WorkerClient', () => {
           (await client.status(url, 'demo.echo', id, f())).task_status === TaskStatus.CREATE
             ? true
             : undefined,
-        4000,
+        800,
         'the task held until its start_time',
       );
       await client.notify(url, 'demo.echo', id, { event: NotifyEvent.CANCEL }, f());

@@ -165,23 +165,28 @@ export async function holds(
 }
 
 /**
- * Polls `read` until two reads in a row (50 ms apart) agree, and answers that value: a count that
+ * Polls `read` until it has answered the same for `quietMs`, and answers that value: a count that
  * has stopped moving (the passes in flight when a timer was disabled have ended; a paused run's
  * last tick has landed). `holds` then says it stays so.
  */
 export async function steady<T>(
   read: () => Promise<T>,
   what: string,
-  timeoutMs = 10_000,
+  quietMs = 500,
+  timeoutMs = 20_000,
 ): Promise<T> {
   let last: string | undefined;
+  let since = 0;
   return eventually(
     async () => {
       const value = await read();
       const seen = JSON.stringify(value);
-      const same = seen === last;
-      last = seen;
-      return same ? value : undefined;
+      if (seen !== last) {
+        last = seen;
+        since = Date.now();
+        return undefined;
+      }
+      return Date.now() - since >= quietMs ? value : undefined;
     },
     timeoutMs,
     what,

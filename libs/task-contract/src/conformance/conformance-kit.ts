@@ -77,6 +77,7 @@ export const CHECK_NAMES: readonly string[] = CHECKS.map((c) => c.name);
 
 /** The happy path, then the checks whose name contains one of `only` (case-insensitive). */
 function selectChecks(only: readonly string[]): Check[] {
+  if (only.length === 0) throw new Error('only names no check');
   const texts = only.map((t) => t.toLowerCase());
   const matches = (c: Check): boolean => texts.some((t) => c.name.toLowerCase().includes(t));
   const unmatched = only.filter(

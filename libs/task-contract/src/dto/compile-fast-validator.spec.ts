@@ -1,4 +1,4 @@
-import { Type } from 'class-transformer';
+import { Expose, Type } from 'class-transformer';
 import {
   IsInt,
   IsOptional,
@@ -96,6 +96,12 @@ class Defaulted {
   b = 1;
 }
 
+class ExposedDto {
+  @Expose({ name: 'b' })
+  @IsString()
+  a!: string;
+}
+
 class Typed {
   @ValidateNested()
   @Type(() => Inner)
@@ -109,6 +115,7 @@ describe('compileFastValidator', () => {
     ['@ValidateNested without @Type', UntypedNested],
     ['a class without checks (class-validator refuses its objects)', Empty],
     ['a field the class sets but does not validate (the whitelist would refuse it)', Defaulted],
+    ['@Expose (class-transformer copies other keys)', ExposedDto],
   ])('refuses to compile %s', (_what, cls) => {
     expect(() => compileFastValidator(cls)).toThrow(NotCompilable);
   });

@@ -92,6 +92,13 @@ function planOf(ctor: Ctor, seen: Set<Ctor> = new Set()): ClassPlan {
   if (seen.has(ctor)) throw new NotCompilable(`${ctor.name} nests itself`);
   seen.add(ctor);
   const metadata = metadataOf(ctor);
+  // @Expose/@Exclude change which keys class-transformer copies: not this compiler's to follow.
+  if (
+    defaultMetadataStorage.getStrategy(ctor) !== 'none' ||
+    defaultMetadataStorage.getExposedMetadatas(ctor).length > 0 ||
+    defaultMetadataStorage.getExcludedMetadatas(ctor).length > 0
+  )
+    throw new NotCompilable(`${ctor.name}: @Expose or @Exclude`);
   // class-validator refuses an object of a class without metadata (forbidUnknownValues).
   if (metadata.length === 0) throw new NotCompilable(`${ctor.name} has no validation metadata`);
   const byProperty = new Map<string, ValidationMetadata[]>();
@@ -113,7 +120,12 @@ function planOf(ctor: Ctor, seen: Set<Ctor> = new Set()): ClassPlan {
       constraints: [],
       transforms: defaultMetadataStorage
         .findTransformMetadatas(ctor, name, TransformationType.PLAIN_TO_CLASS)
-        .map((t) => t.transformFn as PropertyPlan['transforms'][number]),
+        .map((t) => {
+          const o = t.options ?? {};
+          if (o.groups?.length || o.since !== undefined || o.until !== undefined)
+            throw new NotCompilable(`${ctor.name}.${name}: a @Transform with groups or versions`);
+          return t.transformFn as PropertyPlan['transforms'][number];
+        }),
     };
     for (const m of list) {
       switch (m.type) {
