@@ -26,11 +26,15 @@ export interface Got {
 export class Receiver {
   constructor(readonly proc: RunningProcess) {}
 
-  static async start(env: { port?: number; log?: string } = {}): Promise<Receiver> {
+  /** `secrets`: by hook name, the secrets it verifies with from its first request. */
+  static async start(
+    env: { port?: number; log?: string; secrets?: Record<string, string[]> } = {},
+  ): Promise<Receiver> {
     return new Receiver(
       await startProcess(RECEIVER, {
         PORT: String(env.port ?? 0),
         ...(env.log ? { RECEIVER_LOG: env.log } : {}),
+        ...(env.secrets ? { RECEIVER_SECRETS: JSON.stringify(env.secrets) } : {}),
       }),
     );
   }
