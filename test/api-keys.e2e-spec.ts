@@ -198,7 +198,6 @@ describe('API keys: who may call what', () => {
       30_000,
       'the key refused once expired',
     );
-    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
     expect([expired.status, expired.message]).toEqual([401, expect.stringMatching(/expired/)]);
     const wrong = await call('GET', '/v1/tasks', `${made.key}x`);
     expect([wrong.status, wrong.message]).toEqual([401, 'unknown API key']);

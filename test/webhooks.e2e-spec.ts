@@ -318,19 +318,16 @@ describe('webhooks', () => {
   it('disables a subscription whose deliveries all failed for BATON_WEBHOOK_DISABLE_AFTER', async () => {
     const hook = await subscribe('dead', ['task.finished']);
     await receiver.control('mode', { name: 'dead', mode: 503 });
-    // A ping a second keeps attempts coming (each message alone gives up after 4 s).
-    let pingedAt = 0;
+    // A ping a second (the poll's pace) keeps attempts coming (each message alone gives up after 4 s).
     const disabled = await eventually(
       async () => {
-        if (Date.now() - pingedAt >= 1000) {
-          pingedAt = Date.now();
-          await api.call('POST', `/v1/webhooks/${hook.webhook_id}/test`);
-        }
+        await api.call('POST', `/v1/webhooks/${hook.webhook_id}/test`);
         const r = await api.call<Record<string, unknown>>('GET', `/v1/webhooks/${hook.webhook_id}`);
         return r.data.enabled === false ? r.data : undefined;
       },
       60_000,
       'the failing subscription disabled',
+      1000,
     );
     expect(disabled.disabled_reason).toMatch(/every delivery failed/);
     expect(Date.parse(String(disabled.failing_since))).toBeLessThan(Date.now() - 5000);

@@ -24,7 +24,14 @@ import {
   authHeaders,
 } from '@baton/task-contract';
 import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import { RunningProcess, WORKER_MAIN, eventually, holds, startProcess } from './support/processes';
+import {
+  RunningProcess,
+  WORKER_MAIN,
+  eventually,
+  holds,
+  startProcess,
+  steady,
+} from './support/processes';
 
 const SECRET = 'e2e-secret-0123456789abcdef';
 let seq = 0;
@@ -300,17 +307,7 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       // A tick in flight at the pause may land; then the run stands still.
       const percent = async (): Promise<number> =>
         (await client.progress(url, 'demo.sleep', id, f())).percent;
-      let last = -1;
-      const held = await eventually(
-        async () => {
-          const now = await percent();
-          const still = now === last;
-          last = now;
-          return still ? now : undefined;
-        },
-        5000,
-        'the paused run standing still',
-      );
+      const held = await steady(percent, 'the paused run standing still', 150);
       await holds(async () => (await percent()) === held, 500, 'no progress while paused');
       await expect(client.status(url, 'demo.sleep', id, f())).resolves.toMatchObject({
         task_status: TaskStatus.PAUSE,
