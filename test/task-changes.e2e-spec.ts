@@ -104,8 +104,11 @@ describe('the live stream of task changes', () => {
     });
 
     it('filters by task id, and ends after max_seconds', async () => {
-      const a = await api.create(echo('by-id-a'));
-      const b = await api.create(echo('by-id-b'));
+      // Created paused: their moves (the cancels) come after the stream is open, however fast
+      // or slow the box.
+      const held = { process_arg: { task_status: 'PAUSE' } };
+      const a = await api.create({ ...echo('by-id-a'), ...held });
+      const b = await api.create({ ...echo('by-id-b'), ...held });
       const s = await open(`${base}?task_id=${a}&max_seconds=3`);
       await api.call('POST', `/v1/tasks/${a}/cancel`, {});
       await api.call('POST', `/v1/tasks/${b}/cancel`, {});
