@@ -11,7 +11,7 @@ jest.setTimeout(240_000);
 /**
  * The Producer under failure, on MariaDB + Redis queue + ZooKeeper locks: three schedulers, the
  * owner killed with SIGKILL twice, and still every slot of a one-second cron fired exactly once.
- * (producer-ownership.e2e-spec.ts runs the same failover, shorter, on every shared lock driver.)
+ * (producer-ownership.e2e-spec.ts runs the same failover, shorter, on the other shared lock drivers.)
  */
 describe('producer HA on MariaDB + Redis + ZooKeeper', () => {
   let backend: Backend;
