@@ -92,7 +92,7 @@ describe('crashes on MariaDB + Redis', () => {
       create_info: { task_type: 'demo.echo', task_name: `crash ${i}` },
       params: { i },
       ...(i % 5 === 0
-        ? { lock_keys: [`crash-key-${i % 10}`], process_arg: { lock_timeout: 2 } }
+        ? { lock_keys: [`crash-key-${(i / 5) % 10}`], process_arg: { lock_timeout: 2 } }
         : {}),
     }));
     const ids: string[] = [];
@@ -159,8 +159,14 @@ describe('crashes on MariaDB + Redis', () => {
     procs.push(scheduler);
     const api = new Api(scheduler.url);
     const startWorker = makeWorkerStarter(dir, logs, () => scheduler.url);
-    const victim = await startWorker('victim');
-    await api.waitForWorkers(1);
+    // Both workers up before the task: the one it runs on is killed, the other takes the retry.
+    const workers = new Map<string, RunningProcess>();
+    for (const name of ['worker-1', 'worker-2']) {
+      const w = await startWorker(name);
+      workers.set(name, w);
+      procs.push(w);
+    }
+    await api.waitForWorkers(2);
     // Beats every second (a tick); lost after 4 missed beats.
     const interval = 1000;
     expect(
@@ -176,26 +182,26 @@ describe('crashes on MariaDB + Redis', () => {
     const id = await api.create({
       create_info: { task_type: 'demo.sleep', task_name: 'victim' },
       process_arg: { max_retry: 2 },
-      // Long enough to outlast starting the survivor on a loaded box (8 s once did not: the task
-      // ended SUCCESS on the victim before it was killed).
-      params: { seconds: 20, tick_ms: interval },
+      // The kill follows the RUNNING it waits for by a poll: the run must outlast that on a
+      // loaded box, and its retry takes as long again.
+      params: { seconds: 6, tick_ms: interval },
     });
-    await api.until(id, 'RUNNING');
-    const survivor = await startWorker('survivor');
-    procs.push(survivor);
-    await api.waitForWorkers(2);
+    const running = await api.until(id, 'RUNNING');
+    const victim = String(running.worker_id);
+    const [survivor] = [...workers.keys()].filter((name) => name !== victim);
     const killedAt = Date.now();
-    await victim.kill9();
+    await workers.get(victim)!.kill9();
 
     const done = await api.until(id, 'FINISH', 90_000);
-    expect(done).toMatchObject({ outcome: 'SUCCESS', worker_id: 'survivor' });
+    expect(done).toMatchObject({ outcome: 'SUCCESS', worker_id: survivor });
     const attempts = (
       await api.call<{ attempt: number; worker_id: string; started_at: string }[]>(
         'GET',
         `/v1/tasks/${id}/attempts`,
       )
     ).data;
-    const retry = attempts.find((a) => a.worker_id === 'survivor');
+    expect(attempts[0].worker_id).toBe(victim);
+    const retry = attempts.find((a) => a.worker_id === survivor);
     expect(retry).toBeDefined();
     const after = Date.parse(retry!.started_at) - killedAt;
     console.log(
