@@ -175,9 +175,8 @@ describe.each([
     const a = await new Api(first.url).create({
       create_info: { task_type: 'demo.sleep', task_name: 'holds the key' },
       process_arg: { lock_timeout: 1 },
-      // Long enough that A still runs when B asks for the key, even when the second scheduler
-      // takes seconds to start on a loaded box (with 5 s, A had ended first there once).
-      params: { seconds: 15, tick_ms: 200 },
+      // Runs until it is cancelled below, once B has been kept waiting by it.
+      params: { seconds: 300, tick_ms: 200 },
       lock_keys: [key],
     });
     await new Api(first.url).until(a, 'RUNNING');
@@ -194,15 +193,28 @@ describe.each([
       process_arg: { lock_timeout: 1 },
       lock_keys: [key],
     });
-    const bDone = await api.until(b, 'FINISH', 40_000);
+    // B is told the key is A's (long after A's lease ran out), and waits...
+    await eventually(
+      async () =>
+        (await api.events(b)).some((e) => e.reason.includes(`lock key held by task ${a}`))
+          ? true
+          : undefined,
+      40_000,
+      `B waiting on task ${a}`,
+    );
+    expect((await api.task(b)).task_status).toBe('POSTPONE');
+    // ...until A ends: it is cancelled (asked again while a runner holds it for a moment).
+    const cancelled = await eventually(async () => {
+      const r = await api.call('POST', `/v1/tasks/${a}/cancel`);
+      return r.status === 409 && r.code === 40904 ? undefined : r.status;
+    });
+    expect(cancelled).toBe(200);
     const aDone = await api.until(a, 'FINISH', 40_000);
-    expect(aDone.outcome).toBe('SUCCESS');
+    const bDone = await api.until(b, 'FINISH', 40_000);
+    expect(aDone.outcome).toBe('CANCELLED');
     expect(bDone.outcome).toBe('SUCCESS');
     expect(Date.parse(bDone.started_at as string)).toBeGreaterThanOrEqual(
       Date.parse(aDone.finished_at as string),
-    );
-    expect((await api.events(b)).some((e) => e.reason.includes(`lock key held by task ${a}`))).toBe(
-      true,
     );
     const runs = readRunLogs([log]).filter((r) => r.lock_keys.includes(key));
     expect(runs).toHaveLength(2);
