@@ -83,27 +83,36 @@ step_beside "openapi drift" node dist/bin/generate-openapi.js --check
 steps_beside_end
 timings+=("static checks $((SECONDS - static_began)) s")
 
-# Two lanes side by side, one core each. The heavy lane runs, one file at a time, the e2e files
-# that start several schedulers under load and kill them (their restarts and failovers are what
-# they measure): two of them at once on two cores made each restart take 10+ s. It also runs two
-# long files of no such kind (the conformance kit, lock holders), so the lanes end together. The
-# other lane runs everything else, one file at a time.
-HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks)\.e2e-spec\.ts$'
-rm -f .test-results/heavy.json .test-results/light.json .test-results/*.log
+# Three lanes side by side, each one file at a time. The heavy lane runs the e2e files that
+# start several schedulers under load and kill them (their restarts and failovers are what they
+# measure): two of them at once on two cores made each restart take 10+ s. It also runs long
+# files of no such kind, so that it and the light lane end together. The light lane runs
+# everything else but the waiting lane: files that spend their time waiting on real servers'
+# clocks (lease TTLs and sessions running out, which is their subject), using little CPU, so they
+# cost the other two lanes almost nothing.
+HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks|attempt-binding)\.e2e-spec\.ts$'
+WAITING='libs/locks/test/locks\.conformance\.int-spec\.ts$'
+rm -f .test-results/heavy.json .test-results/light.json .test-results/waiting.json .test-results/*.log
 lanes_began=$SECONDS
 npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
   > .test-results/heavy.log 2>&1 &
 heavy_pid=$!
+npx jest --runInBand --json --outputFile=.test-results/waiting.json --testPathPattern "$WAITING" \
+  "$@" > .test-results/waiting.log 2>&1 &
+waiting_pid=$!
 npx jest --runInBand --json --outputFile=.test-results/light.json \
-  --testPathPattern "^(?!.*${HEAVY})" "$@" > .test-results/light.log 2>&1 &
+  --testPathPattern "^(?!.*(${HEAVY}|${WAITING}))" "$@" > .test-results/light.log 2>&1 &
 light_pid=$!
 wait "$light_pid"
 light_rc=$?
 cat .test-results/light.log
+wait "$waiting_pid"
+waiting_rc=$?
+cat .test-results/waiting.log
 wait "$heavy_pid"
 heavy_rc=$?
 cat .test-results/heavy.log
-timings+=("both lanes $((SECONDS - lanes_began)) s")
+timings+=("lanes $((SECONDS - lanes_began)) s")
 
 lane() { # name, exit code: adds the lane's Jest counts to the totals
   local name=$1 rc=$2 file=.test-results/$1.json jp="" jf=""
@@ -130,5 +139,6 @@ lane() { # name, exit code: adds the lane's Jest counts to the totals
   fi
 }
 lane light "$light_rc"
+lane waiting "$waiting_rc"
 lane heavy "$heavy_rc"
 finish

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LoggerService } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { TaskWorkerService, WorkerRegistration } from '@baton/task-contract';
 import { ManualClock } from '@baton/time';
@@ -26,6 +27,17 @@ export interface InProcessBaton {
   readonly workers: Map<string, string>;
   /** Adds a template worker (registered and heartbeating on the clock). */
   addWorker(name: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  /**
+   * A worker that loses what it kept in memory: closed (its runs stopped, without a word to the
+   * scheduler when its callbacks are off) and built again on the same port, from the same
+   * environment with `env` over it. Answers its URL.
+   */
+  restartWorker(name: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  /**
+   * What the apps logged through Nest's logger (every level; the override is process-wide, so the
+   * workers' lines are here too), one line per entry, as `LEVEL context: message`.
+   */
+  output(): string;
   /**
    * Closes the scheduler app (every instance down); the workers stay up, and the clock does not
    * move. The API answers nothing until `startScheduler`.
@@ -54,21 +66,42 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     BATON_LOG_LEVEL: 'error',
     ...env,
   };
-  const build = (extra: NodeJS.ProcessEnv = {}): Promise<NestFastifyApplication> =>
-    createSchedulerApp(loadSchedulerConfig({ ...schedulerEnv, ...extra }), false, {
-      clock,
-      docs: false,
-    });
+  const logged: string[] = [];
+  const capture =
+    (level: string) =>
+    (message: unknown, ...rest: unknown[]) => {
+      const context = rest.length > 0 ? String(rest[rest.length - 1]) : '';
+      logged.push(`${level} ${context}: ${String(message)}`);
+    };
+  const logger: LoggerService = {
+    log: capture('LOG'),
+    error: capture('ERROR'),
+    warn: capture('WARN'),
+    debug: capture('DEBUG'),
+    verbose: capture('VERBOSE'),
+  };
+  const build = async (extra: NodeJS.ProcessEnv = {}): Promise<NestFastifyApplication> => {
+    const app = await createSchedulerApp(
+      loadSchedulerConfig({ ...schedulerEnv, ...extra }),
+      false,
+      { clock, docs: false },
+    );
+    app.useLogger(logger);
+    return app;
+  };
   let scheduler: NestFastifyApplication | undefined = await build();
   await scheduler.listen(0, '127.0.0.1');
   const api = new Api(await scheduler.getUrl(), ADMIN_KEY);
   // A scheduler started again listens where the first one did.
   const port = Number(new URL(api.base).port);
-  const apps: NestFastifyApplication[] = [];
-  const registrations: WorkerRegistration[] = [];
+  const running = new Map<
+    string,
+    { app: NestFastifyApplication; registration: WorkerRegistration; env: NodeJS.ProcessEnv }
+  >();
   const workers = new Map<string, string>();
 
   const addWorker = async (name: string, extra: NodeJS.ProcessEnv = {}): Promise<string> => {
+    if (running.has(name)) throw new Error(`worker ${name} is running already`);
     const wc = loadWorkerConfig({
       WORKER_PORT: '0',
       WORKER_ID: name,
@@ -80,8 +113,7 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
       ...extra,
     });
     const app = await createWorkerApp(wc, false, undefined, clock);
-    await app.listen(0, '127.0.0.1');
-    apps.push(app);
+    await app.listen(wc.port, '127.0.0.1');
     const url = await app.getUrl();
     const registration = new WorkerRegistration({
       schedulerUrl: api.base,
@@ -95,9 +127,24 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
       clock,
     });
     await registration.start();
-    registrations.push(registration);
+    running.set(name, { app, registration, env: extra });
     workers.set(name, url);
     return url;
+  };
+
+  const closeWorker = async (name: string): Promise<void> => {
+    const w = running.get(name);
+    running.delete(name);
+    await w?.registration.stop().catch(() => undefined);
+    await w?.app.close().catch(() => undefined);
+  };
+
+  const restartWorker = async (name: string, extra: NodeJS.ProcessEnv = {}): Promise<string> => {
+    const w = running.get(name);
+    if (!w) throw new Error(`no worker ${name}`);
+    const port = new URL(workers.get(name) as string).port;
+    await closeWorker(name);
+    return addWorker(name, { ...w.env, ...extra, WORKER_PORT: port });
   };
 
   const stopScheduler = async (): Promise<void> => {
@@ -124,6 +171,8 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     dir,
     workers,
     addWorker,
+    restartWorker,
+    output: () => logged.join('\n'),
     stopScheduler,
     startScheduler,
     async until(taskId, status = 'FINISH', maxMs = 600_000) {
@@ -147,8 +196,7 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
       return last;
     },
     async stop() {
-      for (const r of registrations) await r.stop().catch(() => undefined);
-      for (const app of apps) await app.close().catch(() => undefined);
+      for (const name of [...running.keys()]) await closeWorker(name);
       await stopScheduler();
       rmSync(dir, { recursive: true, force: true });
     },
