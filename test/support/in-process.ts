@@ -33,6 +33,8 @@ export interface InProcessBaton {
    * environment with `env` over it. Answers its URL.
    */
   restartWorker(name: string, env?: NodeJS.ProcessEnv): Promise<string>;
+  /** Closes a worker for good (its registration stops heartbeating; it is not deregistered). */
+  removeWorker(name: string): Promise<void>;
   /**
    * What the apps logged through Nest's logger (every level; the override is process-wide, so the
    * workers' lines are here too), one line per entry, as `LEVEL context: message`.
@@ -172,6 +174,10 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     workers,
     addWorker,
     restartWorker,
+    async removeWorker(name) {
+      await closeWorker(name);
+      workers.delete(name);
+    },
     output: () => logged.join('\n'),
     stopScheduler,
     startScheduler,

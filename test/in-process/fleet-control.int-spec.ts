@@ -1,21 +1,14 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { authHeaders } from '../libs/task-contract/src';
-import { rampBucket } from '../apps/scheduler/src/task-types/worker-rules';
-import { readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
-import {
-  Api,
-  Backend,
-  SECRET,
-  productionBackend,
-  startScheduler,
-  startTemplateWorker,
-} from './support/baton';
-import { RunningProcess, eventually, holds } from './support/processes';
+import { authHeaders } from '@baton/task-contract';
+import { rampBucket } from '../../apps/scheduler/src/task-types/worker-rules';
+import { readRunLogs } from '../../apps/worker-template/src/run-log/run-log-analysis';
+import { Api, SECRET } from '../support/baton';
+import { InProcessBaton, startInProcess } from '../support/in-process';
+import { Waits, manualTime } from '../support/waits';
 
-jest.setTimeout(600_000);
+jest.setTimeout(300_000);
 
 interface Worker {
   worker_id: string;
@@ -40,38 +33,38 @@ interface Attempt {
 }
 
 /**
- * Fleet control through real processes (scheduler on MariaDB + Redis, template workers of
- * chosen versions): a type's version rules keep workers below `min_version` or of a blocked
+ * Fleet control in one process (scheduler on the embedded defaults, template workers of chosen
+ * versions, all on a ManualClock): a type's version rules keep workers below `min_version` or of a blocked
  * version from its new tasks, a ramp sends its share of new tasks to a new version, a drained
  * worker takes no new task but finishes the one it runs, and a worker blacklisted by hand takes
  * none until the blacklist ends or is lifted. The API says why a worker is left out.
  */
 describe('fleet control', () => {
-  let backend: Backend;
-  let dir: string;
-  let scheduler: RunningProcess;
+  let baton: InProcessBaton;
+  let waits: Waits;
   let api: Api;
   /** The workers a test started, stopped and deregistered after it. */
-  const started = new Map<string, RunningProcess>();
+  const started = new Set<string>();
 
-  const runLog = (workerId: string): string => join(dir, `${workerId}.jsonl`);
+  const runLog = (workerId: string): string => join(baton.dir, `${workerId}.jsonl`);
 
   const startWorker = async (
     workerId: string,
     version: string,
     extra: NodeJS.ProcessEnv = {},
-  ): Promise<RunningProcess> => {
-    const w = await startTemplateWorker(workerId, scheduler.url, runLog(workerId), {
+  ): Promise<string> => {
+    const url = await baton.addWorker(workerId, {
       WORKER_VERSION: version,
+      WORKER_RUN_LOG: runLog(workerId),
       ...extra,
     });
-    started.set(workerId, w);
-    return w;
+    started.add(workerId);
+    return url;
   };
 
   /** Waits until every named worker shows healthy, and answers their views. */
   const healthy = (...ids: string[]): Promise<Worker[]> =>
-    eventually(
+    waits.eventually(
       async () => {
         const ws = (await api.call<Worker[]>('GET', '/v1/workers')).data;
         const mine = ids.map((id) => ws.find((w) => w.worker_id === id));
@@ -89,10 +82,10 @@ describe('fleet control', () => {
 
   /** A worker leaves the registry for good: stopped, then deregistered as its own signed call. */
   const retire = async (id: string): Promise<void> => {
-    await started.get(id)?.stop();
+    await baton.removeWorker(id);
     started.delete(id);
     const path = `/v1/workers/${id}`;
-    const res = await request(`${scheduler.url}${path}`, {
+    const res = await request(`${api.base}${path}`, {
       method: 'DELETE',
       headers: authHeaders(
         { mode: 'hmac', secret: SECRET },
@@ -156,7 +149,7 @@ describe('fleet control', () => {
 
   /** Waits until the `n` tasks labelled `fleet:<name>` have all finished, however long it takes. */
   const finished = (name: string, n: number, timeoutMs = 120_000): Promise<Task[]> =>
-    eventually(
+    waits.eventually(
       async () => {
         const tasks = await labelled(name);
         return tasks.length === n && tasks.every((t) => t.task_status === 'FINISH')
@@ -165,12 +158,11 @@ describe('fleet control', () => {
       },
       timeoutMs,
       `${n} tasks of ${name} finishing`,
-      250,
     );
 
   /** Waits until one task has finished. */
   const finishedOne = (id: string, timeoutMs = 60_000): Promise<Task> =>
-    eventually(
+    waits.eventually(
       async () => {
         const t = await task(id);
         return t.task_status === 'FINISH' ? t : undefined;
@@ -200,10 +192,9 @@ describe('fleet control', () => {
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'baton-fleet-'));
-    backend = await productionBackend();
-    scheduler = await startScheduler(backend);
-    api = new Api(scheduler.url);
+    baton = await startInProcess();
+    waits = manualTime(baton.clock);
+    api = baton.api;
   });
 
   afterEach(async () => {
@@ -213,10 +204,7 @@ describe('fleet control', () => {
   });
 
   afterAll(async () => {
-    await Promise.all([...started.values()].map((w) => w.stop()));
-    await scheduler?.stop();
-    await backend?.cleanup();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await baton?.stop();
   });
 
   it('gives no task to a worker below min_version, and says why on the worker', async () => {
@@ -256,7 +244,7 @@ describe('fleet control', () => {
 
     await setRules('demo.echo', { blocked_versions: ['2.4.0', '2.4.1'] });
     const [waiting] = await createTasks(1, 'blocked-all');
-    const postponed = await eventually(
+    const postponed = await waits.eventually(
       async () => {
         const events = await api.events(waiting);
         return events.find((e) => e.to === 'POSTPONE');
@@ -265,7 +253,7 @@ describe('fleet control', () => {
       'the task postponed for want of an allowed worker',
     );
     expect(postponed.reason).toMatch(/no demo\.echo worker that may take it has a free slot/);
-    await holds(
+    await waits.holds(
       async () =>
         (await task(waiting)).task_status !== 'FINISH' &&
         Object.keys(await attemptWorkers([waiting])).length === 0,
@@ -317,10 +305,10 @@ describe('fleet control', () => {
     await healthy('fc-drain-1', 'fc-drain-2');
 
     const long = await api.create({
-      create_info: { task_type: 'demo.sleep', task_name: 'long', http_url: d1.url },
+      create_info: { task_type: 'demo.sleep', task_name: 'long', http_url: d1 },
       params: { seconds: 6, tick_ms: 200 },
     });
-    const running = await eventually(
+    const running = await waits.eventually(
       async () => {
         const t = await task(long);
         return t.task_status === 'RUNNING' ? t : undefined;
@@ -359,12 +347,12 @@ describe('fleet control', () => {
     // With no other worker, a new task waits for the drained one...
     await retire('fc-drain-2');
     const [waiting] = await createTasks(1, 'while-drained');
-    await eventually(
+    await waits.eventually(
       async () => ((await task(waiting)).task_status === 'POSTPONE' ? true : undefined),
       60_000,
       'the task waiting for a worker',
     );
-    await holds(
+    await waits.holds(
       async () => (await task(waiting)).task_status === 'POSTPONE',
       3000,
       'the task waiting while its only worker drains',
@@ -391,7 +379,7 @@ describe('fleet control', () => {
     await startWorker('fc-bl-2', '5.0.0');
     await healthy('fc-bl-1', 'fc-bl-2');
     const operator = new Api(
-      scheduler.url,
+      api.base,
       (
         await api.call<{ key: string }>('POST', '/v1/api-keys', {
           name: 'fleet-operator',
@@ -400,7 +388,7 @@ describe('fleet control', () => {
       ).data.key,
     );
     const viewer = new Api(
-      scheduler.url,
+      api.base,
       (
         await api.call<{ key: string }>('POST', '/v1/api-keys', {
           name: 'fleet-viewer',
@@ -417,7 +405,7 @@ describe('fleet control', () => {
       await operator.call('POST', '/v1/workers/fc-bl-1/blacklist', { reason: '' }),
       await operator.call('POST', '/v1/workers/fc-bl-1/blacklist', {
         reason: 'x',
-        until: new Date(Date.now() - 60_000).toISOString(),
+        until: new Date(waits.now() - 60_000).toISOString(),
       }),
       await operator.call('POST', '/v1/workers/fc-bl-1/blacklist', {
         reason: 'x',
@@ -434,7 +422,7 @@ describe('fleet control', () => {
     ]);
     expect((await worker('fc-bl-1')).blacklist).toBeNull();
 
-    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const until = new Date(waits.now() + 3_600_000).toISOString();
     const set = await operator.call<Worker>('POST', '/v1/workers/fc-bl-1/blacklist', {
       reason: 'disk errors on /dev/sdb',
       until,
@@ -453,10 +441,9 @@ describe('fleet control', () => {
     expect(await attemptWorkers(ids)).toEqual({ 'fc-bl-2': 30 });
 
     // A restarted worker registers again: the blacklist stays.
-    await started.get('fc-bl-1')?.stop();
     const before = (await worker('fc-bl-1')).blacklist;
-    await startWorker('fc-bl-1', '5.0.1');
-    await eventually(
+    await baton.restartWorker('fc-bl-1', { WORKER_VERSION: '5.0.1' });
+    await waits.eventually(
       async () => ((await worker('fc-bl-1')).version === '5.0.1' ? true : undefined),
       60_000,
       'fc-bl-1 registered again',
@@ -472,10 +459,10 @@ describe('fleet control', () => {
     expect(counts['fc-bl-1'] + counts['fc-bl-2']).toBe(40);
 
     // A blacklist that ends by itself: the worker is healthy again once its until has passed.
-    const soon = new Date(Date.now() + 4000).toISOString();
+    const soon = new Date(waits.now() + 4000).toISOString();
     await operator.call('POST', '/v1/workers/fc-bl-1/blacklist', { reason: 'reboot', until: soon });
     expect((await worker('fc-bl-1')).health).toBe('blacklisted');
-    const back = await eventually(
+    const back = await waits.eventually(
       async () => {
         const w = await worker('fc-bl-1');
         return w.health === 'healthy' ? w : undefined;
@@ -484,6 +471,6 @@ describe('fleet control', () => {
       'the blacklist to end at its until',
     );
     expect(back.blacklist).toBeNull();
-    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(soon));
+    expect(waits.now()).toBeGreaterThanOrEqual(Date.parse(soon));
   });
 });
