@@ -77,7 +77,13 @@ describe('the Producer on a ManualClock: misfire policies over an outage of ever
   let baton: InProcessBaton;
 
   beforeEach(async () => {
-    baton = await startInProcess();
+    // The Producer is the subject: the loops that drive tasks need not turn every 50 ms (each
+    // turn is work for every step of the clock across hours of it).
+    baton = await startInProcess({
+      BATON_DISPATCH_INTERVAL_MS: '1000',
+      BATON_POLL_INTERVAL_MS: '1000',
+      BATON_CHECKER_INTERVAL_MS: '1000',
+    });
     await baton.addWorker('w1');
     await baton.clock.until(
       async () => (await baton.api.call<unknown[]>('GET', '/v1/workers')).data.length === 1,
