@@ -66,6 +66,10 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     BATON_QUEUE: 'memory',
     BATON_LOCK: 'local',
     BATON_LOG_LEVEL: 'error',
+    // A call to a worker is real I/O, while the clock moves as fast as the test's probes: on a
+    // loaded box a call of 100 ms could pass a 2 s deadline of clock time. Call deadlines are
+    // not what these tests are about; a test that is says so in `env`.
+    BATON_CALL_TIMEOUT_MS: '60000',
     ...env,
   };
   const logged: string[] = [];
