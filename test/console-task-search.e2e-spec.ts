@@ -120,10 +120,23 @@ describe('console task search in a browser', () => {
       30_000,
       'the oldest task first',
     );
+    // The new order's first page answers late, as on a busy box: meanwhile the rows shown are the
+    // last order's, and no next page is offered from its cursor (a run under load once clicked
+    // one: the address's new order with the old order's cursor).
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    const priorityPage = /\/v1\/tasks\?.*sort=priority/;
+    await page.route(priorityPage, async (route) => {
+      await held;
+      await route.continue();
+    });
     await page.getByLabel('Order').selectOption('priority.asc');
     await page.waitForURL(
       (u) => u.searchParams.get('sort') === 'priority' && u.searchParams.get('order') === 'asc',
     );
+    expect(await page.getByRole('link', { name: 'Next page' }).count()).toBe(0);
+    // Answered now, and every later ask of this order at once.
+    answer();
     await page.getByRole('link', { name: 'Next page' }).click();
     await rowCount(10, 'the second page of 60, lowest priority first');
     expect(await page.getByRole('link', { name: 'needle in the haystack' }).count()).toBe(0);

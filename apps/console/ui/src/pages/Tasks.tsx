@@ -78,6 +78,10 @@ export function Tasks() {
   useEffect(() => setSelected(new Set()), [filterKey, cursor]);
 
   const items = page.data?.items ?? [];
+  // A cursor goes on from the order and filters it was read under. While the rows shown are the
+  // last answer's (a new order or filter still loading, or typed text not yet asked for), a next
+  // page built from it would pair the address's new order with the old one's cursor.
+  const current = !page.isPlaceholderData && filterKey === JSON.stringify(apiFilters(p));
   const filtered = Object.values(filters).some(Boolean);
   const newestFirst = (p.sort || 'created') === 'created' && (p.order || 'desc') === 'desc';
   const chosen = items.filter((t) => selected.has(t.task_id));
@@ -275,7 +279,7 @@ export function Tasks() {
             {newestFirst ? 'Newest' : 'First page'}
           </Link>
         ) : null}
-        {page.data?.next_cursor ? (
+        {current && page.data?.next_cursor ? (
           <Link href={withQuery(loc, { cursor: page.data.next_cursor })}>
             {newestFirst ? 'Older tasks' : 'Next page'}
           </Link>
