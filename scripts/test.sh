@@ -90,7 +90,7 @@ timings+=("static checks $((SECONDS - static_began)) s")
 # everything else but the waiting lane: files that spend their time waiting on real servers'
 # clocks (lease TTLs and sessions running out, which is their subject), using little CPU, so they
 # cost the other two lanes almost nothing.
-HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|task-locks|attempt-binding)\.e2e-spec\.ts$'
+HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|attempt-binding|logdumper)\.e2e-spec\.ts$'
 WAITING='libs/locks/test/locks\.conformance\.int-spec\.ts$'
 rm -f .test-results/heavy.json .test-results/light.json .test-results/waiting.json .test-results/*.log
 lanes_began=$SECONDS
