@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { InProcessBaton, startInProcess } from '../support/in-process';
 import { FlowBaton, schedulerFlowCases } from '../support/scheduler-flows.cases';
 import { manualTime } from '../support/waits';
@@ -11,8 +12,10 @@ jest.setTimeout(120_000);
  * passed by moving the clock, so no speed of the machine decides a case. The same cases run
  * through processes on MariaDB + Redis in test/scheduler-flows.e2e-spec.ts.
  */
+let baton: InProcessBaton;
+
 async function inProcess(): Promise<FlowBaton> {
-  const baton: InProcessBaton = await startInProcess();
+  baton = await startInProcess();
   const waits = manualTime(baton.clock);
   const runLogs = ['worker-a', 'worker-b'].map((name) => join(baton.dir, `${name}.jsonl`));
   await baton.addWorker('worker-a', { WORKER_RUN_LOG: runLogs[0] });
@@ -45,4 +48,11 @@ async function inProcess(): Promise<FlowBaton> {
 
 describe('scheduler flows in-process (sqlite + memory + local locks, ManualClock)', () => {
   schedulerFlowCases(inProcess);
+
+  // Two cases above look for what the scheduler must not have logged: the log they read is live
+  // to the end (workers built since, and restarted, did not switch it off).
+  it('reads the log the cases search', () => {
+    new Logger('Probe').warn('a warning logged after every case');
+    expect(baton.output()).toContain('WARN Probe: a warning logged after every case');
+  });
 });

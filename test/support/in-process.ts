@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoggerService } from '@nestjs/common';
+import { Logger, LoggerService } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { TaskWorkerService, WorkerRegistration } from '@baton/task-contract';
 import { ManualClock } from '@baton/time';
@@ -36,8 +36,8 @@ export interface InProcessBaton {
   /** Closes a worker for good (its registration stops heartbeating; it is not deregistered). */
   removeWorker(name: string): Promise<void>;
   /**
-   * What the apps logged through Nest's logger (every level; the override is process-wide, so the
-   * workers' lines are here too), one line per entry, as `LEVEL context: message`.
+   * The warnings and errors the apps logged through Nest's logger (the logger is the process's,
+   * so the workers' are here too), one line per entry, as `LEVEL context: message`.
    */
   output(): string;
   /**
@@ -72,6 +72,9 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     BATON_CALL_TIMEOUT_MS: '60000',
     ...env,
   };
+  // Nest's logger is one per process: an app built with `logger: false` (every worker here)
+  // switches it off for all, so it is set again after each app is built. Only warnings and errors
+  // are kept (what tests look for), so a long run does not keep every debug line.
   const logged: string[] = [];
   const capture =
     (level: string) =>
@@ -79,12 +82,13 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
       const context = rest.length > 0 ? String(rest[rest.length - 1]) : '';
       logged.push(`${level} ${context}: ${String(message)}`);
     };
+  const ignore = (): void => undefined;
   const logger: LoggerService = {
-    log: capture('LOG'),
+    log: ignore,
     error: capture('ERROR'),
     warn: capture('WARN'),
-    debug: capture('DEBUG'),
-    verbose: capture('VERBOSE'),
+    debug: ignore,
+    verbose: ignore,
   };
   const build = async (extra: NodeJS.ProcessEnv = {}): Promise<NestFastifyApplication> => {
     const app = await createSchedulerApp(
@@ -119,6 +123,7 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
       ...extra,
     });
     const app = await createWorkerApp(wc, false, undefined, clock);
+    Logger.overrideLogger(logger);
     await app.listen(wc.port, '127.0.0.1');
     const url = await app.getUrl();
     const registration = new WorkerRegistration({
