@@ -81,7 +81,6 @@ function expectRunningChecks(run: KitRun): void {
   });
 }
 
-/** A run that passed: exit 0, nothing failed, and the checks that matter really ran. */
 /** A run narrowed to the auth checks (`only: ['auth:']`): the happy path and those, all passed. */
 function expectAuthConformant(run: KitRun): void {
   expect(failed(run)).toEqual([]);
@@ -92,6 +91,7 @@ function expectAuthConformant(run: KitRun): void {
   expect(passed).toContain('auth: missing credentials refused with 401');
 }
 
+/** A run that passed: exit 0, nothing failed, and the checks that matter really ran. */
 function expectConformant(run: KitRun): void {
   expect(failed(run)).toEqual([]);
   expect(run.code).toBe(0);

@@ -134,9 +134,12 @@ describe('console task search in a browser', () => {
     await page.waitForURL(
       (u) => u.searchParams.get('sort') === 'priority' && u.searchParams.get('order') === 'asc',
     );
-    expect(await page.getByRole('link', { name: 'Next page' }).count()).toBe(0);
-    // Answered now, and every later ask of this order at once.
-    answer();
+    try {
+      expect(await page.getByRole('link', { name: 'Next page' }).count()).toBe(0);
+    } finally {
+      // Answered now, and every later ask of this order at once.
+      answer();
+    }
     await page.getByRole('link', { name: 'Next page' }).click();
     await rowCount(10, 'the second page of 60, lowest priority first');
     expect(await page.getByRole('link', { name: 'needle in the haystack' }).count()).toBe(0);

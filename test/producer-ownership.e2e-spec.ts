@@ -66,7 +66,7 @@ function reachable(name: string, port: number): Promise<void> {
  * joins in distributed mode) on MariaDB + Redis queue, the owner of a one-second cron killed with
  * SIGKILL, a survivor taking over once the dead owner's lease (2 s) runs out, and every slot from
  * the first fire to the last written exactly once. producer-ha.e2e-spec.ts runs the longer version
- * (two kills, 30 s, both modes) on ZooKeeper.
+ * (two kills and a join, both modes) on ZooKeeper.
  */
 describe('producer ownership on the shared lock drivers', () => {
   let backend: Backend;

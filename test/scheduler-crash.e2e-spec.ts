@@ -188,6 +188,7 @@ describe('crashes on MariaDB + Redis', () => {
     });
     const running = await api.until(id, 'RUNNING');
     const victim = String(running.worker_id);
+    expect([...workers.keys()]).toContain(victim);
     const [survivor] = [...workers.keys()].filter((name) => name !== victim);
     const killedAt = Date.now();
     await workers.get(victim)!.kill9();
