@@ -112,17 +112,17 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
         if (key) retriesOf.set(key, (retriesOf.get(key) ?? 0) + 1);
       },
     });
-    // Nine in ten are quick sync echoes; one in ten sleeps a little (async) holding one of ten
-    // lock keys, so lock keys are fought over while schedulers die. (A task that finds its key
-    // held waits out a backoff before it tries again, so a key's waiters drain at about one a
-    // second: one in five tasks on what were, by a slip, only two keys (`n % 10` of a multiple of
-    // five) made this file spend a minute and a half on that alone.)
+    // Nine in ten are quick sync echoes; one in ten sleeps a little (async) holding one of five
+    // lock keys, so lock keys are fought over while schedulers die (counted below). A task that
+    // finds its key held waits out a backoff before it tries again, so a key's waiters drain at
+    // about one a second: one in five tasks on what were, by a slip, only two keys (`n % 10` of a
+    // multiple of five) made this file spend a minute and a half on that alone.
     const body = (n: number): CreateTask =>
       n % 10 === 0
         ? {
             create_info: { task_type: 'demo.sleep', task_name: `chaos ${n}` },
             params: { seconds: 0.2, tick_ms: 50 },
-            lock_keys: [`chaos-key-${(n / 10) % 10}`],
+            lock_keys: [`chaos-key-${(n / 10) % 5}`],
             process_arg: { lock_timeout: 10 },
           }
         : { create_info: { task_type: 'demo.echo', task_name: `chaos ${n}` }, params: { n } };
@@ -290,6 +290,12 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
         runs.filter((r) => r.end === undefined && r.worker_id === 'chaos-w2').map((r) => r.task_id),
       );
       const failed = rows.filter((r) => r.outcome !== 'SUCCESS');
+      // The keys were fought over: tasks found theirs held and waited.
+      const [contended] = await db.query(
+        "SELECT COUNT(DISTINCT task_id) AS n FROM baton_task_event WHERE task_id IN (?) AND reason LIKE '%lock key held%'",
+        [created],
+      );
+      const keyWaits = Number((contended as { n: number }[])[0].n);
       // A failure the kill explains: the task's last attempt was bound to the killed worker, which
       // took the run (or the call, or the only record of it) with it: max_retry 0 stands, as for
       // any ambiguous failure. A create or run call refused outright explains nothing: the
@@ -307,6 +313,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
           `restart to ready: ${readyAfter.map((ms) => `${ms} ms`).join(', ')} (p50 ${quantile(readyAfter, 0.5)} ms, max ${Math.max(...readyAfter)} ms)`,
           `outcomes: ${TOTAL - failed.length} SUCCESS, ${failed.length} not (runs cut off by the worker kill: ${cutOff.size}, calls broken by it: ${failed.filter((r) => diedWithWorker(r.task_id)).length - cutOff.size}, of which done on it but unreported: ${failed.filter((r) => unreported.has(r.task_id)).length})`,
           `runs: ${runs.length} for ${new Set(runs.map((r) => r.task_id)).size} tasks; overlaps 0 expected`,
+          `lock keys: ${keyWaits} of ${TOTAL / 10} key-holding tasks found their key held and waited`,
         ].join('\n'),
       );
 
@@ -335,6 +342,7 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
       // (above), which is the promise.
       const slowBox = quantile(readyAfter, 0.5) > 6000;
       expect(firstOrSecond / TOTAL).toBeGreaterThanOrEqual(slowBox ? 0.5 : 0.98);
+      expect(keyWaits).toBeGreaterThan(0);
       // Nothing ran twice at once: no task, no lock key (a run cut off by the kill ended then).
       expect(findOverlaps(runs, workerKilledAt)).toEqual([]);
       // Only the killed worker may have left runs without an end.
