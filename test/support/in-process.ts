@@ -124,7 +124,14 @@ export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InPro
     });
     const app = await createWorkerApp(wc, false, undefined, clock);
     Logger.overrideLogger(logger);
-    await app.listen(wc.port, '127.0.0.1');
+    try {
+      await app.listen(wc.port, '127.0.0.1');
+    } catch (err) {
+      // Its port taken (a restart's, meanwhile): nothing of it is left running.
+      await app.close().catch(() => undefined);
+      workers.delete(name);
+      throw err;
+    }
     const url = await app.getUrl();
     const registration = new WorkerRegistration({
       schedulerUrl: api.base,
