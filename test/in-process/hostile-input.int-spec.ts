@@ -139,18 +139,13 @@ describe('hostile input', () => {
   it('refuses a 50,000-member body on its bytes, and answers /health meanwhile', async () => {
     const params = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
     const body = JSON.stringify({ create_info: { task_type: 'demo.echo' }, params });
-    const started = Date.now();
+    // In one process the client and the server share an event loop, so how long each took says
+    // nothing; that /health/live was answered beside the refusal does.
     const [res, health] = await Promise.all([
       send(`${scheduler.url}/v1/tasks`, 'POST', body),
-      (async () => {
-        const t = Date.now();
-        await send(`${scheduler.url}/health/live`, 'GET');
-        return Date.now() - t;
-      })(),
+      send(`${scheduler.url}/health/live`, 'GET'),
     ]);
-    console.log(
-      `50,000-member body refused in ${Date.now() - started} ms; /health/live answered in ${health} ms meanwhile`,
-    );
+    expect(health.status).toBe(200);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe(40001);
     expect(res.body.message).toMatch(/more than 20000 members and items/);
@@ -307,20 +302,15 @@ describe('hostile input', () => {
       { position: 1, line: `${'a'.repeat(60_000)}!` },
       { position: 2, line: 'aaaa' },
     ];
-    const started = Date.now();
     const [ingest, health] = await Promise.all([
       send(`${scheduler.url}/v1/logs`, 'POST', JSON.stringify({ source: 'hostile', records })),
       (async () => {
         // The ingest goes first.
         await new Promise((r) => setImmediate(r));
-        const t = Date.now();
-        await send(`${scheduler.url}/health/live`, 'GET');
-        return Date.now() - t;
+        return send(`${scheduler.url}/health/live`, 'GET');
       })(),
     ]);
-    console.log(
-      `(a+)+$ over a 60,000-character line: ingest answered in ${Date.now() - started} ms, /health/live in ${health} ms meanwhile`,
-    );
+    expect(health.status).toBe(200);
     expect(ingest.status).toBe(200);
     // The long line does not end in a's: no match; the short one does.
     expect(ingest.body.data).toMatchObject({ accepted: 2, unmatched: 1, matched: 1, created: 1 });
