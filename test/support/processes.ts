@@ -117,17 +117,26 @@ export function runScript(
 /** Only for the waits below: a test waits for a state (eventually, holds) or a scenario's step. */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** How a poll's time passes: what it reads as now, and what it does between two probes. */
+export interface PollTime {
+  now(): number;
+  pass(): Promise<void>;
+  /** Said after the timeout in a failure, e.g. " of clock time". */
+  unit?: string;
+}
+
 /**
- * Polls `probe` (every `everyMs`) until it returns a value that is not undefined, or fails after
- * `timeoutMs`: how an end-to-end test waits, for a state and never for a time.
+ * Probes until `probe` returns a value that is not undefined, or fails once `timeoutMs` of
+ * `time` has passed: the one poll loop behind `eventually` (real time) and `manualTime` (a
+ * ManualClock moved between probes, test/support/waits.ts).
  */
-export async function eventually<T>(
+export async function pollUntil<T>(
   probe: () => Promise<T | undefined>,
-  timeoutMs = 10_000,
-  what = 'condition',
-  everyMs = 50,
+  timeoutMs: number,
+  what: string,
+  time: PollTime,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = time.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
@@ -136,12 +145,25 @@ export async function eventually<T>(
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline)
+    if (time.now() >= deadline)
       throw new Error(
-        `${what} not reached within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`,
+        `${what} not reached within ${timeoutMs} ms${time.unit ?? ''}${last ? `: ${String(last)}` : ''}`,
       );
-    await sleep(everyMs);
+    await time.pass();
   }
+}
+
+/**
+ * Polls `probe` (every `everyMs`) until it returns a value that is not undefined, or fails after
+ * `timeoutMs`: how an end-to-end test waits, for a state and never for a time.
+ */
+export function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  what = 'condition',
+  everyMs = 50,
+): Promise<T> {
+  return pollUntil(probe, timeoutMs, what, { now: Date.now, pass: () => sleep(everyMs) });
 }
 
 /**

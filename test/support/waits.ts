@@ -1,6 +1,6 @@
 import type { ManualClock } from '@baton/time';
 import type { Api } from './baton';
-import { eventually, holds } from './processes';
+import { eventually, holds, pollUntil } from './processes';
 
 /**
  * How a test that runs on either tier waits: for real time against processes, by moving a
@@ -50,23 +50,12 @@ export const realTime: Waits = {
  */
 export function manualTime(clock: ManualClock, stepMs = 50): Waits {
   const w: Pick<Waits, 'eventually'> = {
-    async eventually(probe, timeoutMs = 10_000, what = 'condition') {
-      const limit = clock.now() + timeoutMs;
-      let last: unknown;
-      for (;;) {
-        try {
-          const value = await probe();
-          if (value !== undefined) return value;
-        } catch (err) {
-          last = err;
-        }
-        if (clock.now() >= limit)
-          throw new Error(
-            `${what} not reached within ${timeoutMs} ms of clock time${last ? `: ${String(last)}` : ''}`,
-          );
-        await clock.advance(stepMs);
-      }
-    },
+    eventually: (probe, timeoutMs = 10_000, what = 'condition') =>
+      pollUntil(probe, timeoutMs, what, {
+        now: () => clock.now(),
+        pass: () => clock.advance(stepMs),
+        unit: ' of clock time',
+      }),
   };
   return {
     now: () => clock.now(),
