@@ -83,35 +83,44 @@ step_beside "openapi drift" node dist/bin/generate-openapi.js --check
 steps_beside_end
 timings+=("static checks $((SECONDS - static_began)) s")
 
-# Three lanes side by side, each one file at a time. The heavy lane runs the e2e files that
-# start several schedulers under load and kill them (their restarts and failovers are what they
-# measure): two of them at once on two cores made each restart take 10+ s. It also runs long
-# files of no such kind, so that it and the light lane end together. The light lane runs
-# everything else but the waiting lane: files that spend their time waiting on real servers'
-# clocks (lease TTLs and sessions running out, which is their subject), using little CPU, so they
-# cost the other two lanes almost nothing.
-HEAVY='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|rolling-restart|fleet-limits|producer-ownership|producer-ha|back-pressure|conformance-kit|attempt-binding|logdumper)\.e2e-spec\.ts$'
-WAITING='libs/locks/test/locks\.conformance\.int-spec\.ts$'
-rm -f .test-results/heavy.json .test-results/light.json .test-results/waiting.json .test-results/*.log
+# Lanes side by side, each one file at a time; the last one runs every file the others do not.
+# Their CPU together is what the two cores can give: one lane alone leaves a core idle while a
+# file waits on a server, a restart or a browser. What goes where:
+# - heavy: e2e files that start several schedulers under load and kill them (their restarts and
+#   failovers are what they measure). Two of them at once on two cores made each restart take
+#   10+ s, so they take turns in one lane.
+# - waiting: files that spend their time waiting on clocks: real servers' lease TTLs and sessions
+#   running out (the lock conformance suite), a cron's slots, retry schedules, scrapes, a kit's
+#   restart. They use little CPU.
+# - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers), and
+#   three failover files that mostly wait on a lease or a long run (timer ownership, log tailing,
+#   attempt binding), which balance the lanes.
+# - light: the rest.
+# A new file goes in the list its kind names; the `Times:` line shows how the lanes end.
+LANES=(heavy waiting outside light)
+declare -A PATTERN=(
+  [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure)\.e2e-spec\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|rolling-restart|metrics|webhooks)\.e2e-spec)\.ts$'
+  [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|producer-ownership|logdumper|attempt-binding)\.e2e-spec\.ts$'
+)
+others=""
+for name in "${LANES[@]}"; do
+  [ -n "${PATTERN[$name]:-}" ] && others+="${others:+|}${PATTERN[$name]}"
+done
+PATTERN[light]="^(?!.*(${others}))"
+declare -A PID=() RC=()
+rm -f .test-results/*.json .test-results/*.log
 lanes_began=$SECONDS
-npx jest --runInBand --json --outputFile=.test-results/heavy.json --testPathPattern "$HEAVY" "$@" \
-  > .test-results/heavy.log 2>&1 &
-heavy_pid=$!
-npx jest --runInBand --json --outputFile=.test-results/waiting.json --testPathPattern "$WAITING" \
-  "$@" > .test-results/waiting.log 2>&1 &
-waiting_pid=$!
-npx jest --runInBand --json --outputFile=.test-results/light.json \
-  --testPathPattern "^(?!.*(${HEAVY}|${WAITING}))" "$@" > .test-results/light.log 2>&1 &
-light_pid=$!
-wait "$light_pid"
-light_rc=$?
-cat .test-results/light.log
-wait "$waiting_pid"
-waiting_rc=$?
-cat .test-results/waiting.log
-wait "$heavy_pid"
-heavy_rc=$?
-cat .test-results/heavy.log
+for name in "${LANES[@]}"; do
+  npx jest --runInBand --json --outputFile=".test-results/$name.json" \
+    --testPathPattern "${PATTERN[$name]}" "$@" > ".test-results/$name.log" 2>&1 &
+  PID[$name]=$!
+done
+for name in "${LANES[@]}"; do
+  RC[$name]=0
+  wait "${PID[$name]}" || RC[$name]=$?
+  cat ".test-results/$name.log"
+done
 timings+=("lanes $((SECONDS - lanes_began)) s")
 
 lane() { # name, exit code: adds the lane's Jest counts to the totals
@@ -138,7 +147,5 @@ lane() { # name, exit code: adds the lane's Jest counts to the totals
     failures+=("jest ($name lane) wrote no results (exit $rc)")
   fi
 }
-lane light "$light_rc"
-lane waiting "$waiting_rc"
-lane heavy "$heavy_rc"
+for name in "${LANES[@]}"; do lane "$name" "${RC[$name]}"; done
 finish
