@@ -237,7 +237,8 @@ describe('console topology pages in a browser', () => {
     const verify = graphNode('verify');
     await page.locator('.react-flow [data-node="verify"][data-status="FAILED"]').waitFor();
     expect(await verify.textContent()).toContain('Failed');
-    expect(await graphNode('publish').getAttribute('data-status')).toBe('SKIPPED');
+    expect(await graphNode('publish').getAttribute('data-status')).toBe('UPSTREAM_FAILED');
+    expect(await graphNode('publish').textContent()).toContain('Upstream failed');
     await page.getByText('FINISH · FAIL').first().waitFor();
     await shot('topology-run-failed');
   });

@@ -26,6 +26,7 @@ interface Run {
   status: string;
   outcome: string | null;
   error: string | null;
+  failed_nodes: string[];
   parent_run_id: string | null;
   nodes: RunNode[];
 }
@@ -150,7 +151,7 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
       expect(d.start).toBeGreaterThanOrEqual(Math.max(b.end as number, c.end as number));
     });
 
-    it('applies each trigger rule, skipping a node whose rule can never be met', async () => {
+    it('applies each trigger rule, a node a failure keeps from running UPSTREAM_FAILED, one whose rule can never be met otherwise SKIPPED', async () => {
       await define({
         name: 'rules',
         nodes: [
@@ -178,15 +179,16 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
       expect(statuses).toEqual({
         ok: 'SUCCESS',
         bad: 'FAILED',
-        all_success: 'SKIPPED',
+        all_success: 'UPSTREAM_FAILED',
         all_done: 'SUCCESS',
         one_success: 'SUCCESS',
         one_failed: 'SUCCESS',
         none_failed: 'SKIPPED',
       });
       expect(node(r, 'all_success').task_id).toBeNull();
-      // The failure was handled (nodes ran because of it): the run succeeds.
-      expect(r.outcome).toBe('SUCCESS');
+      // Nodes ran because of the failure; it still fails the run (docs/topologies.md).
+      expect(r.outcome).toBe('FAIL');
+      expect(r.failed_nodes).toEqual(['bad', 'all_success']);
     });
 
     it('takes each branch of a switch, skipping the others', async () => {
@@ -348,8 +350,8 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
         ).data.items.map((x) => x.run_id);
       expect(await byOutcome('CANCELLED')).toEqual([id]);
       expect(await byOutcome('FAIL')).toEqual([]);
-      expect(node(r, 'slow').status).toBe('FAILED');
-      expect(node(r, 'next').status).toBe('PENDING');
+      expect(node(r, 'slow').status).toBe('CANCELLED');
+      expect(node(r, 'next').status).toBe('CANCELLED');
       const t = await api.task(node(r, 'slow').task_id as string);
       expect([t.cancel_requested, t.error]).toEqual([true, expect.anything()]);
       expect((await api.call('POST', `/v1/topology-runs/${id}/cancel`)).status).toBe(409);
@@ -390,7 +392,7 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
       const id = await start('retry');
       const failed = await finished(id);
       expect(failed.outcome).toBe('FAIL');
-      expect(failed.nodes.map((n) => n.status)).toEqual(['SUCCESS', 'FAILED', 'SKIPPED']);
+      expect(failed.nodes.map((n) => n.status)).toEqual(['SUCCESS', 'FAILED', 'UPSTREAM_FAILED']);
       const r = await api.call<Run>('POST', `/v1/topology-runs/${id}/retry`);
       expect(r.status).toBe(200);
       const ok = await eventually(
@@ -470,12 +472,12 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
       await eventually(
         async () => {
           const r = await run(id);
-          return node(r, 'C').status === 'FAILED' && node(r, 'E').status === 'SKIPPED'
+          return node(r, 'C').status === 'FAILED' && node(r, 'E').status === 'UPSTREAM_FAILED'
             ? true
             : undefined;
         },
         30_000,
-        'C failing and E skipped for it',
+        'C failing and E not run because of it',
       );
       expect((await api.call('POST', `/v1/topology-runs/${id}/nodes/C/skip`)).status).toBe(200);
       const e = await eventually(

@@ -1,4 +1,4 @@
-import { TaskOutcome, TaskStatus } from '@baton/task-contract';
+import { CANCELLED_OUTCOME, TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { NodeDef, forEachOf, kindOf } from './node-kinds';
 
 /**
@@ -21,6 +21,10 @@ export type NodeRowState =
   | 'done'
   /** Could not start: a placeholder without a value, a list too long (`result.error`). */
   | 'failed'
+  /** Not run because a node it needs failed (or was itself upstream-failed). */
+  | 'upstream_failed'
+  /** Never started: the run was cancelled, or failed fast (`result.reason`). */
+  | 'cancelled'
   /**
    * Its task is kept to run again (a retry of the run, a re-run from this node): the node is
    * decided again, and when it starts, its task is re-run instead of a new one made.
@@ -71,17 +75,42 @@ export const toNodeTask = (t: NodeTask): NodeTask => ({
 });
 
 /** A node's status in a run. */
-export type NodeStatus = 'PENDING' | 'ACTIVE' | 'SUCCESS' | 'FAILED' | 'SKIPPED' | 'ROLLED_BACK';
+export type NodeStatus =
+  | 'PENDING'
+  | 'ACTIVE'
+  | 'SUCCESS'
+  | 'FAILED'
+  | 'UPSTREAM_FAILED'
+  | 'CANCELLED'
+  | 'SKIPPED'
+  | 'ROLLED_BACK';
+
+export const NODE_STATUSES: readonly NodeStatus[] = [
+  'PENDING',
+  'ACTIVE',
+  'SUCCESS',
+  'FAILED',
+  'UPSTREAM_FAILED',
+  'CANCELLED',
+  'SKIPPED',
+  'ROLLED_BACK',
+];
 
 export const ENDED: ReadonlySet<NodeStatus> = new Set([
   'SUCCESS',
   'FAILED',
+  'UPSTREAM_FAILED',
+  'CANCELLED',
   'SKIPPED',
   'ROLLED_BACK',
 ]);
 
-/** A node that did not succeed (a rolled-back one undid what it did: a failure to its dependants). */
-export const failedStatus = (s: NodeStatus): boolean => s === 'FAILED' || s === 'ROLLED_BACK';
+/**
+ * A node that ended without doing its work, as its dependants' rules count it: failed, not run
+ * because of a failure, cancelled, or rolled back (it undid what it did).
+ */
+export const failedStatus = (s: NodeStatus): boolean =>
+  s === 'FAILED' || s === 'UPSTREAM_FAILED' || s === 'CANCELLED' || s === 'ROLLED_BACK';
 
 export interface NodeView {
   key: string;
@@ -104,6 +133,7 @@ export function taskStatus(task: NodeTask | undefined): NodeStatus {
   if (!task) return 'ACTIVE'; // a row whose task was purged reads as still there
   if (task.status !== TaskStatus.FINISH) return 'ACTIVE';
   if (task.outcome === TaskStatus.ROLLBACK) return 'ROLLED_BACK';
+  if (task.outcome === CANCELLED_OUTCOME) return 'CANCELLED';
   return task.outcome === TaskStatus.SUCCESS ? 'SUCCESS' : 'FAILED';
 }
 
@@ -149,6 +179,10 @@ function rowStatus(row: NodeRow, tasks: ReadonlyMap<string, NodeTask>): NodeStat
       return 'SKIPPED';
     case 'failed':
       return 'FAILED';
+    case 'upstream_failed':
+      return 'UPSTREAM_FAILED';
+    case 'cancelled':
+      return 'CANCELLED';
     case 'waiting':
       return 'ACTIVE';
     default:
@@ -195,15 +229,38 @@ export function viewOf(
       return { row, task, status: rowStatus(row, tasks) };
     });
   const ended = view.items.filter((i) => ENDED.has(i.status));
-  const failed = ended.filter((i) => failedStatus(i.status)).length;
-  view.status = ended.length < count ? 'ACTIVE' : failed > 0 ? 'FAILED' : ('SUCCESS' as NodeStatus);
+  const tally = (...of: NodeStatus[]) => ended.filter((i) => of.includes(i.status)).length;
+  const failed = tally('FAILED', 'UPSTREAM_FAILED');
+  const cancelled = tally('CANCELLED');
+  const rolledBack = tally('ROLLED_BACK');
+  // A fork stopped by fail-fast starts no more of its items: it ends with the ones it started.
+  const unstarted = typeof own.result?.stopped === 'string' ? count - view.items.length : 0;
+  view.status =
+    ended.length < count - unstarted
+      ? 'ACTIVE'
+      : failed > 0
+        ? 'FAILED'
+        : cancelled + unstarted > 0
+          ? 'CANCELLED'
+          : rolledBack > 0
+            ? 'ROLLED_BACK'
+            : ('SUCCESS' as NodeStatus);
   view.result = {
     count,
-    succeeded: ended.length - failed,
+    succeeded: tally('SUCCESS'),
     failed,
+    ...(cancelled + unstarted > 0 ? { cancelled: cancelled + unstarted } : {}),
+    ...(rolledBack > 0 ? { rolled_back: rolledBack } : {}),
     results: view.items.length <= 1000 ? view.items.map((i) => i.task?.result ?? null) : null,
   };
   return view;
+}
+
+/** How many nodes are in each status (a finished run's result). */
+export function statusCounts(views: Iterable<NodeView>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of views) out[v.status] = (out[v.status] ?? 0) + 1;
+  return out;
 }
 
 /** Whether two reads of a run's rows found the same rows in the same states. */

@@ -12,8 +12,19 @@ const PATH = /^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$/;
 /** What a node may read of its run. */
 export interface PlaceholderScope {
   input: Record<string, unknown>;
-  run: { id: string; name: string; version: number };
-  nodes: Record<string, { status: string; result: unknown; task_id: string | null }>;
+  run: {
+    id: string;
+    name: string;
+    version: number;
+    /** Known to failure handlers and finally-nodes only. */
+    outcome?: string;
+    error?: string | null;
+    failed_nodes?: string[];
+  };
+  nodes: Record<
+    string,
+    { status: string; result: unknown; task_id: string | null; error: string | null }
+  >;
   item?: unknown;
   index?: number;
 }
@@ -27,29 +38,42 @@ export function placeholderPaths(template: unknown): string[] {
   return out;
 }
 
+/** What a node may read: its upstream nodes; a handler or finally-node also every node of the graph. */
+export interface PathRules {
+  upstream: ReadonlySet<string>;
+  inFork: boolean;
+  /** A failure handler or finally-node: it also reads the run's outcome and failure. */
+  afterRun?: boolean;
+  /** With `afterRun`: the nodes of the run's graph, which have ended when it starts. */
+  graph?: ReadonlySet<string>;
+}
+
+const RUN_FIELDS = ['id', 'name', 'version'];
+const RUN_END_FIELDS = ['outcome', 'error', 'failed_nodes'];
+const NODE_FIELDS = ['result', 'status', 'task_id', 'error'];
+
 /** Why a placeholder path is not one a node may use, or undefined when it is. */
-export function pathProblem(
-  path: string,
-  opts: { upstream: ReadonlySet<string>; inFork: boolean },
-): string | undefined {
+export function pathProblem(path: string, opts: PathRules): string | undefined {
   if (!PATH.test(path)) return `{{${path}}} is not a dotted path`;
   const [root, second, third] = path.split('.');
   switch (root) {
     case 'input':
       return undefined;
     case 'run':
-      return second === 'id' || second === 'name' || second === 'version'
-        ? undefined
-        : `{{${path}}}: a run has id, name and version`;
+      if (RUN_FIELDS.includes(second)) return undefined;
+      if (RUN_END_FIELDS.includes(second))
+        return opts.afterRun
+          ? undefined
+          : `{{${path}}} is known only to on_failure and finally nodes, which run once the other nodes ended`;
+      return `{{${path}}}: a run has ${[...RUN_FIELDS, ...RUN_END_FIELDS].join(', ')}`;
     case 'item':
     case 'index':
       return opts.inFork ? undefined : `{{${path}}} is only known to a for_each node`;
     case 'nodes':
       if (second === undefined) return `{{${path}}} names no node`;
-      if (!opts.upstream.has(second))
+      if (!opts.upstream.has(second) && !(opts.afterRun && opts.graph?.has(second)))
         return `{{${path}}} reads node ${second}, which is not upstream of this node`;
-      if (third !== 'result' && third !== 'status' && third !== 'task_id')
-        return `{{${path}}}: a node has result, status and task_id`;
+      if (!NODE_FIELDS.includes(third)) return `{{${path}}}: a node has ${NODE_FIELDS.join(', ')}`;
       return undefined;
     default:
       return `{{${path}}} starts with ${root}: use input, nodes, run, item or index`;

@@ -9,14 +9,26 @@ import { EntityManager } from 'typeorm';
 import { Clock } from '../common';
 import { TransactionRunner } from '../database';
 import { TaskModel, TasksRepository } from '../task-store';
-import { NodeRow } from './node-state';
+import { NodeRow, NodeStatus } from './node-state';
 import { viewsOf } from './topology-evaluator';
 import { TopologySpec, ancestorSets, forEachOf } from './topology-definition';
+import { phaseOf } from './node-kinds';
 import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
 import { runNotFound } from './topology-runs.service';
+
+/** Rows of nodes that did not run (no task): a retry decides them again. */
+const NOT_RUN: ReadonlySet<NodeRow['state']> = new Set(['failed', 'upstream_failed', 'cancelled']);
+
+/** What a person may skip: a node that has not run, or ended without doing its work. */
+const SKIPPABLE: ReadonlySet<NodeStatus> = new Set([
+  'PENDING',
+  'FAILED',
+  'UPSTREAM_FAILED',
+  'CANCELLED',
+]);
 
 /**
  * Repairs of a run: retry from the failed nodes, re-run one node and everything after it, skip a
@@ -42,7 +54,8 @@ export class RunRepairs {
    */
   async retry(runId: string): Promise<void> {
     const { spec, centre } = await this.load(runId);
-    const handlers = new Set(spec.nodes.filter((n) => n.on_failure).map((n) => n.key));
+    // Handlers and finally-nodes are decided again on every retry, whatever they did.
+    const handlers = new Set(spec.nodes.filter((n) => phaseOf(n) !== 'main').map((n) => n.key));
     if (centre.status !== TaskStatus.FINISH || centre.outcome === TaskStatus.SUCCESS)
       throw this.illegal(centre, 'retry', 'only a run that finished without success is retried');
     const children: string[] = [];
@@ -70,17 +83,30 @@ export class RunRepairs {
         );
       const wake: NodeRow[] = [];
       const drop: NodeRow[] = [];
+      const resume: NodeRow[] = [];
       for (const r of rows) {
         const t = r.taskId ? tasks.get(r.taskId) : undefined;
         if (r.state === 'skipped' && r.result?.by === 'api') {
           // Skipped by a person: it stays skipped (a sub-topology too).
         } else if (t?.repetition === RepetitionKind.TOPOLOGY) {
           if (t.outcome !== TaskStatus.SUCCESS) children.push(t.taskId);
-        } else if (r.state === 'failed' || (r.state === 'skipped' && !t)) drop.push(r);
+        } else if (NOT_RUN.has(r.state) || (r.state === 'skipped' && !t)) drop.push(r);
+        else if (r.state === 'forked' && r.result?.stopped !== undefined) resume.push(r);
         else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state === 'skipped')) wake.push(r);
         else if (t && handlers.has(r.key)) wake.push(r);
       }
       await this.runs.deleteNodes(m, runId, drop);
+      // A fork that failing fast stopped starts the rest of its items again.
+      for (const r of resume)
+        await this.runs.moveNode(
+          m,
+          runId,
+          r.key,
+          r.item,
+          'forked',
+          { state: 'forked', result: { ...r.result, stopped: undefined } },
+          this.clock.now(),
+        );
       for (const r of wake)
         await this.runs.moveNode(
           m,
@@ -162,10 +188,10 @@ export class RunRepairs {
       await this.runs.lock(m, runId);
       const rows = await this.runs.nodes(runId, m);
       const status = viewsOf(spec, rows, await this.nodeTasks.read(rows, m)).get(key)?.status;
-      if (status !== 'PENDING' && status !== 'FAILED')
+      if (!SKIPPABLE.has(status as NodeStatus))
         throw new ContractException(
           ContractErrorCode.ILLEGAL_TRANSITION,
-          `node ${key} of run ${runId} is ${status}: only a pending or failed node is skipped`,
+          `node ${key} of run ${runId} is ${status}: only a pending, failed, upstream-failed or cancelled node is skipped`,
           { run_id: runId, node: key, status },
         );
       const row = rows.find((r) => r.key === key && r.item === 0);
@@ -181,7 +207,7 @@ export class RunRepairs {
         rows.filter(
           (r) =>
             ancestors.get(r.key)?.has(key) &&
-            r.state === 'skipped' &&
+            (r.state === 'skipped' || r.state === 'upstream_failed') &&
             r.taskId === null &&
             r.result?.by !== 'api',
         ),

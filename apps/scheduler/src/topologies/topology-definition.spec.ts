@@ -101,10 +101,101 @@ describe('parseDefinition', () => {
       'b',
       'on_failure',
     ],
+    [
+      'a finally node depending on a node of the run',
+      [
+        { key: 'a', task: echo },
+        { key: 'f', finally: true, depends_on: ['a'], task: echo },
+      ],
+      'f',
+      'finally',
+    ],
+    [
+      'a node both on_failure and finally',
+      [{ key: 'f', finally: true, on_failure: true, task: echo }],
+      'f',
+      'not both',
+    ],
+    [
+      'an optional handler',
+      [{ key: 'h', on_failure: true, optional: true, task: echo }],
+      'h',
+      'optional',
+    ],
+    [
+      'a finally of the wrong shape',
+      [{ key: 'f', finally: { on: 1 }, task: echo }],
+      'f',
+      'finally must',
+    ],
+    [
+      'run.error in a node of the run',
+      [{ key: 'a', task: { ...echo, params: { e: '{{run.error}}' } } }],
+      'a',
+      'only to on_failure and finally nodes',
+    ],
+    [
+      'a node reading nodes.X.error of a node not upstream',
+      [
+        { key: 'a', task: echo },
+        { key: 'b', task: { ...echo, params: { e: '{{nodes.a.error}}' } } },
+      ],
+      'b',
+      'not upstream',
+    ],
   ])('refuses %s, naming the node', (_case, nodes, node, words) => {
     const r = refusal(nodes);
     expect(r.node).toBe(node);
     expect(r.message).toContain(words);
+  });
+
+  it('lets handlers and finally nodes read every node of the run and its failure', () => {
+    const spec = parseDefinition(
+      {
+        name: 't',
+        fail_fast: 'cancel',
+        nodes: [
+          { key: 'a', optional: true, task: echo },
+          {
+            key: 'h',
+            on_failure: true,
+            task: { ...echo, params: { e: '{{run.error}}', a: '{{nodes.a.error}}' } },
+          },
+          {
+            key: 'f',
+            finally: { on_cancel: false },
+            task: { ...echo, params: { o: '{{run.outcome}}', n: '{{run.failed_nodes}}' } },
+          },
+          { key: 'g', finally: true, depends_on: ['f'], task: echo },
+        ],
+      },
+      ctx,
+    );
+    expect(spec.fail_fast).toBe('cancel');
+    expect(spec.nodes.map((n) => [n.key, n.optional, n.finally])).toEqual([
+      ['a', true, undefined],
+      ['h', undefined, undefined],
+      ['f', undefined, { on_cancel: false }],
+      ['g', undefined, { on_cancel: true }],
+    ]);
+  });
+
+  it('refuses a fail_fast that is not true, false or "cancel"', () => {
+    expect(() =>
+      parseDefinition({ name: 't', fail_fast: 'yes', nodes: [{ key: 'a', task: echo }] }, ctx),
+    ).toThrow('fail_fast must be');
+  });
+
+  it('stores a definition without the new fields as it stored it before (no new version)', () => {
+    const spec = parseDefinition({ name: 't', nodes: [{ key: 'a', task: echo }] }, ctx);
+    expect(Object.keys(spec)).toEqual(['name', 'description', 'rollback_on_failure', 'nodes']);
+    expect(Object.keys(spec.nodes[0])).toEqual([
+      'key',
+      'depends_on',
+      'trigger_rule',
+      'on_failure',
+      'task',
+    ]);
   });
 
   it(`names the first node past ${MAX_NODES}`, () => {

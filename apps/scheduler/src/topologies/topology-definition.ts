@@ -12,6 +12,7 @@ import {
   forEachOf,
   isObject,
   kindSpec,
+  phaseOf,
   strings,
 } from './node-kinds';
 import { pathProblem, placeholderPaths } from './placeholders';
@@ -65,12 +66,19 @@ export function parseDefinition(body: unknown, ctx: DefinitionContext): Topology
 
 function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
   if (!isObject(body)) throw bad('a definition is a JSON object');
-  const { name, description = '', rollback_on_failure = false, nodes } = body;
+  const { name, description = '', rollback_on_failure = false, fail_fast, nodes } = body;
   if (typeof name !== 'string' || !TOPOLOGY_NAME.test(name))
     throw bad('name must be 1 to 100 of a-z, 0-9, ".", "_", "-", starting with a letter or digit');
   if (typeof description !== 'string' || description.length > 500)
     throw bad('description must be a string of at most 500 characters');
   if (typeof rollback_on_failure !== 'boolean') throw bad('rollback_on_failure must be a boolean');
+  if (
+    fail_fast !== undefined &&
+    fail_fast !== false &&
+    fail_fast !== true &&
+    fail_fast !== 'cancel'
+  )
+    throw bad('fail_fast must be true, false or "cancel"');
   if (!Array.isArray(nodes) || nodes.length === 0) throw bad('nodes must be a non-empty list');
   if (nodes.length > MAX_NODES)
     throw bad(
@@ -100,8 +108,9 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
   if (problems.length === 0) {
     checkAcyclic(parsed, byKey);
     const ancestors = ancestorSets(parsed, byKey);
+    const graph = new Set(parsed.filter((n) => phaseOf(n) === 'main').map((n) => n.key));
     for (const n of parsed)
-      collect(() => checkReferences(n, byKey, ancestors.get(n.key) ?? new Set()));
+      collect(() => checkReferences(n, byKey, ancestors.get(n.key) ?? new Set(), graph));
   }
   if (problems.length) {
     const [first] = problems;
@@ -110,7 +119,13 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
       errors: problems.slice(0, MAX_PROBLEMS),
     });
   }
-  return { name, description, rollback_on_failure, nodes: parsed };
+  return {
+    name,
+    description,
+    rollback_on_failure,
+    ...(fail_fast === true || fail_fast === 'cancel' ? { fail_fast } : {}),
+    nodes: parsed,
+  };
 }
 
 const fail = (message: string, node: string): never => {
@@ -129,11 +144,12 @@ function checkDependencies(
       if (present.has(d)) continue; // that node has a problem of its own
       throw bad(`depends_on names ${d}, which is not a node`, n.key);
     }
-    if (dep.on_failure !== n.on_failure)
+    const [mine, theirs] = [phaseOf(n), phaseOf(dep)];
+    if (mine !== theirs)
       throw bad(
-        n.on_failure
-          ? `an on_failure node may depend only on other on_failure nodes (not ${d})`
-          : `depends on ${d}, an on_failure node`,
+        mine === 'main'
+          ? `depends on ${d}, ${theirs === 'handler' ? 'an on_failure' : 'a finally'} node`
+          : `${mine === 'handler' ? 'an on_failure' : 'a finally'} node may depend only on other ${mine === 'handler' ? 'on_failure' : 'finally'} nodes (not ${d})`,
         n.key,
       );
   }
@@ -143,7 +159,7 @@ function nodeKey(n: unknown): string | undefined {
   return isObject(n) && typeof n.key === 'string' ? n.key : undefined;
 }
 
-const BASE_FIELDS = ['key', 'depends_on', 'trigger_rule', 'on_failure'];
+const BASE_FIELDS = ['key', 'depends_on', 'trigger_rule', 'on_failure', 'finally', 'optional'];
 const KIND_FIELDS = Object.values(NODE_KINDS).flatMap((k) => k.fields);
 const KIND_NAMES = Object.keys(NODE_KINDS)
   .join(', ')
@@ -161,11 +177,26 @@ function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
     (k) => !BASE_FIELDS.includes(k) && !KIND_FIELDS.includes(k),
   );
   if (unknown.length) throw bad(`unknown field ${unknown[0]}`, key);
-  const { depends_on = [], trigger_rule = 'all_success', on_failure = false } = raw;
+  const {
+    depends_on = [],
+    trigger_rule = 'all_success',
+    on_failure = false,
+    finally: fin = false,
+    optional = false,
+  } = raw;
   if (!strings(depends_on)) throw bad('depends_on must be a list of node keys', key);
   if (!TRIGGER_RULES.includes(trigger_rule as TriggerRule))
     throw bad(`trigger_rule must be one of ${TRIGGER_RULES.join(', ')}`, key);
   if (typeof on_failure !== 'boolean') throw bad('on_failure must be a boolean', key);
+  const finallyOf = readFinally(fin, key);
+  if (typeof optional !== 'boolean') throw bad('optional must be a boolean', key);
+  if (finallyOf && on_failure)
+    throw bad('a node is a finally node or an on_failure node, not both', key);
+  if (optional && (finallyOf || on_failure))
+    throw bad(
+      'optional is for nodes of the run itself: handlers and finally nodes never fail it',
+      key,
+    );
   const kinds = Object.values(NODE_KINDS).filter((k) => k.present(raw));
   if (kinds.length !== 1) throw bad(`a node has exactly one of ${KIND_NAMES}`, key);
   const [kind] = kinds;
@@ -174,6 +205,8 @@ function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
     depends_on: [...new Set(depends_on)],
     trigger_rule: trigger_rule as TriggerRule,
     on_failure,
+    ...(finallyOf ? { finally: finallyOf } : {}),
+    ...(optional ? { optional: true as const } : {}),
   };
   const node = kind.parse(raw, base, ctx);
   // After the kind's own checks, so a node's own problems are named first.
@@ -181,6 +214,17 @@ function parseNode(raw: unknown, i: number, ctx: DefinitionContext): NodeDef {
   if (foreign === 'for_each' || foreign === 'concurrency')
     throw bad('for_each goes with a task node', key);
   return node;
+}
+
+/** `finally: true` (also on a cancelled run), `{on_cancel: false}`, or false/absent. */
+function readFinally(raw: unknown, key: string): { on_cancel: boolean } | undefined {
+  if (raw === false) return undefined;
+  if (raw === true) return { on_cancel: true };
+  if (isObject(raw) && Object.keys(raw).every((k) => k === 'on_cancel')) {
+    const onCancel = raw.on_cancel ?? true;
+    if (typeof onCancel === 'boolean') return { on_cancel: onCancel };
+  }
+  throw bad('finally must be true, false or {on_cancel: true|false}', key);
 }
 
 function checkAcyclic(nodes: readonly NodeDef[], byKey: ReadonlyMap<string, NodeDef>): void {
@@ -222,14 +266,18 @@ function checkReferences(
   n: NodeDef,
   byKey: ReadonlyMap<string, NodeDef>,
   upstream: ReadonlySet<string>,
+  graph: ReadonlySet<string>,
 ): void {
   const kind = kindSpec(n);
   const forEach = forEachOf(n);
+  const afterRun = phaseOf(n) !== 'main';
   for (const path of kind.templates(n).flatMap(placeholderPaths)) {
     // for_each itself is read before there is an item.
     const problem = pathProblem(path, {
       upstream,
       inFork: forEach !== undefined && forEach !== `{{${path}}}`,
+      afterRun,
+      graph,
     });
     if (problem) throw bad(problem, n.key);
   }

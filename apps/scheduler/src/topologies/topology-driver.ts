@@ -16,10 +16,10 @@ import {
   TasksRepository,
 } from '../task-store';
 import { TaskActionsService, TasksService } from '../tasks';
-import { NodeRow, NodeTask, sameRows } from './node-state';
+import { NodeRow, sameRows, statusCounts } from './node-state';
 import { NodeTaskReader } from './node-task-reader';
 import { createBodyOf } from './node-body';
-import { MAX_DEPTH, TopologySpec } from './topology-definition';
+import { MAX_DEPTH } from './topology-definition';
 import { NodeStart, Plan, evaluate, viewsOf } from './topology-evaluator';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
@@ -135,7 +135,7 @@ export class TopologyDriver implements TaskChangeConsumer {
       // every node, a thousand in a fan-out of a thousand).
       const unmoved = current.version === centre.version && sameRows(rows, firstRows);
       plan = unmoved ? first : evaluate(spec, this.context(run, current), rows, nodeTasks);
-      if (plan.finish) counts = this.counts(spec, rows, nodeTasks);
+      if (plan.finish) counts = statusCounts(viewsOf(spec, rows, nodeTasks).values());
       const taskRows: Omit<NodeRow, 'createdAt' | 'updatedAt'>[] = [];
       const childRuns: TopologyRun[] = [];
       for (const s of plan.starts) {
@@ -274,16 +274,6 @@ export class TopologyDriver implements TaskChangeConsumer {
     };
   }
 
-  private counts(
-    spec: TopologySpec,
-    rows: readonly NodeRow[],
-    tasks: ReadonlyMap<string, NodeTask>,
-  ): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const v of viewsOf(spec, rows, tasks).values()) out[v.status] = (out[v.status] ?? 0) + 1;
-    return out;
-  }
-
   /** The tasks (and child runs) of the starts, checked, built outside the transaction. */
   private async build(run: TopologyRun, starts: readonly NodeStart[]): Promise<Map<string, Built>> {
     const out = new Map<string, Built>();
@@ -348,10 +338,29 @@ export class TopologyDriver implements TaskChangeConsumer {
     f: NonNullable<Plan['finish']>,
     counts: Record<string, number>,
   ): Promise<void> {
-    const centre = await this.tasks.findById(run.runId);
+    let centre = await this.tasks.findById(run.runId);
     if (!centre || centre.status === TaskStatus.FINISH) return;
     const now = this.clock.now();
     const ok = f.outcome === 'SUCCESS';
+    const reported = {
+      ...(f.failedNodes?.length ? { failed_nodes: f.failedNodes } : {}),
+      ...(f.optionalFailed?.length ? { optional_failed: f.optionalFailed } : {}),
+      ...(f.finallyFailed?.length ? { finally_failed: f.finallyFailed } : {}),
+    };
+    // What did not change the outcome is told in the run's history before its end.
+    const notes = [
+      f.optionalFailed?.length ? `optional node(s) failed: ${f.optionalFailed.join(', ')}` : '',
+      f.finallyFailed?.length ? `finally node(s) failed: ${f.finallyFailed.join(', ')}` : '',
+    ].filter(Boolean);
+    for (const reason of notes) {
+      const noted = await this.tasks.apply(
+        centre,
+        { patch: {}, note: true, reason, actor: TOPOLOGY_ACTOR },
+        now,
+      );
+      if (!noted) return; // moved meanwhile: the next evaluation finishes it
+      centre = noted;
+    }
     const done = await this.tasks.apply(
       centre,
       {
@@ -363,7 +372,7 @@ export class TopologyDriver implements TaskChangeConsumer {
             : f.outcome === 'CANCELLED'
               ? CANCELLED_OUTCOME
               : TaskStatus.FAIL,
-          result: { nodes: counts },
+          result: { nodes: counts, ...reported },
           error: ok
             ? null
             : {

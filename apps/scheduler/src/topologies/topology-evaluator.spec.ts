@@ -1,8 +1,8 @@
-import { TaskStatus } from '@baton/task-contract';
+import { CANCELLED_OUTCOME, TaskStatus } from '@baton/task-contract';
 import { NodeRow, NodeTask } from './node-state';
 import { render } from './placeholders';
-import { TopologySpec, parseDefinition } from './topology-definition';
-import { Plan, RunContext, evaluate, ruleVerdict } from './topology-evaluator';
+import { TRIGGER_RULES, TopologySpec, TriggerRule, parseDefinition } from './topology-definition';
+import { Plan, RunContext, evaluate, ruleVerdict, viewsOf } from './topology-evaluator';
 
 const ctx = { taskTypes: new Set(['demo.echo']), topologies: new Set(['child']) };
 const echo = (params: Record<string, unknown> = {}) => ({
@@ -28,7 +28,7 @@ class Sim {
   private n = 0;
   constructor(
     readonly s: TopologySpec,
-    readonly r: RunContext = run(),
+    public r: RunContext = run(),
   ) {}
   step(): Plan {
     const plan = evaluate(this.s, this.r, this.rows, this.tasks);
@@ -60,9 +60,29 @@ class Sim {
     for (const row of plan.rows) {
       const i = this.rows.findIndex((x) => x.key === row.key && x.item === row.item);
       const full = { ...row, taskId: null, createdAt: 0, updatedAt: 0 };
-      if (i >= 0) this.rows[i] = full;
+      if (i >= 0) this.rows[i] = { ...full, taskId: this.rows[i].taskId };
       else this.rows.push(full);
     }
+    for (const id of plan.cancel) (this.tasks.get(id) as NodeTask).cancelRequested = true;
+    return plan;
+  }
+  /** The node's task (item) ends CANCELLED, as a cancel through the worker contract ends it. */
+  cancelled(key: string, item = 0): void {
+    const row = this.rows.find((r) => r.key === key && r.item === item);
+    const t = this.tasks.get(row?.taskId as string) as NodeTask;
+    t.status = TaskStatus.FINISH;
+    t.outcome = CANCELLED_OUTCOME;
+  }
+  /** Each node's status as the run view shows it. */
+  statuses(): Record<string, string> {
+    return Object.fromEntries(
+      [...viewsOf(this.s, this.rows, this.tasks).values()].map((v) => [v.key, v.status]),
+    );
+  }
+  /** Steps until the plan starts nothing new and finishes nothing (or finishes). */
+  settle(): Plan {
+    let plan = this.step();
+    while (plan.starts.length > 0 && !plan.finish) plan = this.step();
     return plan;
   }
   end(key: string, ok = true, item = 0): void {
@@ -77,21 +97,70 @@ class Sim {
   }
 }
 
+/** Two parents' end states: S success, F failed, K skipped, U upstream-failed. */
+const PAIRS = ['SS', 'SF', 'SK', 'SU', 'FF', 'FK', 'FU', 'KK', 'KU', 'UU'] as const;
+const STATE = { S: 'SUCCESS', F: 'FAILED', K: 'SKIPPED', U: 'UPSTREAM_FAILED' } as const;
+/**
+ * Each rule's verdict over the ten pairs above, in their order (r run, k skip, u upstream-failed),
+ * written out from Airflow's trigger-rule table, not from the code under test.
+ */
+const EXPECTED: Record<TriggerRule, string> = {
+  all_success: 'r u k u u u u k u u',
+  all_failed: 'k k k k r k r k k r',
+  all_done: 'r r r r r r r r r r',
+  all_skipped: 'k k k k k k k r k k',
+  one_success: 'r r r r u u u k u u',
+  one_failed: 'k r k r r r r k r r',
+  // Airflow's code counts only success and failed here; Baton counts UPSTREAM_FAILED as failed
+  // in every rule (docs/topologies.md).
+  one_done: 'r r r r r r r k r r',
+  none_failed: 'r u r u u u u r u u',
+  none_failed_min_one_success: 'r u r u u u u k u u',
+  none_skipped: 'r r k r r k r k k r',
+  always: 'r r r r r r r r r r',
+};
+const VERDICT = { r: 'run', k: 'skip', u: 'upstream_failed' } as const;
+
 describe('ruleVerdict', () => {
+  it('knows every rule it is asked for, and no other', () => {
+    expect(Object.keys(EXPECTED).sort()).toEqual([...TRIGGER_RULES].sort());
+  });
+  const cases = TRIGGER_RULES.flatMap((rule) =>
+    PAIRS.map((pair, i) => {
+      const code = EXPECTED[rule].split(' ')[i] as keyof typeof VERDICT;
+      return [rule, STATE[pair[0] as 'S'], STATE[pair[1] as 'S'], VERDICT[code]] as const;
+    }),
+  );
+  it.each(cases)('%s after %s and %s: %s', (rule, a, b, verdict) => {
+    expect(ruleVerdict(rule, [a, b])).toBe(verdict);
+    expect(ruleVerdict(rule, [b, a])).toBe(verdict);
+  });
   it.each([
-    ['all_success', ['SUCCESS', 'SUCCESS'], 'run'],
     ['all_success', ['SUCCESS', 'ACTIVE'], 'wait'],
-    ['all_success', ['FAILED', 'ACTIVE'], 'skip'],
-    ['all_success', ['SKIPPED', 'SUCCESS'], 'skip'],
-    ['all_done', ['FAILED', 'SKIPPED'], 'run'],
+    ['all_success', ['FAILED', 'ACTIVE'], 'upstream_failed'],
+    ['all_success', ['SKIPPED', 'PENDING'], 'skip'],
+    ['all_failed', ['SUCCESS', 'ACTIVE'], 'skip'],
+    ['all_failed', ['FAILED', 'ACTIVE'], 'wait'],
     ['all_done', ['FAILED', 'ACTIVE'], 'wait'],
+    ['all_skipped', ['SKIPPED', 'ACTIVE'], 'wait'],
     ['one_success', ['PENDING', 'SUCCESS'], 'run'],
-    ['one_success', ['FAILED', 'SKIPPED'], 'skip'],
+    ['one_success', ['FAILED', 'ACTIVE'], 'wait'],
     ['one_failed', ['ACTIVE', 'FAILED'], 'run'],
-    ['one_failed', ['SUCCESS', 'SUCCESS'], 'skip'],
     ['one_failed', ['SUCCESS', 'ACTIVE'], 'wait'],
-  ] as const)('%s over %j: %s', (rule, parents, verdict) => {
+    ['one_failed', ['ACTIVE', 'CANCELLED'], 'run'],
+    ['one_failed', ['ROLLED_BACK', 'SUCCESS'], 'run'],
+    ['one_done', ['ACTIVE', 'SKIPPED'], 'wait'],
+    ['one_done', ['ACTIVE', 'FAILED'], 'run'],
+    ['none_failed', ['SUCCESS', 'ACTIVE'], 'wait'],
+    ['none_failed', ['UPSTREAM_FAILED', 'ACTIVE'], 'upstream_failed'],
+    ['none_failed_min_one_success', ['SUCCESS', 'ACTIVE'], 'wait'],
+    ['none_skipped', ['SKIPPED', 'ACTIVE'], 'skip'],
+    ['always', ['PENDING', 'ACTIVE'], 'run'],
+  ] as const)('%s over %j (not all ended): %s', (rule, parents, verdict) => {
     expect(ruleVerdict(rule, [...parents])).toBe(verdict);
+  });
+  it('runs a node without parents whatever its rule', () => {
+    for (const rule of TRIGGER_RULES) expect(ruleVerdict(rule, [])).toBe('run');
   });
 });
 
@@ -139,11 +208,15 @@ describe('evaluate', () => {
     sim.step();
     sim.end('A', false);
     const plan = sim.step();
-    expect(plan.rows).toEqual([{ key: 'B', item: 0, state: 'skipped', result: null }]);
+    expect(plan.rows).toEqual([{ key: 'B', item: 0, state: 'upstream_failed', result: null }]);
     expect(sim.started(plan)).toEqual(['H']);
     expect(plan.finish).toBeUndefined();
     sim.end('H');
-    expect(sim.step().finish).toEqual({ outcome: 'FAIL', error: 'node A failed: boom' });
+    expect(sim.step().finish).toEqual({
+      outcome: 'FAIL',
+      error: 'node A failed: boom',
+      failedNodes: ['A', 'B'],
+    });
   });
 
   it('keeps a for_each list within its concurrency cap', () => {
@@ -186,8 +259,13 @@ describe('evaluate', () => {
     const plan = cancelling.step();
     expect(plan.cancel).toEqual(['T2']);
     expect(plan.finish).toBeUndefined();
-    cancelling.end('B', false);
-    expect(cancelling.step().finish).toEqual({ outcome: 'CANCELLED', error: 'cancelled' });
+    cancelling.cancelled('B');
+    expect(cancelling.step().finish).toEqual({
+      outcome: 'CANCELLED',
+      error: 'cancelled',
+      failedNodes: [],
+    });
+    expect(cancelling.statuses()).toEqual({ A: 'SUCCESS', B: 'CANCELLED' });
   });
 
   it('fails a node whose placeholder has no value, without a task', () => {
@@ -205,6 +283,222 @@ describe('evaluate', () => {
     expect(sim.step().finish?.outcome).toBe('FAIL');
   });
 
+  it('fails the run when a required step never ran, though an alert took the failure up', () => {
+    // Airflow: the unrun step is upstream_failed and the DAG run fails.
+    const sim = new Sim(
+      spec([
+        { key: 'A', task: echo() },
+        { key: 'alert', depends_on: ['A'], trigger_rule: 'one_failed', task: echo() },
+        { key: 'next', depends_on: ['A'], task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.end('A', false);
+    expect(sim.started(sim.step())).toEqual(['alert']);
+    sim.end('alert');
+    expect(sim.step().finish).toMatchObject({ outcome: 'FAIL', failedNodes: ['A', 'next'] });
+    expect(sim.statuses()).toEqual({ A: 'FAILED', alert: 'SUCCESS', next: 'UPSTREAM_FAILED' });
+  });
+
+  it('fires an alert two levels below a failure, through the node between', () => {
+    const sim = new Sim(
+      spec([
+        { key: 'A', task: echo() },
+        { key: 'M', depends_on: ['A'], task: echo() },
+        { key: 'alert', depends_on: ['M'], trigger_rule: 'one_failed', task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.end('A', false);
+    expect(sim.started(sim.step())).toEqual(['alert']);
+    expect(sim.statuses().M).toBe('UPSTREAM_FAILED');
+  });
+
+  it('keeps a failure failed when a cleanup node (all_done) runs after it', () => {
+    const sim = new Sim(
+      spec([
+        { key: 'A', task: echo() },
+        { key: 'cleanup', depends_on: ['A'], trigger_rule: 'all_done', task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.end('A', false);
+    expect(sim.started(sim.step())).toEqual(['cleanup']);
+    sim.end('cleanup');
+    expect(sim.step().finish?.outcome).toBe('FAIL');
+  });
+
+  it('reports an optional node that failed without failing the run', () => {
+    const sim = new Sim(
+      spec([
+        { key: 'lint', optional: true, task: echo() },
+        { key: 'go', depends_on: ['lint'], trigger_rule: 'all_done', task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.end('lint', false);
+    expect(sim.started(sim.step())).toEqual(['go']);
+    sim.end('go');
+    expect(sim.step().finish).toEqual({
+      outcome: 'SUCCESS',
+      error: null,
+      optionalFailed: ['lint'],
+    });
+  });
+
+  it('waits at a join after a switch for the taken branch, and fails with it', () => {
+    const sim = new Sim(
+      spec([
+        {
+          key: 'S',
+          switch: { value: '{{input.cluster}}', cases: { orders: ['A1'], other: ['B'] } },
+        },
+        { key: 'A1', depends_on: ['S'], task: echo() },
+        { key: 'A2', depends_on: ['A1'], task: echo() },
+        { key: 'B', depends_on: ['S'], task: echo() },
+        {
+          key: 'join',
+          depends_on: ['A2', 'B'],
+          trigger_rule: 'none_failed_min_one_success',
+          task: echo(),
+        },
+      ]),
+    );
+    expect(sim.started(sim.step())).toEqual(['A1']);
+    sim.end('A1');
+    expect(sim.started(sim.step())).toEqual(['A2']);
+    expect(sim.statuses()).toMatchObject({ B: 'SKIPPED', join: 'PENDING' });
+    sim.end('A2', false);
+    expect(sim.step().finish).toMatchObject({ outcome: 'FAIL', failedNodes: ['A2', 'join'] });
+    expect(sim.statuses().join).toBe('UPSTREAM_FAILED');
+  });
+
+  it('runs finally-nodes last, whatever the outcome, and they never change it', () => {
+    const nodes = [
+      { key: 'A', task: echo() },
+      { key: 'H', on_failure: true, task: echo() },
+      {
+        key: 'F',
+        finally: true,
+        task: echo({
+          outcome: '{{run.outcome}}',
+          error: '{{run.error}}',
+          failed: '{{run.failed_nodes}}',
+          a: '{{nodes.A.status}} {{nodes.A.error}}',
+        }),
+      },
+    ];
+    const ok = new Sim(spec(nodes));
+    ok.step();
+    ok.end('A');
+    const plan = ok.step();
+    expect(sim0(plan)).toEqual([
+      ['F', { outcome: 'SUCCESS', error: null, failed: [], a: 'SUCCESS null' }],
+    ]);
+    ok.end('F', false);
+    expect(ok.step().finish).toEqual({ outcome: 'SUCCESS', error: null, finallyFailed: ['F'] });
+
+    const bad = new Sim(spec(nodes));
+    bad.step();
+    bad.end('A', false);
+    expect(bad.started(bad.step())).toEqual(['H']);
+    bad.end('H');
+    expect(sim0(bad.step())).toEqual([
+      [
+        'F',
+        {
+          outcome: 'FAIL',
+          error: 'node A failed: boom',
+          failed: ['A'],
+          a: 'FAILED boom',
+        },
+      ],
+    ]);
+    bad.end('F');
+    expect(bad.step().finish).toEqual({
+      outcome: 'FAIL',
+      error: 'node A failed: boom',
+      failedNodes: ['A'],
+    });
+  });
+
+  it('runs finally-nodes on a cancelled run once its tasks stopped, but not one that opted out', () => {
+    const sim = new Sim(
+      spec([
+        { key: 'A', task: echo() },
+        { key: 'B', depends_on: ['A'], task: echo() },
+        { key: 'F', finally: true, task: echo() },
+        { key: 'G', finally: { on_cancel: false }, task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.r = run({ cancelling: true });
+    const plan = sim.step();
+    expect(plan.cancel).toEqual(['T1']);
+    expect(plan.starts).toEqual([]);
+    sim.cancelled('A');
+    expect(sim.started(sim.step())).toEqual(['F']);
+    expect(sim.statuses()).toEqual({ A: 'CANCELLED', B: 'CANCELLED', F: 'ACTIVE', G: 'SKIPPED' });
+    sim.end('F');
+    expect(sim.step().finish?.outcome).toBe('CANCELLED');
+  });
+
+  it('fails fast: after the first failure no node starts, and with cancel the running stop', () => {
+    const nodes = [
+      { key: 'A', task: echo() },
+      { key: 'B', task: echo() },
+      { key: 'C', depends_on: ['B'], task: echo() },
+      { key: 'each', for_each: '{{input.hosts}}', concurrency: 1, task: echo() },
+      { key: 'H', on_failure: true, task: echo() },
+    ];
+    const fast = new Sim(parseDefinition({ name: 't', fail_fast: true, nodes }, ctx));
+    expect(fast.started(fast.step())).toEqual(['A', 'B', 'each']);
+    fast.end('A', false);
+    const plan = fast.step();
+    expect(plan.starts).toEqual([]);
+    expect(plan.cancel).toEqual([]);
+    fast.end('B');
+    fast.end('each');
+    // B's dependant and the fork's other items never start; the handler does.
+    expect(fast.started(fast.step())).toEqual(['H']);
+    expect(fast.statuses()).toMatchObject({ C: 'CANCELLED', each: 'CANCELLED' });
+    fast.end('H');
+    expect(fast.step().finish).toMatchObject({ outcome: 'FAIL', error: 'node A failed: boom' });
+
+    const cancel = new Sim(parseDefinition({ name: 't', fail_fast: 'cancel', nodes }, ctx));
+    cancel.step();
+    cancel.end('A', false);
+    expect(cancel.step().cancel).toEqual(['T2', 'T3']);
+  });
+
+  it("counts a fan-out's items by how they ended, rolled back apart from failed", () => {
+    const sim = new Sim(
+      parseDefinition(
+        {
+          name: 't',
+          rollback_on_failure: true,
+          nodes: [{ key: 'each', for_each: '{{input.hosts}}', task: echo() }],
+        },
+        ctx,
+      ),
+    );
+    sim.step();
+    sim.end('each', true, 0);
+    sim.end('each', false, 1);
+    sim.end('each', true, 2);
+    const plan = sim.step();
+    expect(plan.rollbacks.map((r) => r.row.item).sort()).toEqual([0, 2]);
+    for (const item of [0, 2]) {
+      const t = sim.tasks.get(
+        sim.rows.find((r) => r.key === 'each' && r.item === item)?.taskId as string,
+      ) as NodeTask;
+      t.outcome = TaskStatus.ROLLBACK;
+    }
+    expect(sim.step().finish?.error).toBe(
+      'node each failed: 1 of 3 items failed; rolled back 2 node task(s)',
+    );
+  });
+
   it('ends a timed wait when its time has come, and says when to look again before', () => {
     const s = spec([
       { key: 'W', wait: { seconds: 5 } },
@@ -220,11 +514,16 @@ describe('evaluate', () => {
   });
 });
 
+/** Each start's node and params. */
+function sim0(plan: Plan): [string, unknown][] {
+  return plan.starts.map((st) => [st.key, st.body.params]);
+}
+
 describe('render', () => {
   const scope = {
     input: { list: [1, 2], name: 'x' },
     run: { id: 'R', name: 't', version: 1 },
-    nodes: { a: { status: 'SUCCESS', result: { n: 3 }, task_id: 'T' } },
+    nodes: { a: { status: 'SUCCESS', result: { n: 3 }, task_id: 'T', error: null } },
   };
   it('keeps a whole placeholder typed and writes one inside text', () => {
     expect(

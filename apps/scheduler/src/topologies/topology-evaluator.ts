@@ -9,6 +9,11 @@ import {
   viewOf,
 } from './node-state';
 import { sagaStep } from './saga';
+import { RunFailure, failureMessage, hardFailure, nodeError } from './run-outcome';
+import { ruleVerdict } from './trigger-rules';
+
+export { ruleVerdict, type Verdict } from './trigger-rules';
+export { nodeError } from './run-outcome';
 import { PlaceholderMissing, PlaceholderScope } from './placeholders';
 import {
   Evaluation,
@@ -16,9 +21,9 @@ import {
   SwitchNode,
   TaskNode,
   TopologySpec,
-  TriggerRule,
   forEachOf,
   kindSpec,
+  phaseOf,
   switchChoice,
 } from './node-kinds';
 
@@ -67,7 +72,16 @@ export interface Plan {
   /** Succeeded node tasks to roll back now (a failed run whose definition asks for it). */
   rollbacks: { row: NodeRow; taskId: string }[];
   /** The run is over. */
-  finish?: { outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED'; error: string | null };
+  finish?: {
+    outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED';
+    error: string | null;
+    /** The nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional). */
+    failedNodes?: string[];
+    /** Optional nodes that failed: reported, not failing the run. */
+    optionalFailed?: string[];
+    /** Finally-nodes that failed: reported, not changing the outcome. */
+    finallyFailed?: string[];
+  };
   /** The earliest time a wait ends, to look again then. */
   wakeAt?: number;
 }
@@ -102,30 +116,13 @@ export function topologicalOrder(spec: TopologySpec): NodeDef[] {
   return out;
 }
 
-/** Whether a rule is met (run), can never be (skip), or needs more parents to end (wait). */
-export function ruleVerdict(rule: TriggerRule, parents: NodeStatus[]): 'run' | 'skip' | 'wait' {
-  if (parents.length === 0) return 'run';
-  const ended = parents.filter((s) => ENDED.has(s));
-  const all = ended.length === parents.length;
-  const ok = parents.filter((s) => s === 'SUCCESS').length;
-  const failed = parents.filter(failedStatus).length;
-  switch (rule) {
-    case 'all_success':
-      if (ok === parents.length) return 'run';
-      return ended.length > ok ? 'skip' : 'wait';
-    case 'all_done':
-      return all ? 'run' : 'wait';
-    case 'one_success':
-      return ok > 0 ? 'run' : all ? 'skip' : 'wait';
-    case 'one_failed':
-      return failed > 0 ? 'run' : all ? 'skip' : 'wait';
-  }
-}
-
 /**
  * Decides what the run does next from what is stored: which nodes start, which are skipped, what
  * a switch chooses, how many more of a for_each list start, whether the run is over. Pure: the
  * same state gives the same plan, so an evaluation repeated after a crash adds nothing.
+ *
+ * A run has three phases, each a graph of its own: its nodes, then (when a node failed) the
+ * failure handlers and the rollback, then the finally-nodes, which run whatever the outcome.
  */
 export function evaluate(
   spec: TopologySpec,
@@ -138,20 +135,43 @@ export function evaluate(
   const dormant = new Map(
     rows.filter((r) => r.state === 'dormant').map((r) => [`${r.key}:${r.item}`, r]),
   );
+  const order = topologicalOrder(spec);
+  const main = order.filter((n) => phaseOf(n) === 'main');
+  const handlers = order.filter((n) => phaseOf(n) === 'handler');
+  const finals = order.filter((n) => phaseOf(n) === 'finally');
+  const view = (key: string): NodeView => views.get(key) as NodeView;
+  /** The run's failure as handlers and finally-nodes read it; none while nodes still run. */
+  let failure: RunFailure | undefined;
+  let outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED' | undefined;
   const scope = (extra?: Partial<PlaceholderScope>): PlaceholderScope => ({
     input: run.input,
-    run: { id: run.runId, name: run.name, version: run.version },
+    run: {
+      id: run.runId,
+      name: run.name,
+      version: run.version,
+      ...(outcome
+        ? {
+            outcome,
+            error: failure?.error ?? null,
+            failed_nodes: failure?.nodes ?? [],
+          }
+        : {}),
+    },
     nodes: Object.fromEntries(
       [...views.values()].map((v) => [
         v.key,
-        { status: v.status, result: v.result, task_id: v.task?.taskId ?? null },
+        {
+          status: v.status,
+          result: v.result,
+          task_id: v.task?.taskId ?? null,
+          error: nodeError(v),
+        },
       ]),
     ),
     ...extra,
   });
   const set = (key: string, status: NodeStatus, result: unknown = null): void => {
-    const v = views.get(key) as NodeView;
-    views.set(key, { ...v, status, result });
+    views.set(key, { ...view(key), status, result });
   };
   const record = (
     n: NodeDef,
@@ -176,44 +196,75 @@ export function evaluate(
       });
     else plan.starts.push({ key: n.key, item, kind: 'task', body });
   };
-
-  if (run.cancelling) {
-    const active = [...views.values()]
+  /** A node ended without running (or an active one stops starting what it has not started). */
+  const stop = (n: NodeDef, state: 'cancelled' | 'skipped', reason: string): void => {
+    const v = view(n.key);
+    const fork = forEachOf(n) !== undefined;
+    if (v.status === 'PENDING') {
+      record(n, fork ? -1 : 0, state, { reason });
+      set(n.key, state === 'cancelled' ? 'CANCELLED' : 'SKIPPED');
+    } else if (v.status === 'ACTIVE' && fork && v.row?.state === 'forked') {
+      if (typeof v.row.result?.stopped !== 'string')
+        plan.rows.push({
+          key: n.key,
+          item: -1,
+          state: 'forked',
+          result: { ...v.row.result, stopped: reason },
+          from: 'forked',
+        });
+    } else if (v.status === 'ACTIVE' && v.row?.state === 'waiting') {
+      plan.rows.push({
+        key: n.key,
+        item: 0,
+        state: 'cancelled',
+        result: { ...v.row.result, reason },
+        from: 'waiting',
+      });
+      set(n.key, 'CANCELLED');
+    }
+  };
+  /** The unfinished tasks of these nodes. */
+  const activeTasks = (nodes: readonly NodeDef[]): NodeTask[] =>
+    nodes
+      .map((n) => view(n.key))
       .flatMap((v) => [v.task, ...v.items.map((i) => i.task)])
       .filter((t): t is NodeTask => t !== undefined && t.status !== 'FINISH');
-    plan.cancel = active.filter((t) => !t.cancelRequested).map((t) => t.taskId);
-    if (active.length === 0) plan.finish = { outcome: 'CANCELLED', error: 'cancelled' };
-    return plan;
-  }
-  if (run.paused) return plan;
-  plan.kicks = pendingKicks(rows, tasks);
+  const ended = (nodes: readonly NodeDef[]): boolean =>
+    nodes.every((n) => ENDED.has(view(n.key).status));
+
+  if (run.paused && !run.cancelling) return plan;
+  plan.kicks = run.cancelling ? [] : pendingKicks(rows, tasks);
 
   const chosenBy = switchChoices(spec, views);
   const evaluation: Evaluation = {
     run,
     plan,
     scope,
-    view: (key) => views.get(key) as NodeView,
-    setView: (key, view) => views.set(key, view),
+    view,
+    setView: (key, v) => views.set(key, v),
     set,
     record,
     startTask,
     choose: (n, label) => chosenBy.set(n.key, switchChoice(n as SwitchNode, label)),
   };
+  /** Set once a node of the graph failed and the definition fails fast. */
+  let failingFast = false;
+  const failFast = (): boolean => {
+    if (failingFast || !spec.fail_fast) return failingFast;
+    failingFast = main.some((n) => !n.optional && hardFailure(view(n.key).status));
+    return failingFast;
+  };
   const pass = (nodes: readonly NodeDef[]): void => {
     for (const n of nodes) {
-      const v = views.get(n.key) as NodeView;
-      if (v.status === 'PENDING') decide(n, v);
-      const now = views.get(n.key) as NodeView;
+      if (phaseOf(n) === 'main' && failFast()) break;
+      if (view(n.key).status === 'PENDING') decide(n, view(n.key));
+      const now = view(n.key);
       if (now.status === 'ACTIVE') kindSpec(n).advance?.(n, now, evaluation);
     }
   };
   const decide = (n: NodeDef, v: NodeView): void => {
     // A node a person skipped lets its dependants go on, as if it succeeded.
-    const parents = n.depends_on.map((d) => {
-      const p = views.get(d) as NodeView;
-      return p.manual ? 'SUCCESS' : p.status;
-    });
+    const parents = n.depends_on.map((d) => (view(d).manual ? 'SUCCESS' : view(d).status));
     let verdict = ruleVerdict(n.trigger_rule, parents);
     for (const d of n.depends_on) {
       const chosen = chosenBy.get(d);
@@ -221,9 +272,15 @@ export function evaluate(
         verdict = 'skip';
     }
     if (verdict === 'wait') return;
-    if (verdict === 'skip') {
-      record(n, forEachOf(n) !== undefined ? -1 : 0, 'skipped', null);
-      set(n.key, 'SKIPPED');
+    if (verdict === 'skip' || verdict === 'upstream_failed') {
+      const upstream = verdict === 'upstream_failed';
+      record(
+        n,
+        forEachOf(n) !== undefined ? -1 : 0,
+        upstream ? 'upstream_failed' : 'skipped',
+        null,
+      );
+      set(n.key, upstream ? 'UPSTREAM_FAILED' : 'SKIPPED');
       return;
     }
     try {
@@ -234,50 +291,63 @@ export function evaluate(
       set(n.key, 'FAILED', { error: err.message });
     }
   };
-  const order = topologicalOrder(spec);
-  const main = order.filter((n) => !n.on_failure);
+  /** The finally-nodes, once the rest has ended; then the run is over. */
+  const close = (f: NonNullable<Plan['finish']>): Plan => {
+    outcome = f.outcome;
+    failure =
+      f.outcome === 'SUCCESS' ? undefined : { error: f.error ?? '', nodes: f.failedNodes ?? [] };
+    if (f.outcome === 'CANCELLED')
+      for (const n of finals) if (!n.finally?.on_cancel) stop(n, 'skipped', 'cancelled');
+    pass(finals);
+    if (!ended(finals)) return plan;
+    const finallyFailed = finals.filter((n) => hardFailure(view(n.key).status)).map((n) => n.key);
+    plan.finish = { ...f, ...(finallyFailed.length ? { finallyFailed } : {}) };
+    return plan;
+  };
+
+  if (run.cancelling) {
+    // No node of the graph or handler starts any more; those under way are cancelled. The
+    // finally-nodes run once they have all ended.
+    for (const n of [...main, ...handlers]) stop(n, 'cancelled', 'cancelled');
+    const active = activeTasks([...main, ...handlers]);
+    plan.cancel = active.filter((t) => !t.cancelRequested).map((t) => t.taskId);
+    if (active.length > 0) return plan;
+    return close({ outcome: 'CANCELLED', error: 'cancelled', failedNodes: [] });
+  }
+
   pass(main);
-  const mainViews = main.map((n) => views.get(n.key) as NodeView);
-  if (!mainViews.every((v) => ENDED.has(v.status))) return plan;
-  const unhandled = mainViews.find(
-    (v) =>
-      failedStatus(v.status) &&
-      !main.some(
-        (d) => d.depends_on.includes(v.key) && (views.get(d.key) as NodeView).status !== 'SKIPPED',
-      ),
-  );
-  if (!unhandled) {
-    plan.finish = { outcome: 'SUCCESS', error: null };
-    return plan;
+  if (failFast()) {
+    for (const n of main) stop(n, 'cancelled', 'fail_fast');
+    if (spec.fail_fast === 'cancel')
+      plan.cancel = activeTasks(main)
+        .filter((t) => !t.cancelRequested)
+        .map((t) => t.taskId);
   }
-  const handlers = order.filter((n) => n.on_failure);
+  if (!ended(main)) return plan;
+  const failed = main.filter((n) => !n.optional && failedStatus(view(n.key).status));
+  const optionalFailed = main
+    .filter((n) => n.optional && failedStatus(view(n.key).status))
+    .map((n) => n.key);
+  const extra = optionalFailed.length ? { optionalFailed } : {};
+  if (failed.length === 0) return close({ outcome: 'SUCCESS', error: null, ...extra });
+  const cause = failureMessage(failed.map((n) => view(n.key)));
+  const failedNodes = failed.map((n) => n.key);
+  outcome = 'FAIL';
+  failure = { error: cause, nodes: failedNodes };
   pass(handlers);
-  if (!handlers.every((n) => ENDED.has((views.get(n.key) as NodeView).status))) return plan;
-  const cause = failureOf(mainViews.find((v) => v.status === 'FAILED') ?? unhandled);
-  if (!spec.rollback_on_failure) {
-    plan.finish = { outcome: 'FAIL', error: cause };
-    return plan;
-  }
-  // Saga: what succeeded is undone, latest first, before the run ends.
+  if (!ended(handlers)) return plan;
+  if (!spec.rollback_on_failure)
+    return close({ outcome: 'FAIL', error: cause, failedNodes, ...extra });
+  // Saga: what succeeded is undone, latest first, before the finally-nodes.
   const saga = sagaStep(main, rows, tasks);
   plan.rollbacks = saga.now;
-  if (saga.done)
-    plan.finish = {
-      outcome: 'FAIL',
-      error: `${cause}; rolled back ${saga.rolledBack} node task(s)${saga.notes.length ? `, not ${saga.notes.join(', ')}` : ''}`,
-    };
-  return plan;
-}
-
-function failureOf(v: NodeView): string {
-  const why =
-    v.task?.error?.message ??
-    (typeof (v.result as { error?: unknown } | null)?.error === 'string'
-      ? (v.result as { error: string }).error
-      : v.count !== undefined
-        ? `${(v.result as { failed: number }).failed} of ${v.count} items failed`
-        : 'failed');
-  return `node ${v.key} failed: ${why}`;
+  if (!saga.done) return plan;
+  return close({
+    outcome: 'FAIL',
+    error: `${cause}; rolled back ${saga.rolledBack} node task(s)${saga.notes.length ? `, not ${saga.notes.join(', ')}` : ''}`,
+    failedNodes,
+    ...extra,
+  });
 }
 
 type Choice = ReturnType<typeof switchChoice>;

@@ -2145,11 +2145,21 @@ export interface components {
              */
             depends_on?: string[];
             /**
-             * @description when the node starts from how its parents ended: all succeeded; all ended; one succeeded; one failed. A rule that can never be met makes the node SKIPPED
+             * @description when the node starts from how its parents ended, with Airflow's meanings (a parent FAILED, UPSTREAM_FAILED, CANCELLED or ROLLED_BACK counts as failed): all_success, all_failed, all_done, all_skipped, one_success, one_failed, one_done, none_failed, none_failed_min_one_success, none_skipped, always. A rule a failure makes impossible makes the node UPSTREAM_FAILED; one that can never be met otherwise, SKIPPED
              * @default all_success
              * @enum {string}
              */
-            trigger_rule?: "all_success" | "all_done" | "one_success" | "one_failed";
+            trigger_rule?: "all_success" | "all_failed" | "all_done" | "all_skipped" | "one_success" | "one_failed" | "one_done" | "none_failed" | "none_failed_min_one_success" | "none_skipped" | "always";
+            /**
+             * @description its failure is reported on the run (optional_failed) but does not fail it; its dependants still see it failed. Not on on_failure or finally nodes
+             * @default false
+             */
+            optional?: boolean;
+            /** @description a finally node (exit handler): runs once every other node has ended, whatever the outcome, and never changes it; {on_cancel: false} leaves it out of a cancelled run. May depend only on other finally nodes; reads {{run.outcome}}, {{run.error}}, {{run.failed_nodes}} and every node of the run */
+            finally?: boolean | {
+                /** @default true */
+                on_cancel?: boolean;
+            };
             /** @description a task to create: the body of POST /v1/tasks (without tenant, idempotency_key, repetition, parent or control task), with placeholders such as {{input.cluster}}, {{nodes.check.result.primary}}, {{nodes.check.status}}, {{item}}, {{index}}, {{run.id}} */
             task?: {
                 [key: string]: unknown;
@@ -2174,7 +2184,7 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description runs only when the run fails (may depend only on other on_failure nodes)
+             * @description a failure handler: runs only when the run fails, before any rollback (may depend only on other on_failure nodes); reads {{run.error}}, {{run.failed_nodes}} and every node of the run
              * @default false
              */
             on_failure?: boolean;
@@ -2188,6 +2198,11 @@ export interface components {
              * @default false
              */
             rollback_on_failure?: boolean;
+            /**
+             * @description true: after the first failure no node starts any more but handlers and finally nodes (the others read CANCELLED); "cancel": the nodes under way are cancelled too
+             * @default false
+             */
+            fail_fast?: boolean | "cancel";
             /** @description the tenant whose definition it is (none: every tenant may run it) */
             tenant?: string;
             /** @description the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the first node at fault in data.node, and data.errors lists every problem found ({node, message}, one per node at most) */
@@ -2199,6 +2214,7 @@ export interface components {
             tenant: string | null;
             description: string;
             rollback_on_failure: boolean;
+            fail_fast: boolean | "cancel";
             nodes: components["schemas"]["TopologyNodeDto"][];
             created_by: string;
             /** Format: date-time */
@@ -2231,8 +2247,18 @@ export interface components {
             /** @enum {string} */
             kind: "task" | "switch" | "topology" | "wait";
             depends_on: string[];
-            /** @enum {string} */
-            status: "PENDING" | "ACTIVE" | "SUCCESS" | "FAILED" | "SKIPPED" | "ROLLED_BACK";
+            /**
+             * @description PENDING not decided; ACTIVE under way or waiting; SUCCESS; FAILED (its task failed, or it could not start); UPSTREAM_FAILED not run because a node it needs failed; CANCELLED stopped or never started because the run was cancelled or failed fast; SKIPPED an untaken branch, a rule that can never be met, or a person skipped it; ROLLED_BACK undone by the rollback
+             * @enum {string}
+             */
+            status: "PENDING" | "ACTIVE" | "SUCCESS" | "FAILED" | "UPSTREAM_FAILED" | "CANCELLED" | "SKIPPED" | "ROLLED_BACK";
+            /**
+             * @description the run graph, an on_failure handler, or a finally node
+             * @enum {string}
+             */
+            phase: "main" | "handler" | "finally";
+            /** @description its failure does not fail the run */
+            optional: boolean;
             /** @description its task (a child run for a topology node) */
             task_id: string | null;
             /** @enum {string|null} */
@@ -2249,6 +2275,7 @@ export interface components {
             result: {
                 [key: string]: unknown;
             } | null;
+            /** @description why it failed, was not run or was cancelled (what {{nodes.KEY.error}} reads) */
             error: string | null;
             /** @description a for_each node: how many items, and how many are in each status */
             items?: {
@@ -2266,7 +2293,14 @@ export interface components {
             /** @description once decided: SUCCESS, FAIL, ROLLBACK, or CANCELLED (the run was cancelled) */
             outcome: components["schemas"]["TaskOutcome"] | null;
             cancel_requested: boolean;
+            /** @description each node that failed by itself and why (at most five), or "cancelled" */
             error: string | null;
+            /** @description once finished: the nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional) */
+            failed_nodes: string[];
+            /** @description once finished: optional nodes that failed (they did not fail the run) */
+            optional_failed: string[];
+            /** @description once finished: finally nodes that failed (they did not change the outcome) */
+            finally_failed: string[];
             labels: {
                 [key: string]: string;
             };

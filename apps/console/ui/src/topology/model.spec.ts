@@ -11,6 +11,9 @@ const run = (over: Partial<Run> = {}): Run => ({
   outcome: null,
   cancel_requested: false,
   error: null,
+  failed_nodes: [],
+  optional_failed: [],
+  finally_failed: [],
   labels: {},
   input: {},
   parent_run_id: null,
@@ -25,6 +28,8 @@ const node = (over: Partial<RunNode> = {}): RunNode => ({
   kind: 'task',
   depends_on: [],
   status: 'PENDING',
+  phase: 'main',
+  optional: false,
   task_id: null,
   task_status: null,
   attempt: null,
@@ -120,7 +125,8 @@ describe('what a run allows', () => {
     );
     expect(whyNotNode(r, node(), 'skip')).toBeNull();
     expect(whyNotNode(r, node({ status: 'FAILED' }), 'skip')).toBeNull();
-    expect(whyNotNode(r, node({ status: 'SUCCESS' }), 'skip')).toContain('pending or failed');
+    expect(whyNotNode(r, node({ status: 'UPSTREAM_FAILED' }), 'skip')).toBeNull();
+    expect(whyNotNode(r, node({ status: 'SUCCESS' }), 'skip')).toContain('upstream-failed');
     expect(whyNotNode(r, node({ status: 'FAILED', items: { total: 3 } }), 'skip')).toContain(
       'for_each',
     );

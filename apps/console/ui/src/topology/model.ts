@@ -18,11 +18,21 @@ export const NODE_STATUSES: readonly { status: NodeStatus; label: string; meanin
   { status: 'PENDING', label: 'Pending', meaning: 'not decided yet' },
   { status: 'ACTIVE', label: 'Active', meaning: 'its task is under way, or it waits' },
   { status: 'SUCCESS', label: 'Succeeded', meaning: 'its task succeeded' },
-  { status: 'FAILED', label: 'Failed', meaning: 'its task failed or was cancelled' },
+  { status: 'FAILED', label: 'Failed', meaning: 'its task failed, or it could not start' },
+  {
+    status: 'UPSTREAM_FAILED',
+    label: 'Upstream failed',
+    meaning: 'not run: a node it needs failed',
+  },
+  {
+    status: 'CANCELLED',
+    label: 'Cancelled',
+    meaning: 'stopped or never started: the run was cancelled or failed fast',
+  },
   {
     status: 'SKIPPED',
     label: 'Skipped',
-    meaning: 'its rule cannot be met, or a person skipped it',
+    meaning: 'an untaken branch, a rule that cannot be met, or a person skipped it',
   },
   { status: 'ROLLED_BACK', label: 'Rolled back', meaning: 'undone by the run’s rollback' },
 ];
@@ -31,7 +41,8 @@ export const statusLabel = (s: NodeStatus): string =>
   NODE_STATUSES.find((x) => x.status === s)?.label ?? s;
 
 /** The CSS class that colours a node of this status (always drawn with its label too). */
-export const statusClass = (s: NodeStatus): string => `node-${s.toLowerCase().replace('_', '-')}`;
+export const statusClass = (s: NodeStatus): string =>
+  `node-${s.toLowerCase().replaceAll('_', '-')}`;
 
 /** A run's centre task rests in FINISH; until then the page keeps reading it. */
 export const isFinished = (r: Pick<Run, 'status'>): boolean => r.status === 'FINISH';
@@ -95,16 +106,17 @@ export function whyNotNode(run: Run, node: RunNode, action: NodeAction): string 
       return node.status === 'ACTIVE' ? 'the node is under way' : null;
     case 'skip':
       if (node.items) return 'a for_each node cannot be skipped';
-      return node.status === 'PENDING' || node.status === 'FAILED'
+      return ['PENDING', 'FAILED', 'UPSTREAM_FAILED', 'CANCELLED'].includes(node.status)
         ? null
-        : 'only a pending or failed node can be skipped';
+        : 'only a pending, failed, upstream-failed or cancelled node can be skipped';
   }
 }
 
 /** A node's progress in percent, when its worker reported one. */
 export function nodePercent(n: RunNode): number | null {
   if (n.items && n.items.total) {
-    const done = (n.items.SUCCESS ?? 0) + (n.items.FAILED ?? 0) + (n.items.SKIPPED ?? 0);
+    const ended = ['SUCCESS', 'FAILED', 'UPSTREAM_FAILED', 'CANCELLED', 'SKIPPED', 'ROLLED_BACK'];
+    const done = ended.reduce((sum, s) => sum + (n.items?.[s] ?? 0), 0);
     return (done / n.items.total) * 100;
   }
   const p = n.progress?.percent;

@@ -3,6 +3,8 @@ import { IsOptional, Matches } from 'class-validator';
 import { TaskListFilterQuery } from '../../tasks';
 import { NodeView } from '../node-state';
 import { NodeDef, TOPOLOGY_NAME, kindOf } from '../topology-definition';
+import { phaseOf } from '../node-kinds';
+import { nodeError } from '../topology-evaluator';
 import { RunState } from '../topology-runs.service';
 import { RunNodeDto, TopologyRunDto } from './topology.dto';
 
@@ -22,6 +24,12 @@ export class ListRunsQuery extends OmitType(TaskListFilterQuery, ['task_type'] a
   name?: string;
 }
 
+/** A list of node keys the finished run's result keeps (none before it finished). */
+function listOf(result: Record<string, unknown> | null, field: string): string[] {
+  const v = result?.[field];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
 function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
   const t = v.task;
   const dto: RunNodeDto = {
@@ -29,6 +37,8 @@ function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
     kind: kindOf(def),
     depends_on: def.depends_on,
     status: v.status,
+    phase: phaseOf(def),
+    optional: def.optional === true,
     task_id: t?.taskId ?? null,
     task_status: t?.status ?? null,
     attempt: t?.attempt ?? null,
@@ -38,11 +48,8 @@ function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
     ),
     progress: t?.progress ?? null,
     result: v.result,
-    error:
-      t?.error?.message ??
-      (typeof (v.row?.result as { error?: unknown } | null)?.error === 'string'
-        ? (v.row?.result as { error: string }).error
-        : null),
+    // An active node's task may carry the error of an attempt that is being retried.
+    error: nodeError(v) ?? (v.status === 'ACTIVE' ? (t?.error?.message ?? null) : null),
   };
   if (v.count !== undefined) {
     const items: Record<string, number> = { total: v.count };
@@ -65,6 +72,9 @@ export function toRunDto(s: RunState): TopologyRunDto {
     outcome: c.outcome,
     cancel_requested: c.cancelRequested,
     error: c.error?.message ?? null,
+    failed_nodes: listOf(c.result, 'failed_nodes'),
+    optional_failed: listOf(c.result, 'optional_failed'),
+    finally_failed: listOf(c.result, 'finally_failed'),
     labels: c.labels,
     input: s.run.input,
     parent_run_id: s.run.parentRunId,

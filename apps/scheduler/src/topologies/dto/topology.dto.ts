@@ -13,6 +13,7 @@ import {
 } from 'class-validator';
 import { TASK_OUTCOMES, TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { TENANT_PATTERN } from '../../common';
+import { NODE_STATUSES } from '../node-state';
 import { TOPOLOGY_NAME, TRIGGER_RULES } from '../topology-definition';
 import { TopologyVersion } from '../topologies.repository';
 
@@ -37,9 +38,30 @@ export class TopologyNodeDto {
     enum: TRIGGER_RULES,
     default: 'all_success',
     description:
-      'when the node starts from how its parents ended: all succeeded; all ended; one succeeded; one failed. A rule that can never be met makes the node SKIPPED',
+      "when the node starts from how its parents ended, with Airflow's meanings (a parent FAILED, UPSTREAM_FAILED, CANCELLED or ROLLED_BACK counts as failed): all_success, all_failed, all_done, all_skipped, one_success, one_failed, one_done, none_failed, none_failed_min_one_success, none_skipped, always. A rule a failure makes impossible makes the node UPSTREAM_FAILED; one that can never be met otherwise, SKIPPED",
   })
   trigger_rule?: string;
+
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      'its failure is reported on the run (optional_failed) but does not fail it; its dependants still see it failed. Not on on_failure or finally nodes',
+  })
+  optional?: boolean;
+
+  @ApiPropertyOptional({
+    oneOf: [
+      { type: 'boolean' },
+      {
+        type: 'object',
+        properties: { on_cancel: { type: 'boolean', default: true } },
+        additionalProperties: false,
+      },
+    ],
+    description:
+      'a finally node (exit handler): runs once every other node has ended, whatever the outcome, and never changes it; {on_cancel: false} leaves it out of a cancelled run. May depend only on other finally nodes; reads {{run.outcome}}, {{run.error}}, {{run.failed_nodes}} and every node of the run',
+  })
+  finally?: boolean | { on_cancel?: boolean };
 
   @ApiPropertyOptional({
     ...FREE,
@@ -83,7 +105,8 @@ export class TopologyNodeDto {
 
   @ApiPropertyOptional({
     default: false,
-    description: 'runs only when the run fails (may depend only on other on_failure nodes)',
+    description:
+      'a failure handler: runs only when the run fails, before any rollback (may depend only on other on_failure nodes); reads {{run.error}}, {{run.failed_nodes}} and every node of the run',
   })
   on_failure?: boolean;
 }
@@ -107,6 +130,15 @@ export class TopologyDefinitionDto {
   @IsOptional()
   @IsBoolean()
   rollback_on_failure?: boolean;
+
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'boolean' }, { type: 'string', enum: ['cancel'] }],
+    default: false,
+    description:
+      'true: after the first failure no node starts any more but handlers and finally nodes (the others read CANCELLED); "cancel": the nodes under way are cancelled too',
+  })
+  @IsOptional()
+  fail_fast?: boolean | 'cancel';
 
   @ApiPropertyOptional({
     pattern: TENANT_PATTERN.source,
@@ -134,6 +166,8 @@ export class TopologyDto {
   @ApiProperty({ nullable: true, type: String }) tenant!: string | null;
   @ApiProperty() description!: string;
   @ApiProperty() rollback_on_failure!: boolean;
+  @ApiProperty({ oneOf: [{ type: 'boolean' }, { type: 'string', enum: ['cancel'] }] })
+  fail_fast!: boolean | 'cancel';
   @ApiProperty({ type: [TopologyNodeDto] }) nodes!: TopologyNodeDto[];
   @ApiProperty() created_by!: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
@@ -145,6 +179,7 @@ export const toTopologyDto = (v: TopologyVersion): TopologyDto => ({
   tenant: v.tenant,
   description: v.spec.description,
   rollback_on_failure: v.spec.rollback_on_failure,
+  fail_fast: v.spec.fail_fast ?? false,
   nodes: v.spec.nodes,
   created_by: v.createdBy,
   created_at: new Date(v.createdAt).toISOString(),
@@ -204,8 +239,18 @@ export class RunNodeDto {
   @ApiProperty() key!: string;
   @ApiProperty({ enum: ['task', 'switch', 'topology', 'wait'] }) kind!: string;
   @ApiProperty({ type: [String] }) depends_on!: string[];
-  @ApiProperty({ enum: ['PENDING', 'ACTIVE', 'SUCCESS', 'FAILED', 'SKIPPED', 'ROLLED_BACK'] })
+  @ApiProperty({
+    enum: NODE_STATUSES,
+    description:
+      'PENDING not decided; ACTIVE under way or waiting; SUCCESS; FAILED (its task failed, or it could not start); UPSTREAM_FAILED not run because a node it needs failed; CANCELLED stopped or never started because the run was cancelled or failed fast; SKIPPED an untaken branch, a rule that can never be met, or a person skipped it; ROLLED_BACK undone by the rollback',
+  })
   status!: string;
+  @ApiProperty({
+    enum: ['main', 'handler', 'finally'],
+    description: 'the run graph, an on_failure handler, or a finally node',
+  })
+  phase!: string;
+  @ApiProperty({ description: 'its failure does not fail the run' }) optional!: boolean;
   @ApiProperty({
     nullable: true,
     type: String,
@@ -225,7 +270,12 @@ export class RunNodeDto {
     description: "the task's result; a switch's choice; a wait's signal; a for_each node's counts",
   })
   result!: unknown;
-  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'why it failed, was not run or was cancelled (what {{nodes.KEY.error}} reads)',
+  })
+  error!: string | null;
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: { type: 'integer' },
@@ -250,7 +300,28 @@ export class TopologyRunDto {
   })
   outcome!: TaskOutcome | null;
   @ApiProperty() cancel_requested!: boolean;
-  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'each node that failed by itself and why (at most five), or "cancelled"',
+  })
+  error!: string | null;
+  @ApiProperty({
+    type: [String],
+    description:
+      'once finished: the nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional)',
+  })
+  failed_nodes!: string[];
+  @ApiProperty({
+    type: [String],
+    description: 'once finished: optional nodes that failed (they did not fail the run)',
+  })
+  optional_failed!: string[];
+  @ApiProperty({
+    type: [String],
+    description: 'once finished: finally nodes that failed (they did not change the outcome)',
+  })
+  finally_failed!: string[];
   @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } })
   labels!: Record<string, string>;
   @ApiProperty(FREE) input!: Record<string, unknown>;

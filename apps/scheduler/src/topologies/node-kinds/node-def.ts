@@ -1,5 +1,17 @@
-/** When a node may start, from how its parents ended. */
-export const TRIGGER_RULES = ['all_success', 'all_done', 'one_success', 'one_failed'] as const;
+/** When a node may start, from how its parents ended (Airflow's names and meanings). */
+export const TRIGGER_RULES = [
+  'all_success',
+  'all_failed',
+  'all_done',
+  'all_skipped',
+  'one_success',
+  'one_failed',
+  'one_done',
+  'none_failed',
+  'none_failed_min_one_success',
+  'none_skipped',
+  'always',
+] as const;
 export type TriggerRule = (typeof TRIGGER_RULES)[number];
 
 /** What every node has, whatever its kind. */
@@ -9,7 +21,20 @@ export interface NodeBase {
   trigger_rule: TriggerRule;
   /** Runs only when the run fails (before any rollback). */
   on_failure: boolean;
+  /**
+   * A finally-node (exit handler): runs once every other node has ended, whatever the outcome;
+   * `on_cancel: false` leaves it out of a cancelled run. Absent on every other node.
+   */
+  finally?: { on_cancel: boolean };
+  /** Its failure is reported on the run but does not fail it. Absent (false) on most nodes. */
+  optional?: true;
 }
+
+/** Which part of a run a node belongs to: its graph, the failure handlers, or the finally-nodes. */
+export type NodePhase = 'main' | 'handler' | 'finally';
+
+export const phaseOf = (n: NodeBase): NodePhase =>
+  n.finally ? 'finally' : n.on_failure ? 'handler' : 'main';
 
 /** A task to create (`task`: the `POST /v1/tasks` body, with placeholders), or one per list element. */
 export interface TaskNode extends NodeBase {
@@ -60,6 +85,11 @@ export interface TopologySpec {
   description: string;
   /** When the run fails, succeeded nodes are rolled back in reverse topological order. */
   rollback_on_failure: boolean;
+  /**
+   * After the first failure no node of the graph starts any more (handlers and finally-nodes
+   * still do); `cancel` also cancels the ones under way. Absent: every branch goes on.
+   */
+  fail_fast?: true | 'cancel';
   nodes: NodeDef[];
 }
 

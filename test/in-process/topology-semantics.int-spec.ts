@@ -1,0 +1,626 @@
+import { join } from 'node:path';
+import { TRIGGER_RULES } from '../../apps/scheduler/src/topologies/topology-definition';
+import { InProcessBaton, startInProcess } from '../support/in-process';
+import { Waits, manualTime } from '../support/waits';
+
+jest.setTimeout(180_000);
+
+/**
+ * What a topology run says happened, case by case, against a real scheduler and template worker
+ * on the embedded defaults (SQLite, memory queue, local locks, a ManualClock). Each case gives a
+ * definition, what is done to the run, and the node states and outcome expected; its comment
+ * names the peer behaviour it matches (Airflow, Conductor, Argo Workflows) or why it differs.
+ */
+type Json = Record<string, unknown>;
+interface RunNode {
+  key: string;
+  status: string;
+  task_id: string | null;
+  error: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  result: Json | null;
+}
+interface Run {
+  run_id: string;
+  status: string;
+  outcome: string | null;
+  error: string | null;
+  failed_nodes: string[];
+  optional_failed: string[];
+  finally_failed: string[];
+  nodes: RunNode[];
+}
+
+const echo = (params: Json = {}): Json => ({ create_info: { task_type: 'demo.echo' }, params });
+const failing = (): Json => ({
+  create_info: { task_type: 'demo.flaky' },
+  params: { fail_times: 99 },
+  process_arg: { max_retry: 0 },
+});
+/** Fails its first attempt, succeeds on the next (a retry of the run). */
+const failsOnce = (): Json => ({
+  create_info: { task_type: 'demo.flaky' },
+  params: { fail_times: 1 },
+  process_arg: { max_retry: 0 },
+});
+const sleeping = (seconds: number): Json => ({
+  create_info: { task_type: 'demo.sleep' },
+  params: { seconds, tick_ms: 500 },
+});
+
+let baton: InProcessBaton;
+let waits: Waits;
+let n = 0;
+
+beforeAll(async () => {
+  baton = await startInProcess();
+  waits = manualTime(baton.clock, 200);
+  await baton.addWorker('semantics-w', {
+    WORKER_CAPACITY: '200',
+    WORKER_ROLLBACK_DIR: join(baton.dir, 'rollback'),
+  });
+  await waits.eventually(
+    async () => {
+      const ws = (await baton.api.call<{ health: string }[]>('GET', '/v1/workers')).data;
+      return ws.some((w) => w.health === 'healthy') ? true : undefined;
+    },
+    10_000,
+    'a healthy worker',
+  );
+});
+afterAll(async () => baton?.stop());
+
+/** Saves the definition under a fresh name and starts a run of it: its id. */
+async function start(def: Json, input: Json = {}): Promise<string> {
+  const name = `sem-${++n}`;
+  const saved = await baton.api.call('POST', '/v1/topologies', { name, ...def });
+  expect(saved.message).toBe('ok');
+  const run = await baton.api.call<Run>('POST', `/v1/topologies/${name}/runs`, { input });
+  expect(run.status).toBe(201);
+  return run.data.run_id;
+}
+
+const read = async (id: string): Promise<Run> =>
+  (await baton.api.call<Run>('GET', `/v1/topology-runs/${id}`)).data;
+
+/** The run once `check` holds of it (the clock moved meanwhile). */
+const until = (id: string, check: (r: Run) => boolean, what: string): Promise<Run> =>
+  waits.eventually(
+    async () => {
+      const r = await read(id);
+      return check(r) ? r : undefined;
+    },
+    120_000,
+    `run ${id}: ${what}`,
+  );
+const finished = (id: string): Promise<Run> => until(id, (r) => r.status === 'FINISH', 'FINISH');
+
+const states = (r: Run): Record<string, string> =>
+  Object.fromEntries(r.nodes.map((x) => [x.key, x.status]));
+const node = (r: Run, key: string): RunNode => r.nodes.find((x) => x.key === key) as RunNode;
+
+async function act(id: string, action: string, body: Json = {}): Promise<void> {
+  const res = await baton.api.call('POST', `/v1/topology-runs/${id}/${action}`, body);
+  expect(`${action}: ${res.status} ${res.message}`).toBe(`${action}: 200 ok`);
+}
+
+describe('every trigger rule over every pair of parent end states (one run, 110 nodes)', () => {
+  // Airflow's trigger-rule table. Parents that end SUCCESS (S), FAILED (F), SKIPPED (K: a
+  // one_failed node whose parent succeeded) and UPSTREAM_FAILED (U: after a failure). Each
+  // rule's node is an echo: it ends SUCCESS when its rule ran it.
+  const PAIRS = ['SS', 'SF', 'SK', 'SU', 'FF', 'FK', 'FU', 'KK', 'KU', 'UU'];
+  const EXPECTED: Record<string, string> = {
+    all_success: 'r u k u u u u k u u',
+    all_failed: 'k k k k r k r k k r',
+    all_done: 'r r r r r r r r r r',
+    all_skipped: 'k k k k k k k r k k',
+    one_success: 'r r r r u u u k u u',
+    one_failed: 'k r k r r r r k r r',
+    // Airflow's code counts only success and failed for one_done; here UPSTREAM_FAILED counts as
+    // failed in every rule (docs/topologies.md).
+    one_done: 'r r r r r r r k r r',
+    none_failed: 'r u r u u u u r u u',
+    none_failed_min_one_success: 'r u r u u u u k u u',
+    none_skipped: 'r r k r r k r k k r',
+    always: 'r r r r r r r r r r',
+  };
+  const STATUS: Record<string, string> = { r: 'SUCCESS', k: 'SKIPPED', u: 'UPSTREAM_FAILED' };
+  let run: Run;
+
+  beforeAll(async () => {
+    const producers = [1, 2].flatMap((i) => [
+      { key: `S${i}`, task: echo() },
+      { key: `F${i}`, task: failing() },
+      { key: `K${i}`, depends_on: [`S${i}`], trigger_rule: 'one_failed', task: echo() },
+      { key: `U${i}`, depends_on: [`F${i}`], task: echo() },
+    ]);
+    const judged = TRIGGER_RULES.flatMap((rule) =>
+      PAIRS.map((pair) => ({
+        key: `${rule}-${pair}`,
+        depends_on: [`${pair[0]}1`, `${pair[1]}2`],
+        trigger_rule: rule,
+        task: echo(),
+      })),
+    );
+    run = await finished(await start({ nodes: [...producers, ...judged] }));
+  });
+
+  it('has a case for every rule', () => {
+    expect(Object.keys(EXPECTED).sort()).toEqual([...TRIGGER_RULES].sort());
+  });
+
+  it.each(
+    TRIGGER_RULES.flatMap((rule) =>
+      PAIRS.map((pair, i) => [rule, pair, STATUS[EXPECTED[rule].split(' ')[i]]] as const),
+    ),
+  )('%s after %s ends %s', (rule, pair, expected) => {
+    expect(node(run, `${rule}-${pair}`).status).toBe(expected);
+  });
+
+  it('fails the run: nodes failed and others were not run because of them', () => {
+    expect(run.outcome).toBe('FAIL');
+    expect(run.failed_nodes).toEqual(expect.arrayContaining(['F1', 'F2', 'U1', 'U2']));
+  });
+});
+
+describe('topology semantics', () => {
+  it('a failed step with an alert (one_failed) and a next step: FAIL, the next step UPSTREAM_FAILED', async () => {
+    // Airflow: the all_success step is upstream_failed and the DAG run fails. Old Baton: SUCCESS.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'step', task: failing() },
+          { key: 'alert', depends_on: ['step'], trigger_rule: 'one_failed', task: echo() },
+          { key: 'next', depends_on: ['step'], task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ step: 'FAILED', alert: 'SUCCESS', next: 'UPSTREAM_FAILED' });
+    expect(r.outcome).toBe('FAIL');
+    expect(r.failed_nodes).toEqual(['step', 'next']);
+    expect(node(r, 'next').error).toBe('not run: a node it needs failed');
+    // ... and the run can be retried (old Baton answered 409: it had "succeeded").
+    const retry = await baton.api.call('POST', `/v1/topology-runs/${r.run_id}/retry`);
+    expect(retry.status).toBe(200);
+  });
+
+  it('an alert two levels below a failure fires through the node between', async () => {
+    // Airflow: upstream_failed propagates and one_failed counts it. Old Baton: never fired.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'a', task: failing() },
+          { key: 'b', depends_on: ['a'], task: echo() },
+          { key: 'alert', depends_on: ['b'], trigger_rule: 'one_failed', task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ a: 'FAILED', b: 'UPSTREAM_FAILED', alert: 'SUCCESS' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  const afterSwitch = (rule: string, branchEnd: Json): Json => ({
+    nodes: [
+      { key: 'route', switch: { value: '{{input.mode}}', cases: { a: ['a1'], b: ['b1'] } } },
+      { key: 'a1', depends_on: ['route'], task: echo() },
+      { key: 'a2', depends_on: ['a1'], task: branchEnd },
+      { key: 'b1', depends_on: ['route'], task: echo() },
+      { key: 'join', depends_on: ['a2', 'b1'], trigger_rule: rule, task: echo() },
+    ],
+  });
+
+  it('a one_success join after a switch starts only once the taken branch has ended', async () => {
+    // Airflow one_success: fires on the first success; the untaken branch is skipped, not a success.
+    const r = await finished(await start(afterSwitch('one_success', sleeping(5)), { mode: 'a' }));
+    expect(states(r)).toMatchObject({ b1: 'SKIPPED', a2: 'SUCCESS', join: 'SUCCESS' });
+    expect(Date.parse(node(r, 'join').started_at as string)).toBeGreaterThanOrEqual(
+      Date.parse(node(r, 'a2').finished_at as string),
+    );
+    expect(r.outcome).toBe('SUCCESS');
+  });
+
+  it('a none_failed_min_one_success join after a switch waits for the branch and fails with it', async () => {
+    // Airflow none_failed_min_one_success; Conductor's JOIN fails with a failed branch.
+    const r = await finished(
+      await start(afterSwitch('none_failed_min_one_success', failing()), { mode: 'a' }),
+    );
+    expect(states(r)).toMatchObject({ a2: 'FAILED', b1: 'SKIPPED', join: 'UPSTREAM_FAILED' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('an all_done join after a switch runs but does not hide the branch failure', async () => {
+    // Airflow: the DAG run fails when a task failed, whatever ran after it. Old Baton: SUCCESS.
+    const r = await finished(await start(afterSwitch('all_done', failing()), { mode: 'a' }));
+    expect(states(r)).toMatchObject({ a2: 'FAILED', join: 'SUCCESS' });
+    expect(r.outcome).toBe('FAIL');
+    expect(r.failed_nodes).toEqual(['a2']);
+  });
+
+  it('a none_failed_min_one_success join after a switch succeeds with the taken branch', async () => {
+    // Airflow: the skipped branch does not block it.
+    const r = await finished(
+      await start(afterSwitch('none_failed_min_one_success', echo()), { mode: 'b' }),
+    );
+    expect(states(r)).toMatchObject({
+      a1: 'SKIPPED',
+      a2: 'SKIPPED',
+      b1: 'SUCCESS',
+      join: 'SUCCESS',
+    });
+    expect(r.outcome).toBe('SUCCESS');
+  });
+
+  it('a cleanup node (all_done) after a failed step runs, and the run still fails', async () => {
+    // Airflow's teardown-style all_done: the run fails. Old Baton: SUCCESS ("handled").
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'step', task: failing() },
+          { key: 'cleanup', depends_on: ['step'], trigger_rule: 'all_done', task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ step: 'FAILED', cleanup: 'SUCCESS' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('a handler reads why the run failed: run.error, run.failed_nodes, nodes.X.error', async () => {
+    // Conductor's failure workflow gets the reason; Argo's exit handler reads workflow.failures.
+    // Old Baton refused these placeholders at save.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'step', task: failing() },
+          { key: 'next', depends_on: ['step'], task: echo() },
+          {
+            key: 'page',
+            on_failure: true,
+            task: echo({
+              error: '{{run.error}}',
+              failed: '{{run.failed_nodes}}',
+              why: '{{nodes.step.error}}',
+              status: '{{nodes.next.status}}',
+            }),
+          },
+        ],
+      }),
+    );
+    expect(node(r, 'page').status).toBe('SUCCESS');
+    const got = (node(r, 'page').result as { echo: Json }).echo;
+    expect(got.error).toMatch(/^node step failed: /);
+    expect(got.failed).toEqual(['step', 'next']);
+    expect(got.why).toEqual(expect.any(String));
+    expect(got.why).toBe(node(r, 'step').error);
+    expect(got.status).toBe('UPSTREAM_FAILED');
+    expect(r.error).toBe(got.error);
+  });
+
+  it('refuses run.error in a node of the run itself, at save', async () => {
+    const res = await baton.api.call('POST', '/v1/topologies/check', {
+      name: 'sem-refused',
+      nodes: [{ key: 'a', task: echo({ e: '{{run.error}}' }) }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.message).toMatch(/only to on_failure and finally nodes/);
+  });
+
+  it('an optional node that fails is reported, and the run succeeds', async () => {
+    // Argo's continueOn: failed; Airflow has no equivalent (a failed task fails the run).
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'lint', optional: true, task: failing() },
+          { key: 'deploy', depends_on: ['lint'], trigger_rule: 'all_done', task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ lint: 'FAILED', deploy: 'SUCCESS' });
+    expect(r.outcome).toBe('SUCCESS');
+    expect(r.optional_failed).toEqual(['lint']);
+    expect(r.failed_nodes).toEqual([]);
+  });
+
+  it("an optional node's all_success dependant is not run, and that fails the run", async () => {
+    // Only the optional node itself is forgiven; a required step it kept from running is not.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'lint', optional: true, task: failing() },
+          { key: 'deploy', depends_on: ['lint'], task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ lint: 'FAILED', deploy: 'UPSTREAM_FAILED' });
+    expect(r.outcome).toBe('FAIL');
+    expect(r.failed_nodes).toEqual(['deploy']);
+  });
+
+  it('a finally node runs on success, sees the outcome, and its failure changes nothing', async () => {
+    // Argo's onExit; Conductor has none on success. Its failure is reported (finally_failed).
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'a', task: echo() },
+          { key: 'report', finally: true, task: echo({ outcome: '{{run.outcome}}' }) },
+          { key: 'broken', finally: true, task: failing() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ a: 'SUCCESS', report: 'SUCCESS', broken: 'FAILED' });
+    expect(node(r, 'report').result).toEqual({ echo: { outcome: 'SUCCESS' } });
+    expect(r.outcome).toBe('SUCCESS');
+    expect(r.finally_failed).toEqual(['broken']);
+    const events = await baton.api.events(r.run_id);
+    expect(events.some((e) => /finally node\(s\) failed.*broken/.test(e.reason))).toBe(true);
+  });
+
+  it('a finally node runs after the handlers on failure, and the outcome stays FAIL', async () => {
+    // Argo: exit handler after the failure; its own success does not change the outcome.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'a', task: failing() },
+          { key: 'page', on_failure: true, task: echo() },
+          {
+            key: 'report',
+            finally: true,
+            task: echo({ outcome: '{{run.outcome}}', failed: '{{run.failed_nodes}}' }),
+          },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ a: 'FAILED', page: 'SUCCESS', report: 'SUCCESS' });
+    expect(node(r, 'report').result).toEqual({ echo: { outcome: 'FAIL', failed: ['a'] } });
+    expect(Date.parse(node(r, 'report').started_at as string)).toBeGreaterThanOrEqual(
+      Date.parse(node(r, 'page').finished_at as string),
+    );
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('a cancel stops the running node, runs the finally node, and leaves out one that opted out', async () => {
+    // Argo runs onExit on a stopped workflow (not on terminate); Airflow has no exit handler.
+    const id = await start({
+      nodes: [
+        { key: 'long', task: sleeping(600) },
+        { key: 'after', depends_on: ['long'], task: echo() },
+        { key: 'cleanup', finally: true, task: echo({ outcome: '{{run.outcome}}' }) },
+        { key: 'notify', finally: { on_cancel: false }, task: echo() },
+      ],
+    });
+    await until(id, (r) => node(r, 'long').status === 'ACTIVE', 'long running');
+    await act(id, 'cancel');
+    const r = await finished(id);
+    expect(states(r)).toEqual({
+      long: 'CANCELLED',
+      after: 'CANCELLED',
+      cleanup: 'SUCCESS',
+      notify: 'SKIPPED',
+    });
+    expect(node(r, 'cleanup').result).toEqual({ echo: { outcome: 'CANCELLED' } });
+    expect(r.outcome).toBe('CANCELLED');
+  });
+
+  it('fail_fast: after the first failure no new node starts; the running one finishes', async () => {
+    // Conductor fails the workflow at the first failed task; Argo's failFast for parallel steps.
+    const r = await finished(
+      await start({
+        fail_fast: true,
+        nodes: [
+          { key: 'bad', task: failing() },
+          { key: 'slow', task: sleeping(30) },
+          { key: 'after', depends_on: ['slow'], task: echo() },
+          { key: 'page', on_failure: true, task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({
+      bad: 'FAILED',
+      slow: 'SUCCESS',
+      after: 'CANCELLED',
+      page: 'SUCCESS',
+    });
+    expect(node(r, 'after').error).toBe('cancelled: the run failed fast');
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('fail_fast: cancel also cancels the nodes under way', async () => {
+    const r = await finished(
+      await start({
+        fail_fast: 'cancel',
+        nodes: [
+          { key: 'bad', depends_on: ['wait'], task: failing() },
+          { key: 'wait', wait: { seconds: 1 } },
+          { key: 'slow', task: sleeping(600) },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ wait: 'SUCCESS', bad: 'FAILED', slow: 'CANCELLED' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('without fail_fast an independent branch goes on after a failure', async () => {
+    // Airflow's default: other branches run to their end.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'bad', task: failing() },
+          { key: 'other', task: echo() },
+          { key: 'after', depends_on: ['other'], task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ bad: 'FAILED', other: 'SUCCESS', after: 'SUCCESS' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('an empty fan-out succeeds at once and its dependant runs', async () => {
+    // Airflow's dynamic mapping over an empty list skips; Argo's withItems over [] succeeds.
+    const r = await finished(
+      await start(
+        {
+          nodes: [
+            { key: 'each', for_each: '{{input.hosts}}', task: echo({ h: '{{item}}' }) },
+            { key: 'after', depends_on: ['each'], task: echo() },
+          ],
+        },
+        { hosts: [] },
+      ),
+    );
+    expect(states(r)).toEqual({ each: 'SUCCESS', after: 'SUCCESS' });
+    expect(r.outcome).toBe('SUCCESS');
+  });
+
+  it('a fan-out with one failing item fails, counts it, and its dependant is not run', async () => {
+    // Argo: a failed item fails the step unless continueOn; the others still run.
+    const r = await finished(
+      await start(
+        {
+          nodes: [
+            {
+              key: 'each',
+              for_each: '{{input.items}}',
+              task: {
+                create_info: { task_type: 'demo.flaky' },
+                params: { fail_times: '{{item}}' },
+                process_arg: { max_retry: 0 },
+              },
+            },
+            { key: 'after', depends_on: ['each'], task: echo() },
+          ],
+        },
+        { items: [0, 99, 0] },
+      ),
+    );
+    expect(states(r)).toEqual({ each: 'FAILED', after: 'UPSTREAM_FAILED' });
+    expect(node(r, 'each').result).toMatchObject({ count: 3, succeeded: 2, failed: 1 });
+    expect(r.error).toBe('node each failed: 1 of 3 items failed');
+  });
+
+  it('a partial rollback after a fan-out counts what failed and what was undone', async () => {
+    // Old Baton: "3 of 3 items failed" (rolled-back items counted as failed).
+    const r = await finished(
+      await start(
+        {
+          rollback_on_failure: true,
+          nodes: [
+            {
+              key: 'each',
+              for_each: '{{input.items}}',
+              task: { create_info: { task_type: 'demo.rollback' }, params: { fail: '{{item}}' } },
+            },
+          ],
+        },
+        { items: [false, true, false] },
+      ),
+    );
+    expect(r.outcome).toBe('FAIL');
+    expect(r.error).toBe('node each failed: 1 of 3 items failed; rolled back 2 node task(s)');
+    expect(node(r, 'each').result).toMatchObject({ failed: 1, rolled_back: 2 });
+  });
+
+  it('retry from failed runs the failed node and the ones not run because of it', async () => {
+    // Airflow's "clear failed and downstream"; Conductor's retry from the failed task.
+    const id = await start({
+      nodes: [
+        { key: 'a', task: failsOnce() },
+        { key: 'b', depends_on: ['a'], task: echo() },
+        { key: 'page', on_failure: true, task: echo() },
+      ],
+    });
+    const failed = await finished(id);
+    expect(states(failed)).toEqual({ a: 'FAILED', b: 'UPSTREAM_FAILED', page: 'SUCCESS' });
+    await act(id, 'retry');
+    const r = await until(id, (x) => x.status === 'FINISH' && x.outcome === 'SUCCESS', 'SUCCESS');
+    expect(states(r)).toMatchObject({ a: 'SUCCESS', b: 'SUCCESS' });
+    expect(r.failed_nodes).toEqual([]);
+  });
+
+  it('a person skips an upstream-failed node and its dependants go on', async () => {
+    const id = await start({
+      nodes: [
+        { key: 'a', task: failing() },
+        { key: 'b', depends_on: ['a'], task: echo() },
+        { key: 'c', depends_on: ['b'], task: echo() },
+        { key: 'gate', wait: { signal: 'go' } },
+        { key: 'd', depends_on: ['gate'], task: echo() },
+      ],
+    });
+    await until(id, (r) => node(r, 'c').status === 'UPSTREAM_FAILED', 'c upstream-failed');
+    await act(id, 'nodes/b/skip');
+    await until(id, (r) => node(r, 'c').status === 'SUCCESS', 'c run after the skip');
+    await act(id, 'signal', { signal: 'go' });
+    const r = await finished(id);
+    expect(states(r)).toEqual({
+      a: 'FAILED',
+      b: 'SKIPPED',
+      c: 'SUCCESS',
+      gate: 'SUCCESS',
+      d: 'SUCCESS',
+    });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('a paused run starts nothing until continued', async () => {
+    const id = await start({
+      nodes: [
+        { key: 'gate', wait: { signal: 'go' } },
+        { key: 'after', depends_on: ['gate'], task: echo() },
+      ],
+    });
+    await until(id, (r) => node(r, 'gate').status === 'ACTIVE', 'waiting');
+    await act(id, 'pause');
+    await act(id, 'signal', { signal: 'go' });
+    await waits.holds(
+      async () => node(await read(id), 'after').status === 'PENDING',
+      5_000,
+      'after pending while paused',
+    );
+    await act(id, 'continue');
+    const r = await finished(id);
+    expect(states(r)).toEqual({ gate: 'SUCCESS', after: 'SUCCESS' });
+  });
+
+  it('a failed sub-topology fails its node, and the nodes after it are not run', async () => {
+    // Argo's nested template failure; Conductor's SUB_WORKFLOW fails its parent task.
+    const child = `sem-child-${++n}`;
+    expect(
+      (
+        await baton.api.call('POST', '/v1/topologies', {
+          name: child,
+          nodes: [{ key: 'x', task: failing() }],
+        })
+      ).message,
+    ).toBe('ok');
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'sub', topology: { name: child, input: {} } },
+          { key: 'after', depends_on: ['sub'], task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ sub: 'FAILED', after: 'UPSTREAM_FAILED' });
+    expect(r.outcome).toBe('FAIL');
+  });
+
+  it('a node re-run re-runs it and what follows, keeping what came before', async () => {
+    const id = await start({
+      nodes: [
+        { key: 'a', task: echo() },
+        { key: 'b', depends_on: ['a'], task: echo() },
+        { key: 'c', depends_on: ['b'], task: echo() },
+      ],
+    });
+    const first = await finished(id);
+    await act(id, 'nodes/b/rerun');
+    const r = await until(
+      id,
+      (x) => x.status === 'FINISH' && node(x, 'c').finished_at !== node(first, 'c').finished_at,
+      'c again',
+    );
+    expect(states(r)).toEqual({ a: 'SUCCESS', b: 'SUCCESS', c: 'SUCCESS' });
+    expect(node(r, 'a').finished_at).toBe(node(first, 'a').finished_at);
+    expect(r.outcome).toBe('SUCCESS');
+  });
+});
