@@ -91,7 +91,7 @@ timings+=("static checks $((SECONDS - static_began)) s")
 #   10+ s, so they take turns in one lane.
 # - waiting: files that spend their time waiting on clocks: real servers' lease TTLs and sessions
 #   running out (the lock conformance suite), a cron's slots, retry schedules, scrapes, a kit's
-#   restart. They use little CPU.
+#   restart, the flows' real backoffs, a permanent task's recovery. They use little CPU.
 # - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers), and
 #   three failover files that mostly wait on a lease or a long run (timer ownership, log tailing,
 #   attempt binding), which balance the lanes.
@@ -100,7 +100,7 @@ timings+=("static checks $((SECONDS - static_began)) s")
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
   [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure)\.e2e-spec\.ts$'
-  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|rolling-restart|metrics|webhooks)\.e2e-spec)\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|rolling-restart|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
   [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|producer-ownership|logdumper|attempt-binding)\.e2e-spec\.ts$'
 )
 others=""
