@@ -251,6 +251,40 @@ describe('topology semantics', () => {
     expect(r.outcome).toBe('SUCCESS');
   });
 
+  it('a switch after a failure does not choose: its cases are not run because of the failure', async () => {
+    // Airflow: a branch operator downstream of a failure is upstream_failed, and so are its
+    // branches; a one_failed alert below them fires.
+    const r = await finished(
+      await start({
+        nodes: [
+          { key: 'check', task: failing() },
+          {
+            key: 'route',
+            depends_on: ['check'],
+            switch: { value: '{{input.mode}}', cases: { a: ['promote'] } },
+          },
+          { key: 'promote', depends_on: ['route'], task: echo() },
+          { key: 'alert', depends_on: ['promote'], trigger_rule: 'one_failed', task: echo() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({
+      check: 'FAILED',
+      route: 'UPSTREAM_FAILED',
+      promote: 'UPSTREAM_FAILED',
+      alert: 'SUCCESS',
+    });
+  });
+
+  it('a node that cannot start says why, and the run error names it', async () => {
+    const r = await finished(
+      await start({ nodes: [{ key: 'a', task: echo({ x: '{{input.missing}}' }) }] }),
+    );
+    expect(node(r, 'a').status).toBe('FAILED');
+    expect(node(r, 'a').error).toBe('{{input.missing}} has no value in this run');
+    expect(r.error).toBe('node a failed: {{input.missing}} has no value in this run');
+  });
+
   it('a cleanup node (all_done) after a failed step runs, and the run still fails', async () => {
     // Airflow's teardown-style all_done: the run fails. Old Baton: SUCCESS ("handled").
     const r = await finished(

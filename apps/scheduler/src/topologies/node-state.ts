@@ -212,7 +212,9 @@ export function viewOf(
   view.manual = own.state === 'skipped' && own.result?.by === 'api';
   if (forEach === undefined || own.state !== 'forked') {
     view.status = rowStatus(own, tasks);
-    view.task = own.taskId ? tasks.get(own.taskId) : undefined;
+    // A node decided not to run keeps the task of an earlier attempt on its row: not shown.
+    const stale = own.state === 'upstream_failed' || own.state === 'cancelled';
+    view.task = own.taskId && !stale ? tasks.get(own.taskId) : undefined;
     view.result =
       kindOf(def) === 'task' || kindOf(def) === 'topology'
         ? (view.task?.result ?? null)

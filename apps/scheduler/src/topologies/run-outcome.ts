@@ -17,6 +17,9 @@ export function nodeError(v: NodeView): string | null {
     const reason = v.row?.result?.reason ?? v.row?.result?.stopped;
     return reason === 'fail_fast' ? 'cancelled: the run failed fast' : 'cancelled';
   }
+  // A node that could not start says why on its row; one that ran, in its task's error.
+  const rowError = v.row?.result?.error;
+  if (typeof rowError === 'string') return rowError;
   const own = v.task?.error?.message;
   if (own) return own;
   const err = (v.result as { error?: unknown } | null)?.error;

@@ -22,6 +22,10 @@ import { runNotFound } from './topology-runs.service';
 /** Rows of nodes that did not run (no task): a retry decides them again. */
 const NOT_RUN: ReadonlySet<NodeRow['state']> = new Set(['failed', 'upstream_failed', 'cancelled']);
 
+/** A node that failing fast kept from starting (no task): decided again by a repair. */
+const failFastLeftover = (r: NodeRow): boolean =>
+  r.state === 'cancelled' && r.taskId === null && r.result?.reason === 'fail_fast';
+
 /** What a person may skip: a node that has not run, or ended without doing its work. */
 const SKIPPABLE: ReadonlySet<NodeStatus> = new Set([
   'PENDING',
@@ -90,9 +94,12 @@ export class RunRepairs {
           // Skipped by a person: it stays skipped (a sub-topology too).
         } else if (t?.repetition === RepetitionKind.TOPOLOGY) {
           if (t.outcome !== TaskStatus.SUCCESS) children.push(t.taskId);
-        } else if (NOT_RUN.has(r.state) || (r.state === 'skipped' && !t)) drop.push(r);
+        } else if (!t && (handlers.has(r.key) || NOT_RUN.has(r.state) || r.state === 'skipped'))
+          // Decided again: a handler or finally-node of any kind, a node that did not run.
+          drop.push(r);
         else if (r.state === 'forked' && r.result?.stopped !== undefined) resume.push(r);
-        else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state === 'skipped')) wake.push(r);
+        // A node with a task runs that task again (each node keeps one task for good).
+        else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state !== 'task')) wake.push(r);
         else if (t && handlers.has(r.key)) wake.push(r);
       }
       await this.runs.deleteNodes(m, runId, drop);
@@ -129,8 +136,11 @@ export class RunRepairs {
     if (!node) throw this.noNode(runId, key);
     const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
     const ancestors = ancestorSets(spec.nodes, byKey);
+    // The node, what follows it, and the handlers and finally-nodes (decided after the graph).
     const downstream = new Set(
-      spec.nodes.filter((n) => n.key === key || ancestors.get(n.key)?.has(key)).map((n) => n.key),
+      spec.nodes
+        .filter((n) => n.key === key || ancestors.get(n.key)?.has(key) || phaseOf(n) !== 'main')
+        .map((n) => n.key),
     );
     if (spec.nodes.some((n) => downstream.has(n.key) && 'topology' in n))
       throw new ContractException(
@@ -140,7 +150,9 @@ export class RunRepairs {
       );
     await this.tx.run(async (m) => {
       await this.runs.lock(m, runId);
-      const rows = (await this.runs.nodes(runId, m)).filter((r) => downstream.has(r.key));
+      const all = await this.runs.nodes(runId, m);
+      // What failing fast left unstarted elsewhere in the graph starts again too.
+      const rows = all.filter((r) => downstream.has(r.key) || failFastLeftover(r));
       const tasks = await this.taskMap(rows, m);
       const busy = rows.find((r) => r.taskId && tasks.get(r.taskId)?.status !== TaskStatus.FINISH);
       if (busy)
@@ -198,6 +210,8 @@ export class RunRepairs {
       const skipped = { state: 'skipped' as const, result: { by: 'api' } };
       if (row) await this.runs.moveNode(m, runId, key, 0, row.state, skipped, now);
       else await this.runs.insertNodes(m, runId, [{ key, item: 0, taskId: null, ...skipped }], now);
+      // What failing fast left unstarted starts once the failure is skipped.
+      await this.runs.deleteNodes(m, runId, rows.filter(failFastLeftover));
       // The nodes after it that its failure skipped are decided again, now that it counts as done.
       const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
       const ancestors = ancestorSets(spec.nodes, byKey);

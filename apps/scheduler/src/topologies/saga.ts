@@ -11,7 +11,9 @@ type Stage = 'awaiting' | 'in-flight' | 'done' | 'noted' | 'none';
  * outcome unchanged could not be undone (its worker no longer knew it): noted, as the log says.
  */
 function stageOf(row: NodeRow, task: NodeTask | undefined): Stage {
-  if (!task || row.state === 'skipped') return 'none';
+  // Only a row whose task ran this time has anything to undo (a kept task of a node decided
+  // otherwise since, skipped or not run, does not).
+  if (!task || (row.state !== 'task' && row.state !== 'rerun')) return 'none';
   const asked = row.result?.rollback;
   if (task.outcome === TaskStatus.ROLLBACK) return 'done';
   if (typeof asked === 'string' && asked !== 'requested') return 'noted';

@@ -108,9 +108,18 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
   if (problems.length === 0) {
     checkAcyclic(parsed, byKey);
     const ancestors = ancestorSets(parsed, byKey);
-    const graph = new Set(parsed.filter((n) => phaseOf(n) === 'main').map((n) => n.key));
+    // Handlers read the run's nodes; finally-nodes the handlers too (both have ended by then).
+    const main = parsed.filter((n) => phaseOf(n) === 'main').map((n) => n.key);
+    const handlers = parsed.filter((n) => phaseOf(n) === 'handler').map((n) => n.key);
+    const readable = {
+      main: new Set<string>(),
+      handler: new Set(main),
+      finally: new Set([...main, ...handlers]),
+    };
     for (const n of parsed)
-      collect(() => checkReferences(n, byKey, ancestors.get(n.key) ?? new Set(), graph));
+      collect(() =>
+        checkReferences(n, byKey, ancestors.get(n.key) ?? new Set(), readable[phaseOf(n)]),
+      );
   }
   if (problems.length) {
     const [first] = problems;

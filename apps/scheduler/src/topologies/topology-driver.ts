@@ -16,11 +16,11 @@ import {
   TasksRepository,
 } from '../task-store';
 import { TaskActionsService, TasksService } from '../tasks';
-import { NodeRow, sameRows, statusCounts } from './node-state';
+import { NodeRow, sameRows } from './node-state';
 import { NodeTaskReader } from './node-task-reader';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH } from './topology-definition';
-import { NodeStart, Plan, evaluate, viewsOf } from './topology-evaluator';
+import { NodeStart, Plan, evaluate } from './topology-evaluator';
 import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
 
@@ -119,7 +119,6 @@ export class TopologyDriver implements TaskChangeConsumer {
     let again = false;
     let plan: Plan | undefined;
     let created: TaskModel[] = [];
-    let counts: Record<string, number> = {};
     await this.tx.run(async (m) => {
       again = false;
       created = [];
@@ -135,7 +134,6 @@ export class TopologyDriver implements TaskChangeConsumer {
       // every node, a thousand in a fan-out of a thousand).
       const unmoved = current.version === centre.version && sameRows(rows, firstRows);
       plan = unmoved ? first : evaluate(spec, this.context(run, current), rows, nodeTasks);
-      if (plan.finish) counts = statusCounts(viewsOf(spec, rows, nodeTasks).values());
       const taskRows: Omit<NodeRow, 'createdAt' | 'updatedAt'>[] = [];
       const childRuns: TopologyRun[] = [];
       for (const s of plan.starts) {
@@ -193,7 +191,7 @@ export class TopologyDriver implements TaskChangeConsumer {
         }),
       ),
     );
-    if (decided.finish && !again) await this.finish(run, decided.finish, counts);
+    if (decided.finish && !again) await this.finish(run, decided.finish);
     return again;
   }
 
@@ -333,11 +331,7 @@ export class TopologyDriver implements TaskChangeConsumer {
     return { task };
   }
 
-  private async finish(
-    run: TopologyRun,
-    f: NonNullable<Plan['finish']>,
-    counts: Record<string, number>,
-  ): Promise<void> {
+  private async finish(run: TopologyRun, f: NonNullable<Plan['finish']>): Promise<void> {
     let centre = await this.tasks.findById(run.runId);
     if (!centre || centre.status === TaskStatus.FINISH) return;
     const now = this.clock.now();
@@ -372,7 +366,7 @@ export class TopologyDriver implements TaskChangeConsumer {
             : f.outcome === 'CANCELLED'
               ? CANCELLED_OUTCOME
               : TaskStatus.FAIL,
-          result: { nodes: counts, ...reported },
+          result: { nodes: f.counts ?? {}, ...reported },
           error: ok
             ? null
             : {

@@ -194,7 +194,11 @@ describe('evaluate', () => {
       },
     ]);
     sim.end('D');
-    expect(sim.step().finish).toEqual({ outcome: 'SUCCESS', error: null });
+    expect(sim.step().finish).toEqual({
+      outcome: 'SUCCESS',
+      error: null,
+      counts: { SUCCESS: 4 },
+    });
   });
 
   it('fails the run on an unhandled failure, after the on-failure handlers ran', () => {
@@ -216,6 +220,8 @@ describe('evaluate', () => {
       outcome: 'FAIL',
       error: 'node A failed: boom',
       failedNodes: ['A', 'B'],
+      // Counted with this evaluation's own decisions.
+      counts: { FAILED: 1, UPSTREAM_FAILED: 1, SUCCESS: 1 },
     });
   });
 
@@ -264,6 +270,7 @@ describe('evaluate', () => {
       outcome: 'CANCELLED',
       error: 'cancelled',
       failedNodes: [],
+      counts: { SUCCESS: 1, CANCELLED: 1 },
     });
     expect(cancelling.statuses()).toEqual({ A: 'SUCCESS', B: 'CANCELLED' });
   });
@@ -343,6 +350,7 @@ describe('evaluate', () => {
       outcome: 'SUCCESS',
       error: null,
       optionalFailed: ['lint'],
+      counts: { FAILED: 1, SUCCESS: 1 },
     });
   });
 
@@ -396,7 +404,12 @@ describe('evaluate', () => {
       ['F', { outcome: 'SUCCESS', error: null, failed: [], a: 'SUCCESS null' }],
     ]);
     ok.end('F', false);
-    expect(ok.step().finish).toEqual({ outcome: 'SUCCESS', error: null, finallyFailed: ['F'] });
+    expect(ok.step().finish).toEqual({
+      outcome: 'SUCCESS',
+      error: null,
+      finallyFailed: ['F'],
+      counts: { SUCCESS: 1, PENDING: 1, FAILED: 1 },
+    });
 
     const bad = new Sim(spec(nodes));
     bad.step();
@@ -419,6 +432,7 @@ describe('evaluate', () => {
       outcome: 'FAIL',
       error: 'node A failed: boom',
       failedNodes: ['A'],
+      counts: { FAILED: 1, SUCCESS: 2 },
     });
   });
 
@@ -441,6 +455,40 @@ describe('evaluate', () => {
     expect(sim.statuses()).toEqual({ A: 'CANCELLED', B: 'CANCELLED', F: 'ACTIVE', G: 'SKIPPED' });
     sim.end('F');
     expect(sim.step().finish?.outcome).toBe('CANCELLED');
+  });
+
+  it('keeps the failed nodes on a run cancelled while its handler ran', () => {
+    const sim = new Sim(
+      spec([
+        { key: 'A', task: echo() },
+        { key: 'H', on_failure: true, task: echo() },
+      ]),
+    );
+    sim.step();
+    sim.end('A', false);
+    expect(sim.started(sim.step())).toEqual(['H']);
+    sim.r = run({ cancelling: true });
+    expect(sim.step().cancel).toEqual(['T2']);
+    sim.cancelled('H');
+    expect(sim.step().finish).toMatchObject({ outcome: 'CANCELLED', failedNodes: ['A'] });
+  });
+
+  it('asks again for a finally-node re-run while the run is being cancelled', () => {
+    const s = spec([
+      { key: 'A', task: echo() },
+      { key: 'F', finally: true, task: echo() },
+    ]);
+    const sim = new Sim(s);
+    sim.step();
+    sim.end('A');
+    sim.step();
+    sim.end('F');
+    // F's row says its re-run (attempt 1 -> 2) was decided, and the task is still at attempt 1.
+    const f = sim.rows.find((r) => r.key === 'F') as NodeRow;
+    f.state = 'rerun';
+    f.result = { from: 1 };
+    sim.r = run({ cancelling: true });
+    expect(sim.step().kicks.map((k) => k.taskId)).toEqual([f.taskId]);
   });
 
   it('fails fast: after the first failure no node starts, and with cancel the running stop', () => {

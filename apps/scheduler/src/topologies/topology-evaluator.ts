@@ -4,8 +4,8 @@ import {
   NodeStatus,
   NodeTask,
   NodeView,
-  failedStatus,
   pendingKicks,
+  statusCounts,
   viewOf,
 } from './node-state';
 import { sagaStep } from './saga';
@@ -81,6 +81,8 @@ export interface Plan {
     optionalFailed?: string[];
     /** Finally-nodes that failed: reported, not changing the outcome. */
     finallyFailed?: string[];
+    /** How many nodes ended in each status, this evaluation's decisions included. */
+    counts?: Record<string, number>;
   };
   /** The earliest time a wait ends, to look again then. */
   wakeAt?: number;
@@ -216,11 +218,11 @@ export function evaluate(
       plan.rows.push({
         key: n.key,
         item: 0,
-        state: 'cancelled',
+        state,
         result: { ...v.row.result, reason },
         from: 'waiting',
       });
-      set(n.key, 'CANCELLED');
+      set(n.key, state === 'cancelled' ? 'CANCELLED' : 'SKIPPED');
     }
   };
   /** The unfinished tasks of these nodes. */
@@ -233,7 +235,12 @@ export function evaluate(
     nodes.every((n) => ENDED.has(view(n.key).status));
 
   if (run.paused && !run.cancelling) return plan;
-  plan.kicks = run.cancelling ? [] : pendingKicks(rows, tasks);
+  // While cancelling only the finally-nodes' re-runs are asked again (they still run).
+  const finalKeys = new Set(finals.map((n) => n.key));
+  plan.kicks = pendingKicks(
+    run.cancelling ? rows.filter((r) => finalKeys.has(r.key)) : rows,
+    tasks,
+  );
 
   const chosenBy = switchChoices(spec, views);
   const evaluation: Evaluation = {
@@ -268,7 +275,14 @@ export function evaluate(
     let verdict = ruleVerdict(n.trigger_rule, parents);
     for (const d of n.depends_on) {
       const chosen = chosenBy.get(d);
-      if (verdict !== 'wait' && chosen?.listed.has(n.key) && !chosen.taken?.has(n.key))
+      // Only a switch that chose skips the other cases; one that failed or was skipped passes
+      // that on through the rules.
+      if (
+        verdict === 'run' &&
+        chosen?.taken &&
+        chosen.listed.has(n.key) &&
+        !chosen.taken.has(n.key)
+      )
         verdict = 'skip';
     }
     if (verdict === 'wait') return;
@@ -301,7 +315,11 @@ export function evaluate(
     pass(finals);
     if (!ended(finals)) return plan;
     const finallyFailed = finals.filter((n) => hardFailure(view(n.key).status)).map((n) => n.key);
-    plan.finish = { ...f, ...(finallyFailed.length ? { finallyFailed } : {}) };
+    plan.finish = {
+      ...f,
+      ...(finallyFailed.length ? { finallyFailed } : {}),
+      counts: statusCounts(views.values()),
+    };
     return plan;
   };
 
@@ -312,7 +330,15 @@ export function evaluate(
     const active = activeTasks([...main, ...handlers]);
     plan.cancel = active.filter((t) => !t.cancelRequested).map((t) => t.taskId);
     if (active.length > 0) return plan;
-    return close({ outcome: 'CANCELLED', error: 'cancelled', failedNodes: [] });
+    // What had failed before the cancel is still told.
+    const failedBefore = main.filter(
+      (n) => !n.optional && ['FAILED', 'UPSTREAM_FAILED'].includes(view(n.key).status),
+    );
+    return close({
+      outcome: 'CANCELLED',
+      error: 'cancelled',
+      failedNodes: failedBefore.map((n) => n.key),
+    });
   }
 
   pass(main);
@@ -324,9 +350,9 @@ export function evaluate(
         .map((t) => t.taskId);
   }
   if (!ended(main)) return plan;
-  const failed = main.filter((n) => !n.optional && failedStatus(view(n.key).status));
+  const failed = main.filter((n) => !n.optional && hardFailure(view(n.key).status));
   const optionalFailed = main
-    .filter((n) => n.optional && failedStatus(view(n.key).status))
+    .filter((n) => n.optional && hardFailure(view(n.key).status))
     .map((n) => n.key);
   const extra = optionalFailed.length ? { optionalFailed } : {};
   if (failed.length === 0) return close({ outcome: 'SUCCESS', error: null, ...extra });
