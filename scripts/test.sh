@@ -88,7 +88,8 @@ timings+=("static checks $((SECONDS - static_began)) s")
 # file waits on a server, a restart or a browser. What goes where:
 # - heavy: e2e files that start several schedulers under load and kill them (their restarts and
 #   failovers are what they measure). Two of them at once on two cores made each restart take
-#   10+ s, so they take turns in one lane.
+#   10+ s, so they take turns in one lane. rolling-restart is one of them: run beside them on a
+#   loaded box, its deploy fell 150 s behind.
 # - waiting: files that spend their time waiting on clocks: real servers' lease TTLs and sessions
 #   running out (the lock conformance suite), a cron's slots, retry schedules, scrapes, a kit's
 #   restart, the flows' real backoffs, a permanent task's recovery. They use little CPU.
@@ -99,8 +100,8 @@ timings+=("static checks $((SECONDS - static_began)) s")
 # A new file goes in the list its kind names; the `Times:` line shows how the lanes end.
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
-  [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure)\.e2e-spec\.ts$'
-  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|rolling-restart|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
+  [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure|rolling-restart)\.e2e-spec\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
   [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|producer-ownership|logdumper|attempt-binding)\.e2e-spec\.ts$'
 )
 others=""
