@@ -212,11 +212,19 @@ describe('topology semantics', () => {
 
   it('a one_success join after a switch starts only once the taken branch has ended', async () => {
     // Airflow one_success: fires on the first success; the untaken branch is skipped, not a success.
-    const r = await finished(await start(afterSwitch('one_success', sleeping(5)), { mode: 'a' }));
-    expect(states(r)).toMatchObject({ b1: 'SKIPPED', a2: 'SUCCESS', join: 'SUCCESS' });
-    expect(Date.parse(node(r, 'join').started_at as string)).toBeGreaterThanOrEqual(
-      Date.parse(node(r, 'a2').finished_at as string),
+    const id = await start(afterSwitch('one_success', sleeping(5)), { mode: 'a' });
+    await until(id, (x) => node(x, 'a2').status === 'ACTIVE', 'a2 under way');
+    // While the taken branch runs, the join waits (the untaken branch is no success).
+    await waits.holds(
+      async () => {
+        const x = await read(id);
+        return node(x, 'a2').status !== 'ACTIVE' || node(x, 'join').status === 'PENDING';
+      },
+      3_000,
+      'join pending while a2 runs',
     );
+    const r = await finished(id);
+    expect(states(r)).toMatchObject({ b1: 'SKIPPED', a2: 'SUCCESS', join: 'SUCCESS' });
     expect(r.outcome).toBe('SUCCESS');
   });
 
@@ -391,24 +399,29 @@ describe('topology semantics', () => {
 
   it('a finally node runs after the handlers on failure, and the outcome stays FAIL', async () => {
     // Argo: exit handler after the failure; its own success does not change the outcome.
-    const r = await finished(
-      await start({
-        nodes: [
-          { key: 'a', task: failing() },
-          { key: 'page', on_failure: true, task: echo() },
-          {
-            key: 'report',
-            finally: true,
-            task: echo({ outcome: '{{run.outcome}}', failed: '{{run.failed_nodes}}' }),
-          },
-        ],
-      }),
+    const id = await start({
+      nodes: [
+        { key: 'a', task: failing() },
+        { key: 'page', on_failure: true, task: sleeping(5) },
+        {
+          key: 'report',
+          finally: true,
+          task: echo({ outcome: '{{run.outcome}}', failed: '{{run.failed_nodes}}' }),
+        },
+      ],
+    });
+    await until(id, (x) => node(x, 'page').status === 'ACTIVE', 'the handler under way');
+    await waits.holds(
+      async () => {
+        const x = await read(id);
+        return node(x, 'page').status !== 'ACTIVE' || node(x, 'report').status === 'PENDING';
+      },
+      3_000,
+      'the finally node waiting for the handler',
     );
+    const r = await finished(id);
     expect(states(r)).toEqual({ a: 'FAILED', page: 'SUCCESS', report: 'SUCCESS' });
     expect(node(r, 'report').result).toEqual({ echo: { outcome: 'FAIL', failed: ['a'] } });
-    expect(Date.parse(node(r, 'report').started_at as string)).toBeGreaterThanOrEqual(
-      Date.parse(node(r, 'page').finished_at as string),
-    );
     expect(r.outcome).toBe('FAIL');
   });
 

@@ -74,18 +74,8 @@ export const toNodeTask = (t: NodeTask): NodeTask => ({
   pendingAction: t.pendingAction,
 });
 
-/** A node's status in a run. */
-export type NodeStatus =
-  | 'PENDING'
-  | 'ACTIVE'
-  | 'SUCCESS'
-  | 'FAILED'
-  | 'UPSTREAM_FAILED'
-  | 'CANCELLED'
-  | 'SKIPPED'
-  | 'ROLLED_BACK';
-
-export const NODE_STATUSES: readonly NodeStatus[] = [
+/** A node's status in a run, every one of them. */
+export const NODE_STATUSES = [
   'PENDING',
   'ACTIVE',
   'SUCCESS',
@@ -94,7 +84,8 @@ export const NODE_STATUSES: readonly NodeStatus[] = [
   'CANCELLED',
   'SKIPPED',
   'ROLLED_BACK',
-];
+] as const;
+export type NodeStatus = (typeof NODE_STATUSES)[number];
 
 export const ENDED: ReadonlySet<NodeStatus> = new Set([
   'SUCCESS',
