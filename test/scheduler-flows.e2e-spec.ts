@@ -49,6 +49,7 @@ async function processes(): Promise<FlowBaton> {
     },
     runLogs: () => runLogs,
     output: () => scheduler.output(),
+    realTime: true,
     ...realTime,
     until: (id, status, timeoutMs) => realTime.until(api, id, status, timeoutMs),
     async stop() {

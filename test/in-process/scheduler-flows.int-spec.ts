@@ -40,6 +40,7 @@ async function inProcess(): Promise<FlowBaton> {
     },
     runLogs: () => runLogs,
     output: () => baton.output(),
+    realTime: false,
     ...waits,
     until: (id, status, timeoutMs) => waits.until(baton.api, id, status, timeoutMs),
     stop: () => baton.stop(),

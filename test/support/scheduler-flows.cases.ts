@@ -26,6 +26,8 @@ export interface FlowBaton {
   /** What the scheduler logged. */
   output(): string;
   now(): number;
+  /** True on the process tier: time is the box's, and a loaded box may reach a task late. */
+  readonly realTime: boolean;
   eventually<T>(probe: () => Promise<T | undefined>, timeoutMs?: number, what?: string): Promise<T>;
   holds(check: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void>;
   until(id: string, status?: string, timeoutMs?: number): Promise<Record<string, unknown>>;
@@ -551,7 +553,12 @@ export function schedulerFlowCases(start: () => Promise<FlowBaton>): void {
       });
       const done = await h.until(waiter);
       expect(done).toMatchObject({ outcome: 'FAIL', attempt: 0, error: { code: 'queue_timeout' } });
-      expect(await api.sequence(waiter)).toEqual(['INIT', 'POSTPONE', 'FAIL', 'FINISH']);
+      // On the ManualClock the waiter is seen held (POSTPONE) before its timeout strikes; on a
+      // loaded box the timeout may strike before the runner first reaches it.
+      const seq = await api.sequence(waiter);
+      if (h.realTime)
+        expect(seq.filter((s) => s !== 'POSTPONE')).toEqual(['INIT', 'FAIL', 'FINISH']);
+      else expect(seq).toEqual(['INIT', 'POSTPONE', 'FAIL', 'FINISH']);
       await h.until(holder);
     } finally {
       await api.call('PATCH', '/v1/task-types/demo.echo', { queue_timeout_ms: null });
