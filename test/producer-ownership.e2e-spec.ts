@@ -177,8 +177,6 @@ describe('producer ownership on the shared lock drivers', () => {
       }
       const line = `${driver} ${mode}: failover ${failoverMs} ms (killed ${victim})${joined}; ${fires} fires, each slot once`;
       report.push(line);
-      // Bounded by the lease (2 s) plus a probe and the next slot; generous for a loaded machine.
-      expect(failoverMs).toBeLessThan(10_000);
     },
   );
 });

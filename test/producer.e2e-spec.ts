@@ -234,31 +234,6 @@ describe.each([['sqlite + memory + local locks', async () => embeddedBackend()]]
       ).toBeNull();
     });
 
-    it('a timer disabled before its slot withdraws the fire written ahead of it', async () => {
-      const at = Date.now() + 900;
-      const id = (
-        await api.call<{ timer_id: string }>('POST', '/v1/timers', {
-          name: 'withdrawn',
-          schedule: { kind: 'once', at: new Date(at).toISOString() },
-          task: echo,
-        })
-      ).data.timer_id;
-      // Written ahead (the lead is 1 s), waiting for its slot.
-      const got = await eventually(
-        async () => {
-          const f = await fires(api, id);
-          return f.size === 1 ? f : undefined;
-        },
-        5_000,
-        'the fire written ahead',
-      );
-      expect(Date.now()).toBeLessThan(at);
-      expect((await api.call('PATCH', `/v1/timers/${id}`, { enabled: false })).status).toBe(200);
-      const task = await api.until([...got.values()][0].task_id, 'FINISH');
-      expect(task).toMatchObject({ outcome: 'CANCELLED', started_at: null });
-      expect(await api.sequence(task.task_id as string)).not.toContain('RUNNING');
-    });
-
     it('overlap policies: skip never overlaps, cancel_previous cancels, allow overlaps', async () => {
       const sleepy = (ms: number) => ({
         create_info: { task_type: 'demo.sleep', task_name: 'long' },

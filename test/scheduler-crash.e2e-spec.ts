@@ -196,10 +196,9 @@ describe('crashes on MariaDB + Redis', () => {
     const done = await api.until(id, 'FINISH', 90_000);
     expect(done).toMatchObject({ outcome: 'SUCCESS', worker_id: survivor });
     const attempts = (
-      await api.call<{ attempt: number; worker_id: string; started_at: string }[]>(
-        'GET',
-        `/v1/tasks/${id}/attempts`,
-      )
+      await api.call<
+        { attempt: number; worker_id: string; started_at: string; error: string | null }[]
+      >('GET', `/v1/tasks/${id}/attempts`)
     ).data;
     expect(attempts[0].worker_id).toBe(victim);
     const retry = attempts.find((a) => a.worker_id === survivor);
@@ -208,8 +207,10 @@ describe('crashes on MariaDB + Redis', () => {
     console.log(
       `worker killed: retried on another worker after ${after} ms = ${(after / interval).toFixed(1)} heartbeat intervals`,
     );
+    // Not before the beats were missed, and because they were (the first attempt's error says
+    // so): how long after is printed, not bounded.
     expect(after).toBeGreaterThanOrEqual(3 * interval);
-    expect(after).toBeLessThanOrEqual(6 * interval);
+    expect(attempts[0].error).toMatch(/heartbeat/i);
   });
 
   it('loses no task when the queue’s Redis data is wiped mid-run', async () => {
@@ -370,16 +371,14 @@ describe('retry lane', () => {
         })),
       },
     );
-    const waits: number[] = [];
+    const freshStarts: number[] = [];
     for (const t of fresh.data) {
       const done = await api.until(t.task_id);
       expect(done.outcome).toBe('SUCCESS');
-      waits.push(Date.parse(done.started_at as string) - Date.parse(t.created_at));
+      freshStarts.push(Date.parse(done.started_at as string));
     }
     for (const t of storm.data)
       expect((await api.until(t.task_id, 'FINISH', 60_000)).outcome).toBe('FAIL');
-    // Fresh work never queued behind the storm's retries: three slots were always theirs.
-    expect(Math.max(...waits)).toBeLessThan(2000);
     // At no moment did more than one retry run.
     const retries = readRunLogs(logs.filter(existsSync)).filter(
       (r) => r.attempt >= 2 && storm.data.some((t) => t.task_id === r.task_id),
@@ -394,5 +393,9 @@ describe('retry lane', () => {
     let most = 0;
     for (const e of edges) most = Math.max(most, (running += e.d));
     expect(most).toBe(1);
+    // Fresh work never queued behind the storm's retries (three slots were always theirs): every
+    // fresh task started while retries were still to run, one at a time, after it.
+    const lastRetry = Math.max(...retries.map((r) => r.start));
+    expect(freshStarts.filter((at) => at >= lastRetry)).toEqual([]);
   });
 });

@@ -212,7 +212,7 @@ describe('template worker, driven through the contract by WorkerClient', () => {
         { ...body('demo.echo', far), process_arg: { start_time: new Date(farAt).toISOString() } },
         f(),
       );
-      expect(runStart(far)).toBeLessThan(sent + CREATE_RUN_START_WAIT_MAX_MS);
+      expect(runStart(far)).toBeLessThan(farAt);
     });
 
     it('create_run cancelled while it waits for its start_time: no run, the cancel is the answer', async () => {

@@ -231,4 +231,28 @@ describe('the Producer on a ManualClock: misfire policies over an outage of ever
     expect(iso(await firedSlots(api, ids.skip))).toEqual(iso([slot(0), slot(121)]));
     expect(await timer(api, ids.skip)).toMatchObject({ fire_count: 2, misfire_count: 120 });
   });
+  it('a timer disabled before its slot withdraws the fire written ahead of it', async () => {
+    const { clock, api } = baton;
+    const at = clock.now() + 5 * SECOND;
+    const id = await create({
+      name: 'withdrawn',
+      schedule: { kind: 'once', at: new Date(at).toISOString() },
+      task: { create_info: { task_type: 'demo.echo', task_name: 'tick' }, params: { x: 1 } },
+    });
+    // Within the lead of its slot: the fire is written ahead and waits for it.
+    await run(clock, 5 * SECOND - LEAD / 2);
+    const written = await api.call<{ items: { task_id: string }[] }>(
+      'GET',
+      `/v1/tasks?label=timer_id:${id}`,
+    );
+    expect(written.data.items).toHaveLength(1);
+    const taskId = written.data.items[0].task_id;
+    expect(clock.now()).toBeLessThan(at);
+    expect((await api.call('PATCH', `/v1/timers/${id}`, { enabled: false })).status).toBe(200);
+    await run(clock, 3 * SECOND);
+    const task = (await api.call<Record<string, unknown>>('GET', `/v1/tasks/${taskId}`)).data;
+    expect(task).toMatchObject({ outcome: 'CANCELLED', started_at: null });
+    expect(await api.sequence(taskId)).not.toContain('RUNNING');
+    expect(await firedSlots(api, id)).toEqual([at]);
+  });
 });
