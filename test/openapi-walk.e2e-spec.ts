@@ -430,6 +430,9 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'POST /v1/topologies/{topology}/runs': () => ({ path: '/v1/topologies/walk-wait/runs' }),
       'GET /v1/topology-runs': () => ({ path: '/v1/topology-runs?name=walk-wait&limit=2' }),
       'GET /v1/topology-runs/{run_id}': () => ({ path: `/v1/topology-runs/${s.runPaused}` }),
+      'GET /v1/topology-runs/{run_id}/history': () => ({
+        path: `/v1/topology-runs/${s.runRerun}/history`,
+      }),
       'POST /v1/topology-runs/{run_id}/cancel': () => ({
         path: `/v1/topology-runs/${s.runCancelled}/cancel`,
       }),

@@ -100,6 +100,37 @@ const states = (r: Run): Record<string, string> =>
   Object.fromEntries(r.nodes.map((x) => [x.key, x.status]));
 const node = (r: Run, key: string): RunNode => r.nodes.find((x) => x.key === key) as RunNode;
 
+interface HistoryEntry {
+  kind: 'run' | 'repair' | 'execution' | 'decision';
+  at: string;
+  node: string | null;
+  phase: string | null;
+  status: string;
+  task_id: string | null;
+  attempt: number | null;
+  ended_at: string | null;
+  error: string | null;
+  reason: string | null;
+  actor: string | null;
+  current: boolean;
+}
+const history = async (id: string): Promise<HistoryEntry[]> => {
+  const res = await baton.api.call<{ run_id: string; entries: HistoryEntry[] }>(
+    'GET',
+    `/v1/topology-runs/${id}/history`,
+  );
+  expect(res.status).toBe(200);
+  return res.data.entries;
+};
+/** A node's entries in the history, as `kind status [attempt] current|replaced`. */
+const told = (h: HistoryEntry[], key: string): string[] =>
+  h
+    .filter((e) => e.node === key && e.kind !== 'repair')
+    .map(
+      (e) =>
+        `${e.kind} ${e.status}${e.attempt !== null ? ` #${e.attempt}` : ''} ${e.current ? 'current' : 'replaced'}`,
+    );
+
 async function act(id: string, action: string, body: Json = {}): Promise<void> {
   const res = await baton.api.call('POST', `/v1/topology-runs/${id}/${action}`, body);
   expect(`${action}: ${res.status} ${res.message}`).toBe(`${action}: 200 ok`);
@@ -581,6 +612,31 @@ describe('topology semantics', () => {
     const r = await until(id, (x) => x.status === 'FINISH' && x.outcome === 'SUCCESS', 'SUCCESS');
     expect(states(r)).toMatchObject({ a: 'SUCCESS', b: 'SUCCESS' });
     expect(r.failed_nodes).toEqual([]);
+    // The history keeps the first attempt, the handler's run and what the retry decided again
+    // (Airflow keeps each try of a task instance; Conductor each retried task).
+    const h = await history(id);
+    expect(told(h, 'a')).toEqual(['execution FAIL #1 replaced', 'execution SUCCESS #2 current']);
+    expect(told(h, 'b')).toEqual([
+      'decision UPSTREAM_FAILED replaced',
+      'execution SUCCESS #1 current',
+    ]);
+    expect(told(h, 'page')).toEqual(['execution SUCCESS #1 replaced', ...told(h, 'page').slice(1)]);
+    expect(node(r, 'page')).toMatchObject({ status: 'SKIPPED' });
+    expect(told(h, 'page')).toHaveLength(2);
+    expect(h.find((e) => e.node === 'a' && e.attempt === 1)?.error).toBeTruthy();
+    const retry = h.find((e) => e.kind === 'repair');
+    expect(retry).toMatchObject({ status: 'retry', node: null });
+    expect(retry?.actor).toMatch(/^key:/);
+    // The run's own moves: it finished FAIL, was reopened by the retry, and finished again.
+    const moves = h.filter((e) => e.kind === 'run' && e.status === 'FINISH');
+    expect(moves).toHaveLength(2);
+    expect(h.some((e) => e.kind === 'run' && e.reason === 'retry from the failed nodes')).toBe(
+      true,
+    );
+    // In time order: the first attempt before the retry, the second after it.
+    const at = (e?: HistoryEntry): number => Date.parse(e?.at ?? '');
+    expect(at(h.find((e) => e.node === 'a' && e.attempt === 1))).toBeLessThanOrEqual(at(retry));
+    expect(at(h.find((e) => e.node === 'a' && e.attempt === 2))).toBeGreaterThanOrEqual(at(retry));
   });
 
   it('a person skips an upstream-failed node and its dependants go on', async () => {
@@ -606,6 +662,14 @@ describe('topology semantics', () => {
       d: 'SUCCESS',
     });
     expect(r.outcome).toBe('FAIL');
+    const h = await history(id);
+    expect(told(h, 'b')).toEqual(['decision UPSTREAM_FAILED replaced', 'decision SKIPPED current']);
+    expect(told(h, 'c')).toEqual([
+      'decision UPSTREAM_FAILED replaced',
+      'execution SUCCESS #1 current',
+    ]);
+    expect(h.find((e) => e.kind === 'repair')).toMatchObject({ status: 'skip', node: 'b' });
+    expect(h.find((e) => e.node === 'b' && e.current)?.actor).toMatch(/^key:/);
   });
 
   it('a paused run starts nothing until continued', async () => {
@@ -669,5 +733,11 @@ describe('topology semantics', () => {
     expect(states(r)).toEqual({ a: 'SUCCESS', b: 'SUCCESS', c: 'SUCCESS' });
     expect(node(r, 'a').finished_at).toBe(node(first, 'a').finished_at);
     expect(r.outcome).toBe('SUCCESS');
+    // The re-run adds attempts; the first ones stay.
+    const h = await history(id);
+    expect(told(h, 'a')).toEqual(['execution SUCCESS #1 current']);
+    expect(told(h, 'b')).toEqual(['execution SUCCESS #1 replaced', 'execution SUCCESS #2 current']);
+    expect(told(h, 'c')).toEqual(['execution SUCCESS #1 replaced', 'execution SUCCESS #2 current']);
+    expect(h.find((e) => e.kind === 'repair')).toMatchObject({ status: 'rerun', node: 'b' });
   });
 });

@@ -19,6 +19,7 @@ import { FleetControl1765300000000 } from './migrations/1765300000000-FleetContr
 import { TaskListIndexes1765400000000 } from './migrations/1765400000000-TaskListIndexes';
 import { TaskHistory1765500000000 } from './migrations/1765500000000-TaskHistory';
 import { TaskCreatedIndex1765800000000 } from './migrations/1765800000000-TaskCreatedIndex';
+import { TopologyHistory1765900000000 } from './migrations/1765900000000-TopologyHistory';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   TaskListIndexes1765400000000,
   TaskHistory1765500000000,
   TaskCreatedIndex1765800000000,
+  TopologyHistory1765900000000,
 ];
 
 /**

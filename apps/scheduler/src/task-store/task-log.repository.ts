@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, In } from 'typeorm';
 import { SqlRunner } from './sql-runner';
 import { NewTaskStatusChange, TaskChangeFeed } from './task-change-feed';
 import { TaskAttemptEntity } from './task-attempt.entity';
@@ -78,10 +78,20 @@ export class TaskLogRepository {
   }
 
   async attempts(taskId: string): Promise<TaskAttemptModel[]> {
-    const rows = await this.db.manager.find(TaskAttemptEntity, {
-      where: { task_id: taskId },
-      order: { attempt: 'ASC' },
-    });
+    return this.attemptsOf([taskId]);
+  }
+
+  /** The attempts of several tasks, by task then attempt. */
+  async attemptsOf(taskIds: readonly string[]): Promise<TaskAttemptModel[]> {
+    if (taskIds.length === 0) return [];
+    const rows: TaskAttemptEntity[] = [];
+    for (let i = 0; i < taskIds.length; i += 500)
+      rows.push(
+        ...(await this.db.manager.find(TaskAttemptEntity, {
+          where: { task_id: In(taskIds.slice(i, i + 500)) },
+          order: { task_id: 'ASC', attempt: 'ASC' },
+        })),
+      );
     return rows.map((a) => ({
       taskId: a.task_id,
       attempt: a.attempt,

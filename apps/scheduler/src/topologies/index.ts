@@ -1,4 +1,9 @@
-import { TopologyEntity, TopologyNodeEntity, TopologyRunEntity } from './topology.entities';
+import {
+  TopologyEntity,
+  TopologyHistoryEntity,
+  TopologyNodeEntity,
+  TopologyRunEntity,
+} from './topology.entities';
 
 export * from './topologies.module';
 export { StartRunDto } from './dto/topology.dto';
@@ -6,4 +11,9 @@ export { TOPOLOGY_NAME } from './topology-definition';
 export { TopologyRunsService } from './topology-runs.service';
 
 /** The tables this module owns, for the data source. */
-export const TOPOLOGIES_ENTITIES = [TopologyEntity, TopologyRunEntity, TopologyNodeEntity];
+export const TOPOLOGIES_ENTITIES = [
+  TopologyEntity,
+  TopologyRunEntity,
+  TopologyNodeEntity,
+  TopologyHistoryEntity,
+];

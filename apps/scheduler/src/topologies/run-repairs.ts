@@ -6,7 +6,7 @@ import {
   TaskStatus,
 } from '@baton/task-contract';
 import { EntityManager } from 'typeorm';
-import { Clock } from '../common';
+import { Clock, IdGenerator } from '../common';
 import { TransactionRunner } from '../database';
 import { TaskModel, TasksRepository } from '../task-store';
 import { NodeRow, NodeStatus } from './node-state';
@@ -49,14 +49,16 @@ export class RunRepairs {
     private readonly nodeTasks: NodeTaskReader,
     private readonly tx: TransactionRunner,
     private readonly clock: Clock,
+    private readonly ids: IdGenerator,
   ) {}
 
   /**
    * A failed (or cancelled) run, again from where it failed: failed nodes re-run their tasks,
    * nodes skipped because of them and the on-failure handlers are decided again, and a failed
    * sub-topology retries its own run the same way. The run is the same run, its graph intact.
+   * What the retry resets or removes is kept in the run's history first.
    */
-  async retry(runId: string): Promise<void> {
+  async retry(runId: string, actor = 'api'): Promise<void> {
     const { spec, centre } = await this.load(runId);
     // Handlers and finally-nodes are decided again on every retry, whatever they did.
     const handlers = new Set(spec.nodes.filter((n) => phaseOf(n) !== 'main').map((n) => n.key));
@@ -102,6 +104,7 @@ export class RunRepairs {
         else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state !== 'task')) wake.push(r);
         else if (t && handlers.has(r.key)) wake.push(r);
       }
+      await this.keep(m, runId, 'retry', null, actor, [...drop, ...resume, ...wake]);
       await this.runs.deleteNodes(m, runId, drop);
       // A fork that failing fast stopped starts the rest of its items again.
       for (const r of resume)
@@ -125,12 +128,12 @@ export class RunRepairs {
           this.clock.now(),
         );
     });
-    for (const child of children) await this.retry(child);
-    await this.reopen(runId, 'retry from the failed nodes');
+    for (const child of children) await this.retry(child, actor);
+    await this.reopen(runId, 'retry from the failed nodes', actor);
   }
 
   /** Re-runs one node and every node after it; the nodes before it keep what they did. */
-  async rerunNode(runId: string, key: string): Promise<void> {
+  async rerunNode(runId: string, key: string, actor = 'api'): Promise<void> {
     const { run, spec } = await this.load(runId);
     const node = spec.nodes.find((n) => n.key === key);
     if (!node) throw this.noNode(runId, key);
@@ -161,6 +164,7 @@ export class RunRepairs {
           `node ${busy.key} of run ${runId} is running: wait for it, or cancel the run first`,
           { run_id: runId, node: busy.key },
         );
+      await this.keep(m, runId, 'rerun', key, actor, rows);
       await this.runs.deleteNodes(
         m,
         runId,
@@ -178,14 +182,14 @@ export class RunRepairs {
         );
     });
     // Reopens the run if it finished meanwhile; else it only evaluates.
-    await this.reopen(run.runId, `re-run from node ${key}`);
+    await this.reopen(run.runId, `re-run from node ${key}`, actor);
   }
 
   /**
    * Skips a node that has not succeeded and is not running: it is SKIPPED, and its dependants go
    * on as if it had succeeded. A finished run is not reopened by it (retry does that).
    */
-  async skip(runId: string, key: string): Promise<void> {
+  async skip(runId: string, key: string, actor = 'api'): Promise<void> {
     const { spec, centre } = await this.load(runId);
     const node = spec.nodes.find((n) => n.key === key);
     if (!node) throw this.noNode(runId, key);
@@ -207,31 +211,34 @@ export class RunRepairs {
           { run_id: runId, node: key, status },
         );
       const row = rows.find((r) => r.key === key && r.item === 0);
-      const skipped = { state: 'skipped' as const, result: { by: 'api' } };
+      const skipped = { state: 'skipped' as const, result: { by: 'api', actor } };
+      const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
+      const ancestors = ancestorSets(spec.nodes, byKey);
+      // The nodes after it that its failure skipped are decided again, now that it counts as done.
+      const redecided = rows.filter(
+        (r) =>
+          ancestors.get(r.key)?.has(key) &&
+          (r.state === 'skipped' || r.state === 'upstream_failed') &&
+          r.taskId === null &&
+          r.result?.by !== 'api',
+      );
+      const leftovers = rows.filter(failFastLeftover);
+      await this.keep(m, runId, 'skip', key, actor, [
+        ...(row ? [row] : []),
+        ...leftovers,
+        ...redecided,
+      ]);
       if (row) await this.runs.moveNode(m, runId, key, 0, row.state, skipped, now);
       else await this.runs.insertNodes(m, runId, [{ key, item: 0, taskId: null, ...skipped }], now);
       // What failing fast left unstarted starts once the failure is skipped.
-      await this.runs.deleteNodes(m, runId, rows.filter(failFastLeftover));
-      // The nodes after it that its failure skipped are decided again, now that it counts as done.
-      const byKey = new Map(spec.nodes.map((n) => [n.key, n]));
-      const ancestors = ancestorSets(spec.nodes, byKey);
-      await this.runs.deleteNodes(
-        m,
-        runId,
-        rows.filter(
-          (r) =>
-            ancestors.get(r.key)?.has(key) &&
-            (r.state === 'skipped' || r.state === 'upstream_failed') &&
-            r.taskId === null &&
-            r.result?.by !== 'api',
-        ),
-      );
+      await this.runs.deleteNodes(m, runId, leftovers);
+      await this.runs.deleteNodes(m, runId, redecided);
     });
     if (centre.status !== TaskStatus.FINISH) await this.driver.evaluate(runId);
   }
 
   /** A finished run's centre task back to RUNNING (FINISH -> CREATE -> RUNNING), evaluated. */
-  private async reopen(runId: string, why: string): Promise<void> {
+  private async reopen(runId: string, why: string, actor: string): Promise<void> {
     for (;;) {
       const centre = await this.tasks.findById(runId);
       if (!centre || centre.status !== TaskStatus.FINISH) break;
@@ -250,7 +257,7 @@ export class RunRepairs {
             finishedAt: null,
           },
           reason: why,
-          actor: 'api',
+          actor,
         },
         now,
       );
@@ -262,6 +269,32 @@ export class RunRepairs {
       }
     }
     await this.driver.evaluate(runId);
+  }
+
+  /** The repair and the rows it is about to reset or remove, as they were, in its transaction. */
+  private async keep(
+    m: EntityManager,
+    runId: string,
+    action: 'retry' | 'rerun' | 'skip',
+    key: string | null,
+    actor: string,
+    changed: readonly NodeRow[],
+  ): Promise<void> {
+    const at = this.clock.now();
+    // A dormant row holds no decision yet: nothing of it to keep.
+    const decided = changed.filter((r) => r.state !== 'dormant');
+    await this.runs.recordRepair(m, runId, [
+      { entryId: this.ids.taskId(), at, action, key, item: null, actor, row: null },
+      ...decided.map((r) => ({
+        entryId: this.ids.taskId(),
+        at,
+        action: 'superseded' as const,
+        key: r.key,
+        item: r.item,
+        actor: null,
+        row: r,
+      })),
+    ]);
   }
 
   private async load(

@@ -12,6 +12,7 @@ import { TopologyRunsController } from './topology-runs.controller';
 import { TopologyRunsRepository } from './topology-runs.repository';
 import { TopologyRunsService, runNotFound } from './topology-runs.service';
 import { TopologySweeper } from './topology-sweeper';
+import { TopologyHistory } from './topology-history';
 import { RunRepairs } from './run-repairs';
 
 /**
@@ -31,6 +32,7 @@ import { RunRepairs } from './run-repairs';
     NodeTaskReader,
     TopologySweeper,
     RunRepairs,
+    TopologyHistory,
   ],
   // The Producer starts runs of timers whose template is a topology.
   exports: [TopologyRunsService],

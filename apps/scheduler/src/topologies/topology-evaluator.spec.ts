@@ -408,7 +408,8 @@ describe('evaluate', () => {
       outcome: 'SUCCESS',
       error: null,
       finallyFailed: ['F'],
-      counts: { SUCCESS: 1, PENDING: 1, FAILED: 1 },
+      // The handler H was not needed: SKIPPED, not left PENDING on a finished run.
+      counts: { SUCCESS: 1, SKIPPED: 1, FAILED: 1 },
     });
 
     const bad = new Sim(spec(nodes));

@@ -355,7 +355,12 @@ export function evaluate(
     .filter((n) => n.optional && hardFailure(view(n.key).status))
     .map((n) => n.key);
   const extra = optionalFailed.length ? { optionalFailed } : {};
-  if (failed.length === 0) return close({ outcome: 'SUCCESS', error: null, ...extra });
+  if (failed.length === 0) {
+    // Not needed: the handlers are SKIPPED (one that ran before a retry keeps its task, and its
+    // run stays in the history).
+    for (const n of handlers) stop(n, 'skipped', 'the run did not fail');
+    return close({ outcome: 'SUCCESS', error: null, ...extra });
+  }
   const cause = failureMessage(failed.map((n) => view(n.key)));
   const failedNodes = failed.map((n) => n.key);
   outcome = 'FAIL';

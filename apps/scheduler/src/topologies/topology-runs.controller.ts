@@ -1,11 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
-import { Access, TenantFields } from '../auth';
+import { Access, Actor, TenantFields } from '../auth';
 import { ApiErrors } from '../common';
 import { taskFilterOf } from '../tasks';
-import { ListRunsQuery, toRunDto } from './dto/topology-run.mapping';
-import { SignalDto, TopologyRunDto, TopologyRunPageDto } from './dto/topology.dto';
+import { ListRunsQuery, toHistoryDto, toRunDto } from './dto/topology-run.mapping';
+import { RunHistoryDto, SignalDto, TopologyRunDto, TopologyRunPageDto } from './dto/topology.dto';
+import { TopologyHistory } from './topology-history';
 import { RunRepairs } from './run-repairs';
 import { TopologyRunsService } from './topology-runs.service';
 
@@ -16,6 +17,7 @@ export class TopologyRunsController {
   constructor(
     private readonly runs: TopologyRunsService,
     private readonly repairs: RunRepairs,
+    private readonly history: TopologyHistory,
   ) {}
 
   @Access('read')
@@ -42,6 +44,19 @@ export class TopologyRunsController {
   @ApiOkResponse({ type: TopologyRunDto })
   async get(@Param('run_id') runId: string): Promise<Envelope<TopologyRunDto>> {
     return ok(toRunDto(await this.runs.get(runId)));
+  }
+
+  @Access('read')
+  @Get(':run_id/history')
+  @ApiOperation({
+    summary:
+      "what happened in a run, oldest first: every attempt of every node's task (handlers and finally-nodes too), every decision, the run's moves and the repairs people made; a retry or re-run adds to it, never overwrites it",
+  })
+  @ApiOkResponse({ type: RunHistoryDto })
+  @ApiErrors(ContractErrorCode.NOT_FOUND)
+  async runHistory(@Param('run_id') runId: string): Promise<Envelope<RunHistoryDto>> {
+    const entries = await this.history.read(runId);
+    return ok({ run_id: runId, entries: entries.map(toHistoryDto) });
   }
 
   @Post(':run_id/cancel')
@@ -96,8 +111,11 @@ export class TopologyRunsController {
   })
   @ApiOkResponse({ type: TopologyRunDto })
   @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
-  async retry(@Param('run_id') runId: string): Promise<Envelope<TopologyRunDto>> {
-    await this.repairs.retry(runId);
+  async retry(
+    @Param('run_id') runId: string,
+    @Actor() actor: string,
+  ): Promise<Envelope<TopologyRunDto>> {
+    await this.repairs.retry(runId, actor);
     return ok(toRunDto(await this.runs.get(runId)));
   }
 
@@ -111,8 +129,9 @@ export class TopologyRunsController {
   async rerunNode(
     @Param('run_id') runId: string,
     @Param('node') node: string,
+    @Actor() actor: string,
   ): Promise<Envelope<TopologyRunDto>> {
-    await this.repairs.rerunNode(runId, node);
+    await this.repairs.rerunNode(runId, node, actor);
     return ok(toRunDto(await this.runs.get(runId)));
   }
 
@@ -127,8 +146,9 @@ export class TopologyRunsController {
   async skip(
     @Param('run_id') runId: string,
     @Param('node') node: string,
+    @Actor() actor: string,
   ): Promise<Envelope<TopologyRunDto>> {
-    await this.repairs.skip(runId, node);
+    await this.repairs.skip(runId, node, actor);
     return ok(toRunDto(await this.runs.get(runId)));
   }
 }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { NodeRow, NodeRowState } from './node-state';
-import { TopologyNodeEntity, TopologyRunEntity } from './topology.entities';
+import { TopologyHistoryEntity, TopologyNodeEntity, TopologyRunEntity } from './topology.entities';
 
 /** A run as stored beside its centre task. */
 export interface TopologyRun {
@@ -16,6 +16,18 @@ export interface TopologyRun {
   active: boolean;
   wakeAt: number | null;
   createdAt: number;
+}
+
+/** What a repair did (`retry`, `rerun`, `skip`), or a node row as it was before one changed it. */
+export interface RepairRecord {
+  entryId: string;
+  at: number;
+  action: 'retry' | 'rerun' | 'skip' | 'superseded';
+  key: string | null;
+  item: number | null;
+  actor: string | null;
+  /** For `superseded`: the row as it was. */
+  row: NodeRow | null;
 }
 
 const toRun = (e: TopologyRunEntity): TopologyRun => ({
@@ -141,6 +153,67 @@ export class TopologyRunsRepository {
   ): Promise<void> {
     for (const k of keys)
       await m.delete(TopologyNodeEntity, { run_id: runId, node_key: k.key, item: k.item });
+  }
+
+  /** Keeps what a repair does, in its transaction: written in order, never edited. */
+  async recordRepair(
+    m: EntityManager,
+    runId: string,
+    records: readonly RepairRecord[],
+  ): Promise<void> {
+    for (let i = 0; i < records.length; i += 200)
+      await m.insert(
+        TopologyHistoryEntity,
+        records.slice(i, i + 200).map((r) => ({
+          entry_id: r.entryId,
+          run_id: runId,
+          at: r.at,
+          action: r.action,
+          node_key: r.key,
+          item: r.item,
+          actor: r.actor,
+          detail: r.row
+            ? {
+                state: r.row.state,
+                task_id: r.row.taskId,
+                result: r.row.result,
+                created_at: r.row.createdAt,
+                updated_at: r.row.updatedAt,
+              }
+            : null,
+        })) as never,
+      );
+  }
+
+  /** The repairs of a run and the rows they replaced, oldest first. */
+  async repairs(runId: string): Promise<RepairRecord[]> {
+    const rows = await this.db.manager.find(TopologyHistoryEntity, {
+      where: { run_id: runId },
+      order: { entry_id: 'ASC' },
+    });
+    return rows.map((e) => {
+      const d = e.detail;
+      return {
+        entryId: e.entry_id,
+        at: e.at,
+        action: e.action as RepairRecord['action'],
+        key: e.node_key,
+        item: e.item,
+        actor: e.actor,
+        row:
+          d && e.node_key !== null
+            ? {
+                key: e.node_key,
+                item: e.item ?? 0,
+                state: d.state as NodeRowState,
+                taskId: (d.task_id as string | null) ?? null,
+                result: (d.result as Record<string, unknown> | null) ?? null,
+                createdAt: Number(d.created_at),
+                updatedAt: Number(d.updated_at),
+              }
+            : null,
+      };
+    });
   }
 
   async setWake(

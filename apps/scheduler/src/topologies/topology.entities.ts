@@ -92,3 +92,35 @@ export class TopologyNodeEntity {
   @Column({ type: 'bigint', transformer: bigintNumber })
   updated_at!: number;
 }
+
+/**
+ * What a repair of a run changed: the repair (`retry`, `rerun`, `skip`: who and when) and, as
+ * `superseded`, each node row it reset or removed as it was before. Never edited.
+ */
+@Entity('baton_topology_history')
+@Index('ix_topology_history_run', ['run_id', 'entry_id'])
+export class TopologyHistoryEntity {
+  @PrimaryColumn({ type: 'varchar', length: 32 })
+  entry_id!: string;
+
+  @Column({ type: 'varchar', length: 32 })
+  run_id!: string;
+
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  at!: number;
+
+  @Column({ type: 'varchar', length: 16 })
+  action!: string;
+
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  node_key!: string | null;
+
+  @Column({ type: 'int', nullable: true })
+  item!: number | null;
+
+  @Column({ type: 'varchar', length: 200, nullable: true })
+  actor!: string | null;
+
+  @Column({ type: 'text', nullable: true, transformer: jsonText })
+  detail!: Record<string, unknown> | null;
+}

@@ -903,6 +903,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topology-runs/{run_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** what happened in a run, oldest first: every attempt of every node's task (handlers and finally-nodes too), every decision, the run's moves and the repairs people made; a retry or re-run adds to it, never overwrites it */
+        get: operations["TopologyRunsController_runHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topology-runs/{run_id}/cancel": {
         parameters: {
             query?: never;
@@ -2320,6 +2337,41 @@ export interface components {
         TopologyRunPageDto: {
             items: components["schemas"]["TopologyRunDto"][];
             next_cursor: string | null;
+        };
+        RunHistoryEntryDto: {
+            /**
+             * @description run: the run's centre task moved (started, paused, reopened, finished); repair: a person retried the run, re-ran or skipped a node; execution: one attempt of a node's task (or a sub-topology's run); decision: a node decided without a task of its own running
+             * @enum {string}
+             */
+            kind: "run" | "repair" | "execution" | "decision";
+            /**
+             * Format: date-time
+             * @description when it happened (an execution: when the attempt started)
+             */
+            at: string;
+            node: string | null;
+            /** @description the item of a for_each node (0 for other nodes) */
+            item: number | null;
+            /** @enum {string|null} */
+            phase: "main" | "handler" | "finally" | null;
+            /** @description run: the status it moved to; repair: retry, rerun or skip; execution: the attempt's outcome (RUNNING while it runs); decision: the node's status */
+            status: string;
+            task_id: string | null;
+            attempt: number | null;
+            /** Format: date-time */
+            ended_at: string | null;
+            error: string | null;
+            /** @description why (a run move, a decision) */
+            reason: string | null;
+            /** @description who (a run move, a repair) */
+            actor: string | null;
+            /** @description false once replaced: an attempt followed by another, a decision a repair undid; the current entries are what the run view shows */
+            current: boolean;
+        };
+        RunHistoryDto: {
+            run_id: string;
+            /** @description oldest first */
+            entries: components["schemas"]["RunHistoryEntryDto"][];
         };
         SignalDto: {
             /**
@@ -5146,6 +5198,41 @@ export interface operations {
                         /** @example ok */
                         message: string;
                         data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_runHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["RunHistoryDto"];
                     };
                 };
             };

@@ -6,7 +6,8 @@ import { NodeDef, TOPOLOGY_NAME, kindOf } from '../topology-definition';
 import { phaseOf } from '../node-kinds';
 import { nodeError } from '../topology-evaluator';
 import { RunState } from '../topology-runs.service';
-import { RunNodeDto, TopologyRunDto } from './topology.dto';
+import { HistoryEntry } from '../topology-history';
+import { RunHistoryEntryDto, RunNodeDto, TopologyRunDto } from './topology.dto';
 
 const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
@@ -88,3 +89,19 @@ export function toRunDto(s: RunState): TopologyRunDto {
   }
   return dto;
 }
+
+export const toHistoryDto = (e: HistoryEntry): RunHistoryEntryDto => ({
+  kind: e.kind,
+  at: new Date(e.at).toISOString(),
+  node: e.node,
+  item: e.item,
+  phase: e.phase,
+  status: e.status,
+  task_id: e.taskId,
+  attempt: e.attempt,
+  ended_at: iso(e.endedAt),
+  error: e.error,
+  reason: e.reason,
+  actor: e.actor,
+  current: e.current,
+});

@@ -337,3 +337,51 @@ export class TopologyRunPageDto {
   @ApiProperty({ type: [TopologyRunDto] }) items!: TopologyRunDto[];
   @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
 }
+
+/** One thing that happened in a run (`GET /v1/topology-runs/{id}/history`). */
+export class RunHistoryEntryDto {
+  @ApiProperty({
+    enum: ['run', 'repair', 'execution', 'decision'],
+    description:
+      "run: the run's centre task moved (started, paused, reopened, finished); repair: a person retried the run, re-ran or skipped a node; execution: one attempt of a node's task (or a sub-topology's run); decision: a node decided without a task of its own running",
+  })
+  kind!: string;
+  @ApiProperty({
+    format: 'date-time',
+    description: 'when it happened (an execution: when the attempt started)',
+  })
+  at!: string;
+  @ApiProperty({ nullable: true, type: String }) node!: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: Number,
+    description: 'the item of a for_each node (0 for other nodes)',
+  })
+  item!: number | null;
+  @ApiProperty({ nullable: true, enum: ['main', 'handler', 'finally'], type: String })
+  phase!: string | null;
+  @ApiProperty({
+    description:
+      "run: the status it moved to; repair: retry, rerun or skip; execution: the attempt's outcome (RUNNING while it runs); decision: the node's status",
+  })
+  status!: string;
+  @ApiProperty({ nullable: true, type: String }) task_id!: string | null;
+  @ApiProperty({ nullable: true, type: Number }) attempt!: number | null;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) ended_at!: string | null;
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'why (a run move, a decision)' })
+  reason!: string | null;
+  @ApiProperty({ nullable: true, type: String, description: 'who (a run move, a repair)' })
+  actor!: string | null;
+  @ApiProperty({
+    description:
+      'false once replaced: an attempt followed by another, a decision a repair undid; the current entries are what the run view shows',
+  })
+  current!: boolean;
+}
+
+export class RunHistoryDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ type: [RunHistoryEntryDto], description: 'oldest first' })
+  entries!: RunHistoryEntryDto[];
+}
