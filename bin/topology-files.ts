@@ -97,6 +97,8 @@ export function definitionBody(stored: Record<string, unknown>): Definition {
   const body: Record<string, unknown> = { name: stored.name };
   if (stored.description) body.description = stored.description;
   if (stored.rollback_on_failure) body.rollback_on_failure = true;
+  if (stored.fail_fast) body.fail_fast = stored.fail_fast;
+  if (typeof stored.deadline_seconds === 'number') body.deadline_seconds = stored.deadline_seconds;
   if (stored.tenant) body.tenant = stored.tenant;
   body.nodes = stored.nodes;
   return body as Definition;

@@ -26,6 +26,8 @@ interface Run {
   status: string;
   outcome: string | null;
   error: string | null;
+  reason: string | null;
+  deadline_at: string | null;
   failed_nodes: string[];
   optional_failed: string[];
   finally_failed: string[];
@@ -72,11 +74,14 @@ beforeAll(async () => {
 afterAll(async () => baton?.stop());
 
 /** Saves the definition under a fresh name and starts a run of it: its id. */
-async function start(def: Json, input: Json = {}): Promise<string> {
+async function start(def: Json, input: Json = {}, body: Json = {}): Promise<string> {
   const name = `sem-${++n}`;
   const saved = await baton.api.call('POST', '/v1/topologies', { name, ...def });
   expect(saved.message).toBe('ok');
-  const run = await baton.api.call<Run>('POST', `/v1/topologies/${name}/runs`, { input });
+  const run = await baton.api.call<Run>('POST', `/v1/topologies/${name}/runs`, {
+    input,
+    ...body,
+  });
   expect(run.status).toBe(201);
   return run.data.run_id;
 }
@@ -477,6 +482,80 @@ describe('topology semantics', () => {
     });
     expect(node(r, 'cleanup').result).toEqual({ echo: { outcome: 'CANCELLED' } });
     expect(r.outcome).toBe('CANCELLED');
+  });
+
+  it('a deadline cancels the node under way, leaves the next unrun, runs handler and finally node, and fails with reason deadline', async () => {
+    // Airflow's dagrun_timeout fails the run (no callbacks on the cut tasks' behalf); Argo's
+    // activeDeadlineSeconds stops the pods and still runs onExit, as here.
+    const def = {
+      deadline_seconds: 3600,
+      nodes: [
+        { key: 'quick', task: echo() },
+        { key: 'long', depends_on: ['quick'], task: sleeping(600) },
+        { key: 'after', depends_on: ['long'], task: echo() },
+        { key: 'page', on_failure: true, task: echo({ why: '{{run.error}}' }) },
+        { key: 'report', finally: true, task: echo({ outcome: '{{run.outcome}}' }) },
+      ],
+    };
+    // The run's own deadline (20 s) in place of the definition's hour.
+    const id = await start(def, {}, { deadline_seconds: 20 });
+    const started = await read(id);
+    expect(Date.parse(started.deadline_at ?? '')).toBe(
+      Date.parse((started as unknown as { created_at: string }).created_at) + 20_000,
+    );
+    await until(id, (r) => node(r, 'long').status === 'ACTIVE', 'long running');
+    const r = await finished(id);
+    expect(states(r)).toEqual({
+      quick: 'SUCCESS',
+      long: 'CANCELLED',
+      after: 'CANCELLED',
+      page: 'SUCCESS',
+      report: 'SUCCESS',
+    });
+    expect(r.outcome).toBe('FAIL');
+    expect(r.reason).toBe('deadline');
+    expect(r.failed_nodes).toEqual(['long', 'after']);
+    expect(r.error).toMatch(/^the run's deadline passed: /);
+    expect(node(r, 'after').error).toBe("cancelled: the run's deadline passed");
+    expect(node(r, 'page').result).toEqual({ echo: { why: r.error } });
+    expect(node(r, 'report').result).toEqual({ echo: { outcome: 'FAIL' } });
+    // Not before the deadline: the long node was cut 20 s after the start, not at once.
+    expect(Date.parse(node(r, 'long').finished_at ?? '')).toBeGreaterThanOrEqual(
+      Date.parse(started.deadline_at ?? ''),
+    );
+    // A retry has the whole deadline again, from the retry.
+    await act(id, 'retry');
+    const again = await read(id);
+    expect(Date.parse(again.deadline_at ?? '')).toBeGreaterThan(
+      Date.parse(started.deadline_at ?? ''),
+    );
+    expect(again.reason).toBeNull();
+    await act(id, 'cancel');
+    await finished(id);
+  });
+
+  it('refuses a deadline that is not a whole number of seconds, at save and at start', async () => {
+    const bad = await baton.api.call('POST', '/v1/topologies', {
+      name: `sem-bad-${++n}`,
+      deadline_seconds: 0,
+      nodes: [{ key: 'a', task: echo() }],
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.message).toMatch(/deadline_seconds/);
+    const name = `sem-${++n}`;
+    expect(
+      (
+        await baton.api.call('POST', '/v1/topologies', {
+          name,
+          nodes: [{ key: 'a', task: echo() }],
+        })
+      ).status,
+    ).toBe(201);
+    const res = await baton.api.call('POST', `/v1/topologies/${name}/runs`, {
+      deadline_seconds: 1.5,
+    });
+    expect(res.status).toBe(400);
+    expect(res.message).toMatch(/deadline_seconds/);
   });
 
   it('fail_fast: after the first failure no new node starts; the running one finishes', async () => {

@@ -20,6 +20,7 @@ import { TaskListIndexes1765400000000 } from './migrations/1765400000000-TaskLis
 import { TaskHistory1765500000000 } from './migrations/1765500000000-TaskHistory';
 import { TaskCreatedIndex1765800000000 } from './migrations/1765800000000-TaskCreatedIndex';
 import { TopologyHistory1765900000000 } from './migrations/1765900000000-TopologyHistory';
+import { TopologyRunDeadline1766000000000 } from './migrations/1766000000000-TopologyRunDeadline';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   TaskHistory1765500000000,
   TaskCreatedIndex1765800000000,
   TopologyHistory1765900000000,
+  TopologyRunDeadline1766000000000,
 ];
 
 /**

@@ -15,7 +15,9 @@ export function nodeError(v: NodeView): string | null {
   if (v.status === 'UPSTREAM_FAILED') return 'not run: a node it needs failed';
   if (v.status === 'CANCELLED') {
     const reason = v.row?.result?.reason ?? v.row?.result?.stopped;
-    return reason === 'fail_fast' ? 'cancelled: the run failed fast' : 'cancelled';
+    if (reason === 'fail_fast') return 'cancelled: the run failed fast';
+    if (reason === 'deadline') return "cancelled: the run's deadline passed";
+    return 'cancelled';
   }
   // A node that could not start says why on its row; one that ran, in its task's error.
   const rowError = v.row?.result?.error;

@@ -265,6 +265,7 @@ export class RunRepairs {
       // the driver evaluate the run, which marks it active again.
       if (moved) {
         await this.runs.setActive(runId, true, now);
+        await this.runs.restartDeadline(runId, now);
         break;
       }
     }

@@ -16,9 +16,9 @@ import {
   TopologyCheckDto,
   TopologyDefinitionDto,
   TopologyDto,
-  TopologyRunDto,
   toTopologyDto,
 } from './dto/topology.dto';
+import { TopologyRunDto } from './dto/topology-run.dto';
 import { TopologiesService } from './topologies.service';
 import { TopologyRunsService } from './topology-runs.service';
 
@@ -147,6 +147,7 @@ export class TopologiesController {
       labels: dto.labels,
       version: dto.version,
       idempotencyKey: key,
+      deadlineSeconds: dto.deadline_seconds,
     });
     reply.status(created ? 201 : 200);
     return ok(toRunDto(state));

@@ -2,6 +2,7 @@ import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import {
   DefinitionContext,
   KEY,
+  MAX_DEADLINE_SECONDS,
   NODE_KINDS,
   NodeBase,
   NodeDef,
@@ -66,7 +67,14 @@ export function parseDefinition(body: unknown, ctx: DefinitionContext): Topology
 
 function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
   if (!isObject(body)) throw bad('a definition is a JSON object');
-  const { name, description = '', rollback_on_failure = false, fail_fast, nodes } = body;
+  const {
+    name,
+    description = '',
+    rollback_on_failure = false,
+    fail_fast,
+    deadline_seconds,
+    nodes,
+  } = body;
   if (typeof name !== 'string' || !TOPOLOGY_NAME.test(name))
     throw bad('name must be 1 to 100 of a-z, 0-9, ".", "_", "-", starting with a letter or digit');
   if (typeof description !== 'string' || description.length > 500)
@@ -79,6 +87,7 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
     fail_fast !== 'cancel'
   )
     throw bad('fail_fast must be true, false or "cancel"');
+  if (deadline_seconds !== undefined && deadline_seconds !== null) checkDeadline(deadline_seconds);
   if (!Array.isArray(nodes) || nodes.length === 0) throw bad('nodes must be a non-empty list');
   if (nodes.length > MAX_NODES)
     throw bad(
@@ -133,8 +142,18 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
     description,
     rollback_on_failure,
     ...(fail_fast === true || fail_fast === 'cancel' ? { fail_fast } : {}),
+    ...(typeof deadline_seconds === 'number' ? { deadline_seconds } : {}),
     nodes: parsed,
   };
+}
+
+/** A run's deadline, in the definition or given to one run: whole seconds, 1 to 30 days. */
+export function checkDeadline(v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_DEADLINE_SECONDS)
+    throw bad(
+      `deadline_seconds must be a whole number of seconds from 1 to ${MAX_DEADLINE_SECONDS}`,
+    );
+  return v;
 }
 
 const fail = (message: string, node: string): never => {

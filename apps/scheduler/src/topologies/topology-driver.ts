@@ -21,7 +21,7 @@ import { NodeTaskReader } from './node-task-reader';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH } from './topology-definition';
 import { NodeStart, Plan, evaluate } from './topology-evaluator';
-import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
+import { TopologyRun, TopologyRunsRepository, deadlineOf } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
 
 export const TOPOLOGY_ACTOR = 'topology';
@@ -268,6 +268,7 @@ export class TopologyDriver implements TaskChangeConsumer {
       input: run.input,
       paused: centre.status === TaskStatus.PAUSE,
       cancelling: centre.cancelRequested,
+      deadlineAt: run.deadlineAt,
       now: this.clock.now(),
     };
   }
@@ -317,6 +318,7 @@ export class TopologyDriver implements TaskChangeConsumer {
           parentRunId: run.runId,
           active: true,
           wakeAt: null,
+          ...deadlineOf(def.spec.deadline_seconds, task.createdAt),
           createdAt: task.createdAt,
         },
       };
@@ -371,7 +373,7 @@ export class TopologyDriver implements TaskChangeConsumer {
             ? null
             : {
                 message: f.error ?? 'failed',
-                code: f.outcome === 'CANCELLED' ? 'cancelled' : 'node_failed',
+                code: f.outcome === 'CANCELLED' ? 'cancelled' : (f.reason ?? 'node_failed'),
               },
           finishedAt: now,
         },

@@ -17,6 +17,7 @@ const run = (over: Partial<RunContext> = {}): RunContext => ({
   input: { cluster: 'orders', hosts: ['a', 'b', 'c'] },
   paused: false,
   cancelling: false,
+  deadlineAt: null,
   now: 1_000,
   ...over,
 });
@@ -518,6 +519,70 @@ describe('evaluate', () => {
     cancel.step();
     cancel.end('A', false);
     expect(cancel.step().cancel).toEqual(['T2', 'T3']);
+  });
+
+  it('a deadline: looked at when it passes, then cuts the graph short; handlers and finally-nodes still run', () => {
+    const nodes = [
+      { key: 'A', task: echo() },
+      { key: 'B', depends_on: ['A'], task: echo() },
+      { key: 'C', task: echo() },
+      { key: 'H', on_failure: true, task: echo({ why: '{{run.error}}' }) },
+      { key: 'F', finally: true, task: echo({ outcome: '{{run.outcome}}' }) },
+    ];
+    const sim = new Sim(spec(nodes), run({ deadlineAt: 5_000 }));
+    const first = sim.step();
+    expect(sim.started(first)).toEqual(['A', 'C']);
+    // Before it passes: the run is looked at again when it does.
+    expect(first.wakeAt).toBe(5_000);
+    sim.end('C');
+    expect(sim.step().wakeAt).toBe(5_000);
+    // It passes: B is never started, A's task is cancelled, nothing waits on the deadline.
+    sim.r = run({ deadlineAt: 5_000, now: 5_000 });
+    const cut = sim.step();
+    expect(cut.starts).toEqual([]);
+    expect(cut.cancel).toEqual(['T1']);
+    expect(cut.wakeAt).toBeUndefined();
+    expect(sim.statuses()).toMatchObject({ A: 'ACTIVE', B: 'CANCELLED', C: 'SUCCESS' });
+    expect(sim.step().cancel).toEqual([]); // asked once
+    sim.cancelled('A');
+    const handlers = sim.step();
+    expect(sim.started(handlers)).toEqual(['H']);
+    expect(handlers.starts[0].body.params).toEqual({
+      why: "the run's deadline passed: node A: cancelled; node B: cancelled: the run's deadline passed",
+    });
+    sim.end('H');
+    expect(sim.started(sim.step())).toEqual(['F']);
+    sim.end('F');
+    expect(sim.step().finish).toMatchObject({
+      outcome: 'FAIL',
+      reason: 'deadline',
+      failedNodes: ['A', 'B'],
+    });
+  });
+
+  it('a deadline that passes after the graph ended cuts nothing and is not the reason', () => {
+    const nodes = [
+      { key: 'A', task: echo() },
+      { key: 'H', on_failure: true, task: echo() },
+    ];
+    const sim = new Sim(spec(nodes), run({ deadlineAt: 5_000 }));
+    sim.step();
+    sim.end('A', false);
+    expect(sim.started(sim.step())).toEqual(['H']);
+    sim.r = run({ deadlineAt: 5_000, now: 9_000 });
+    const plan = sim.step();
+    expect(plan.cancel).toEqual([]);
+    expect(plan.wakeAt).toBeUndefined();
+    sim.end('H');
+    const done = sim.step().finish;
+    expect(done).toMatchObject({ outcome: 'FAIL', error: 'node A failed: boom' });
+    expect(done?.reason).toBeUndefined();
+    // And a graph that succeeded before its deadline succeeds.
+    const ok = new Sim(spec([{ key: 'A', task: echo() }]), run({ deadlineAt: 5_000 }));
+    ok.step();
+    ok.end('A');
+    ok.r = run({ deadlineAt: 5_000, now: 6_000 });
+    expect(ok.step().finish).toMatchObject({ outcome: 'SUCCESS' });
   });
 
   it("counts a fan-out's items by how they ended, rolled back apart from failed", () => {

@@ -27,66 +27,8 @@ import {
   switchChoice,
 } from './node-kinds';
 
-/** What the evaluator knows of the run besides its nodes. */
-export interface RunContext {
-  runId: string;
-  name: string;
-  version: number;
-  input: Record<string, unknown>;
-  paused: boolean;
-  cancelling: boolean;
-  now: number;
-}
-
-/** A task (or child run) to create for a node: rendered, made in one transaction with its row. */
-export interface NodeStart {
-  key: string;
-  item: number;
-  kind: 'task' | 'topology';
-  body: Record<string, unknown>;
-}
-
-/** A node whose kept task runs again (a retried run): its row moves from dormant to rerun. */
-export interface NodeRerun {
-  key: string;
-  item: number;
-  taskId: string;
-  /** The attempt the task is at: the re-run is under way once it is past it. */
-  from: number;
-  params: Record<string, unknown> | undefined;
-}
-
-/** What one evaluation decided; applying it twice does nothing more (rows are keyed). */
-export interface Plan {
-  starts: NodeStart[];
-  /**
-   * Rows without a new task: skips, switch choices, waits, lists read, failures to start. With
-   * `from`, the row is there in that state and moves; without, it is new.
-   */
-  rows: (Pick<NodeRow, 'key' | 'item' | 'state' | 'result'> & { from?: NodeRow['state'] })[];
-  reruns: NodeRerun[];
-  /** Re-runs decided before whose call did not go out (a crash between): ask again. */
-  kicks: { taskId: string; from: number; params: Record<string, unknown> | undefined }[];
-  /** Active node tasks to cancel (the run is being cancelled). */
-  cancel: string[];
-  /** Succeeded node tasks to roll back now (a failed run whose definition asks for it). */
-  rollbacks: { row: NodeRow; taskId: string }[];
-  /** The run is over. */
-  finish?: {
-    outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED';
-    error: string | null;
-    /** The nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional). */
-    failedNodes?: string[];
-    /** Optional nodes that failed: reported, not failing the run. */
-    optionalFailed?: string[];
-    /** Finally-nodes that failed: reported, not changing the outcome. */
-    finallyFailed?: string[];
-    /** How many nodes ended in each status, this evaluation's decisions included. */
-    counts?: Record<string, number>;
-  };
-  /** The earliest time a wait ends, to look again then. */
-  wakeAt?: number;
-}
+export type { NodeRerun, NodeStart, Plan, RunContext } from './evaluation-plan';
+import type { Plan, RunContext } from './evaluation-plan';
 
 /** The nodes' views, keyed, from the stored rows and tasks. */
 export function viewsOf(
@@ -341,7 +283,16 @@ export function evaluate(
     });
   }
 
-  pass(main);
+  // Past the deadline no node of the graph starts any more and those under way are cancelled;
+  // the run then fails as one whose nodes failed does (handlers, rollback, finally-nodes).
+  // Once the graph has ended the deadline is over: handlers and finally-nodes are not cut.
+  const pastDeadline = run.deadlineAt !== null && run.now >= run.deadlineAt && !ended(main);
+  if (pastDeadline) {
+    for (const n of main) stop(n, 'cancelled', 'deadline');
+    plan.cancel = activeTasks(main)
+      .filter((t) => !t.cancelRequested)
+      .map((t) => t.taskId);
+  } else pass(main);
   if (failFast()) {
     for (const n of main) stop(n, 'cancelled', 'fail_fast');
     if (spec.fail_fast === 'cancel')
@@ -349,7 +300,11 @@ export function evaluate(
         .filter((t) => !t.cancelRequested)
         .map((t) => t.taskId);
   }
-  if (!ended(main)) return plan;
+  if (!ended(main)) {
+    if (run.deadlineAt !== null && !pastDeadline)
+      plan.wakeAt = Math.min(plan.wakeAt ?? Infinity, run.deadlineAt);
+    return plan;
+  }
   const failed = main.filter((n) => !n.optional && hardFailure(view(n.key).status));
   const optionalFailed = main
     .filter((n) => n.optional && hardFailure(view(n.key).status))
@@ -361,14 +316,25 @@ export function evaluate(
     for (const n of handlers) stop(n, 'skipped', 'the run did not fail');
     return close({ outcome: 'SUCCESS', error: null, ...extra });
   }
-  const cause = failureMessage(failed.map((n) => view(n.key)));
+  // The deadline cut the graph short: a node it stopped (or whose task it cancelled) ended so.
+  const deadlinePassed = run.deadlineAt !== null && run.now >= run.deadlineAt;
+  const byDeadline =
+    deadlinePassed &&
+    failed.some((n) => {
+      const v = view(n.key);
+      const why = v.row?.result?.reason ?? v.row?.result?.stopped;
+      // Stopped before it started, or its task (or a fork's) cancelled under way.
+      return why === 'deadline' || (v.status === 'CANCELLED' && why !== 'fail_fast');
+    });
+  const cause = `${byDeadline ? "the run's deadline passed: " : ''}${failureMessage(failed.map((n) => view(n.key)))}`;
+  const deadline = byDeadline ? { reason: 'deadline' as const } : {};
   const failedNodes = failed.map((n) => n.key);
   outcome = 'FAIL';
   failure = { error: cause, nodes: failedNodes };
   pass(handlers);
   if (!ended(handlers)) return plan;
   if (!spec.rollback_on_failure)
-    return close({ outcome: 'FAIL', error: cause, failedNodes, ...extra });
+    return close({ outcome: 'FAIL', error: cause, failedNodes, ...extra, ...deadline });
   // Saga: what succeeded is undone, latest first, before the finally-nodes.
   const saga = sagaStep(main, rows, tasks);
   plan.rollbacks = saga.now;
@@ -378,6 +344,7 @@ export function evaluate(
     error: `${cause}; rolled back ${saga.rolledBack} node task(s)${saga.notes.length ? `, not ${saga.notes.join(', ')}` : ''}`,
     failedNodes,
     ...extra,
+    ...deadline,
   });
 }
 

@@ -15,6 +15,9 @@ export interface TopologyRun {
   parentRunId: string | null;
   active: boolean;
   wakeAt: number | null;
+  /** How long the run may take, and when that passes (null: no deadline). */
+  deadlineMs: number | null;
+  deadlineAt: number | null;
   createdAt: number;
 }
 
@@ -30,6 +33,15 @@ export interface RepairRecord {
   row: NodeRow | null;
 }
 
+/** A run's deadline fields, from the seconds it may take (none: no deadline) and its start. */
+export const deadlineOf = (
+  seconds: number | undefined,
+  startedAt: number,
+): Pick<TopologyRun, 'deadlineMs' | 'deadlineAt'> =>
+  seconds === undefined
+    ? { deadlineMs: null, deadlineAt: null }
+    : { deadlineMs: seconds * 1000, deadlineAt: startedAt + seconds * 1000 };
+
 const toRun = (e: TopologyRunEntity): TopologyRun => ({
   runId: e.run_id,
   name: e.name,
@@ -40,6 +52,8 @@ const toRun = (e: TopologyRunEntity): TopologyRun => ({
   parentRunId: e.parent_run_id,
   active: e.active === 1,
   wakeAt: e.wake_at,
+  deadlineMs: e.deadline_ms,
+  deadlineAt: e.deadline_at,
   createdAt: e.created_at,
 });
 
@@ -62,9 +76,23 @@ export class TopologyRunsRepository {
       parent_run_id: run.parentRunId,
       active: 1,
       wake_at: null,
+      deadline_ms: run.deadlineMs,
+      deadline_at: run.deadlineMs === null ? null : now + run.deadlineMs,
       created_at: now,
       updated_at: now,
     } as never);
+  }
+
+  /** A reopened run (a retry, a re-run) has its whole deadline again, from now. */
+  async restartDeadline(runId: string, now: number): Promise<void> {
+    await this.tx.single((m) =>
+      m
+        .createQueryBuilder()
+        .update(TopologyRunEntity)
+        .set({ deadline_at: () => `deadline_ms + ${Math.floor(now)}` })
+        .where('run_id = :runId AND deadline_ms IS NOT NULL', { runId })
+        .execute(),
+    );
   }
 
   async get(runId: string, m: EntityManager = this.db.manager): Promise<TopologyRun | undefined> {

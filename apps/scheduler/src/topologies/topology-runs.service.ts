@@ -10,7 +10,7 @@ import { TopologySpec } from './topology-definition';
 import { viewsOf } from './topology-evaluator';
 import { NodeTaskReader } from './node-task-reader';
 import { TopologyDriver } from './topology-driver';
-import { TopologyRun, TopologyRunsRepository } from './topology-runs.repository';
+import { TopologyRun, TopologyRunsRepository, deadlineOf } from './topology-runs.repository';
 import { TopologiesRepository, TopologyVersion } from './topologies.repository';
 import { topologyNotFound } from './topologies.service';
 
@@ -35,6 +35,8 @@ export interface StartRun {
   idempotencyKey?: string;
   /** Who starts it, for the lifecycle log (default: the API). */
   actor?: string;
+  /** This run's deadline, in place of the definition's. */
+  deadlineSeconds?: number;
 }
 
 /** Starting runs, reading them, and what people may do to them. */
@@ -69,7 +71,7 @@ export class TopologyRunsService {
       parentTaskId: null,
       controlTaskId: null,
     });
-    const run = this.runOf(def, centre, req.input);
+    const run = this.runOf(def, centre, req.input, req.deadlineSeconds);
     try {
       await this.tx.run(async (m) => {
         await this.creator.insertWithin(m, [centre], req.actor ?? 'api');
@@ -107,6 +109,7 @@ export class TopologyRunsService {
     def: TopologyVersion,
     centre: TaskModel,
     input: Record<string, unknown>,
+    deadlineSeconds: number | undefined,
   ): TopologyRun {
     return {
       runId: centre.taskId,
@@ -118,6 +121,7 @@ export class TopologyRunsService {
       parentRunId: null,
       active: true,
       wakeAt: null,
+      ...deadlineOf(deadlineSeconds ?? def.spec.deadline_seconds, centre.createdAt),
       createdAt: centre.createdAt,
     };
   }

@@ -58,6 +58,14 @@ export class TopologyRunEntity {
   @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
   wake_at!: number | null;
 
+  /** How long the run may take (null: no deadline). */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  deadline_ms!: number | null;
+
+  /** When its deadline passes: its start (or last reopening) plus deadline_ms. */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  deadline_at!: number | null;
+
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;
 

@@ -1878,6 +1878,8 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /** @description this run's deadline, in place of the definition's */
+            deadline_seconds?: number;
             /** @description the definition */
             name: string;
         };
@@ -2220,6 +2222,8 @@ export interface components {
              * @default false
              */
             fail_fast?: boolean | "cancel";
+            /** @description how long a run may take, from its start (or the retry or re-run that reopened it): past it the graph's nodes under way are cancelled, none starts, and the run fails with reason deadline, then its handlers, rollback and finally nodes run. A run may set its own (POST /v1/topologies/{name}/runs). Absent: no deadline */
+            deadline_seconds?: number;
             /** @description the tenant whose definition it is (none: every tenant may run it) */
             tenant?: string;
             /** @description the DAG, at most 1,000 nodes; checked at save (cycles, unknown keys and task types, bad placeholders): a 400 names the first node at fault in data.node, and data.errors lists every problem found ({node, message}, one per node at most) */
@@ -2232,6 +2236,8 @@ export interface components {
             description: string;
             rollback_on_failure: boolean;
             fail_fast: boolean | "cancel";
+            /** @description a run's deadline (null: none) */
+            deadline_seconds: number | null;
             nodes: components["schemas"]["TopologyNodeDto"][];
             created_by: string;
             /** Format: date-time */
@@ -2258,6 +2264,8 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /** @description this run's deadline, in place of the definition's */
+            deadline_seconds?: number;
         };
         RunNodeDto: {
             key: string;
@@ -2312,6 +2320,16 @@ export interface components {
             cancel_requested: boolean;
             /** @description each node that failed by itself and why (at most five), or "cancelled" */
             error: string | null;
+            /**
+             * @description once finished without success, why: node_failed (nodes failed), deadline (the run's deadline passed and cut it short), cancelled (a person cancelled it)
+             * @enum {string|null}
+             */
+            reason: "node_failed" | "deadline" | "cancelled" | null;
+            /**
+             * Format: date-time
+             * @description when its deadline passes (from its start, or the retry or re-run that reopened it); null: none
+             */
+            deadline_at: string | null;
             /** @description once finished: the nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional) */
             failed_nodes: string[];
             /** @description once finished: optional nodes that failed (they did not fail the run) */

@@ -107,6 +107,17 @@ function VersionView({ t, newest }: { t: Topology; newest: boolean }) {
           {t.rollback_on_failure
             ? 'the nodes that succeeded are rolled back, latest first'
             : 'nothing is rolled back'}
+          {t.fail_fast === 'cancel'
+            ? '; no node starts after the first failure, and those under way are cancelled'
+            : t.fail_fast
+              ? '; no node starts after the first failure'
+              : ''}
+        </dd>
+        <dt>Deadline</dt>
+        <dd>
+          {t.deadline_seconds
+            ? `${t.deadline_seconds} s from the start of a run (a run may set its own)`
+            : 'none'}
         </dd>
         <dt>Tenant</dt>
         <dd>{t.tenant ?? 'shared: every tenant may run it'}</dd>

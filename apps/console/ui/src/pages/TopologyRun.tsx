@@ -177,6 +177,15 @@ function RunView({
           <Duration from={run.started_at} to={run.finished_at} />
           {live ? ' so far' : ''}
         </dd>
+        {run.deadline_at ? (
+          <>
+            <dt>Deadline</dt>
+            <dd>
+              <Time iso={run.deadline_at} />
+              {run.reason === 'deadline' ? ' (it passed and cut the run short)' : ''}
+            </dd>
+          </>
+        ) : null}
         {run.error ? (
           <>
             <dt>Error</dt>

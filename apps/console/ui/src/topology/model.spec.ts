@@ -11,6 +11,8 @@ const run = (over: Partial<Run> = {}): Run => ({
   outcome: null,
   cancel_requested: false,
   error: null,
+  reason: null,
+  deadline_at: null,
   failed_nodes: [],
   optional_failed: [],
   finally_failed: [],

@@ -7,7 +7,7 @@ import { phaseOf } from '../node-kinds';
 import { nodeError } from '../topology-evaluator';
 import { RunState } from '../topology-runs.service';
 import { HistoryEntry } from '../topology-history';
-import { RunHistoryEntryDto, RunNodeDto, TopologyRunDto } from './topology.dto';
+import { RunHistoryEntryDto, RunNodeDto, TopologyRunDto } from './topology-run.dto';
 
 const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
@@ -73,6 +73,8 @@ export function toRunDto(s: RunState): TopologyRunDto {
     outcome: c.outcome,
     cancel_requested: c.cancelRequested,
     error: c.error?.message ?? null,
+    reason: c.status === 'FINISH' && c.outcome !== 'SUCCESS' ? (c.error?.code ?? null) : null,
+    deadline_at: iso(s.run.deadlineAt),
     failed_nodes: listOf(c.result, 'failed_nodes'),
     optional_failed: listOf(c.result, 'optional_failed'),
     finally_failed: listOf(c.result, 'finally_failed'),

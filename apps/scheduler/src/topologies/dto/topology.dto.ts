@@ -8,12 +8,12 @@ import {
   IsOptional,
   IsString,
   Matches,
+  Max,
   MaxLength,
   Min,
 } from 'class-validator';
-import { TASK_OUTCOMES, TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { TENANT_PATTERN } from '../../common';
-import { NODE_STATUSES } from '../node-state';
+import { MAX_DEADLINE_SECONDS } from '../node-kinds';
 import { TOPOLOGY_NAME, TRIGGER_RULES } from '../topology-definition';
 import { TopologyVersion } from '../topologies.repository';
 
@@ -141,6 +141,16 @@ export class TopologyDefinitionDto {
   fail_fast?: boolean | 'cancel';
 
   @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_DEADLINE_SECONDS,
+    description:
+      "how long a run may take, from its start (or the retry or re-run that reopened it): past it the graph's nodes under way are cancelled, none starts, and the run fails with reason deadline, then its handlers, rollback and finally nodes run. A run may set its own (POST /v1/topologies/{name}/runs). Absent: no deadline",
+  })
+  @IsOptional()
+  deadline_seconds?: number;
+
+  @ApiPropertyOptional({
     pattern: TENANT_PATTERN.source,
     description: 'the tenant whose definition it is (none: every tenant may run it)',
   })
@@ -168,6 +178,8 @@ export class TopologyDto {
   @ApiProperty() rollback_on_failure!: boolean;
   @ApiProperty({ oneOf: [{ type: 'boolean' }, { type: 'string', enum: ['cancel'] }] })
   fail_fast!: boolean | 'cancel';
+  @ApiProperty({ nullable: true, type: 'integer', description: "a run's deadline (null: none)" })
+  deadline_seconds!: number | null;
   @ApiProperty({ type: [TopologyNodeDto] }) nodes!: TopologyNodeDto[];
   @ApiProperty() created_by!: string;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
@@ -180,6 +192,7 @@ export const toTopologyDto = (v: TopologyVersion): TopologyDto => ({
   description: v.spec.description,
   rollback_on_failure: v.spec.rollback_on_failure,
   fail_fast: v.spec.fail_fast ?? false,
+  deadline_seconds: v.spec.deadline_seconds ?? null,
   nodes: v.spec.nodes,
   created_by: v.createdBy,
   created_at: new Date(v.createdAt).toISOString(),
@@ -219,6 +232,18 @@ export class StartRunDto {
   @IsOptional()
   @IsObject()
   labels?: Record<string, string>;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_DEADLINE_SECONDS,
+    description: "this run's deadline, in place of the definition's",
+  })
+  @IsOptional()
+  @IsInt({ message: 'deadline_seconds must be a whole number of seconds' })
+  @Min(1)
+  @Max(MAX_DEADLINE_SECONDS)
+  deadline_seconds?: number;
 }
 
 /** Body of `POST /v1/topology-runs/{run_id}/signal`. */
@@ -232,156 +257,4 @@ export class SignalDto {
   @IsOptional()
   @IsObject()
   data?: Record<string, unknown>;
-}
-
-/** One node of a run, as the console draws it. */
-export class RunNodeDto {
-  @ApiProperty() key!: string;
-  @ApiProperty({ enum: ['task', 'switch', 'topology', 'wait'] }) kind!: string;
-  @ApiProperty({ type: [String] }) depends_on!: string[];
-  @ApiProperty({
-    enum: NODE_STATUSES,
-    description:
-      'PENDING not decided; ACTIVE under way or waiting; SUCCESS; FAILED (its task failed, or it could not start); UPSTREAM_FAILED not run because a node it needs failed; CANCELLED stopped or never started because the run was cancelled or failed fast; SKIPPED an untaken branch, a rule that can never be met, or a person skipped it; ROLLED_BACK undone by the rollback',
-  })
-  status!: string;
-  @ApiProperty({
-    enum: ['main', 'handler', 'finally'],
-    description: 'the run graph, an on_failure handler, or a finally node',
-  })
-  phase!: string;
-  @ApiProperty({ description: 'its failure does not fail the run' }) optional!: boolean;
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'its task (a child run for a topology node)',
-  })
-  task_id!: string | null;
-  @ApiProperty({ nullable: true, enum: TaskStatus, type: String }) task_status!: string | null;
-  @ApiProperty({ nullable: true, type: Number }) attempt!: number | null;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) started_at!: string | null;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) finished_at!: string | null;
-  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true })
-  progress!: Record<string, unknown> | null;
-  @ApiProperty({
-    nullable: true,
-    type: 'object',
-    additionalProperties: true,
-    description: "the task's result; a switch's choice; a wait's signal; a for_each node's counts",
-  })
-  result!: unknown;
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'why it failed, was not run or was cancelled (what {{nodes.KEY.error}} reads)',
-  })
-  error!: string | null;
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: { type: 'integer' },
-    description: 'a for_each node: how many items, and how many are in each status',
-  })
-  items?: Record<string, number>;
-}
-
-/** A run: its centre task's status, and its graph. */
-export class TopologyRunDto {
-  @ApiProperty({ description: 'the id of the centre task (GET /v1/tasks/{run_id} reads it too)' })
-  run_id!: string;
-  @ApiProperty() name!: string;
-  @ApiProperty() version!: number;
-  @ApiProperty() tenant!: string;
-  @ApiProperty({ enum: TaskStatus }) status!: TaskStatus;
-  @ApiProperty({
-    nullable: true,
-    enum: TASK_OUTCOMES,
-    enumName: 'TaskOutcome',
-    description: 'once decided: SUCCESS, FAIL, ROLLBACK, or CANCELLED (the run was cancelled)',
-  })
-  outcome!: TaskOutcome | null;
-  @ApiProperty() cancel_requested!: boolean;
-  @ApiProperty({
-    nullable: true,
-    type: String,
-    description: 'each node that failed by itself and why (at most five), or "cancelled"',
-  })
-  error!: string | null;
-  @ApiProperty({
-    type: [String],
-    description:
-      'once finished: the nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional)',
-  })
-  failed_nodes!: string[];
-  @ApiProperty({
-    type: [String],
-    description: 'once finished: optional nodes that failed (they did not fail the run)',
-  })
-  optional_failed!: string[];
-  @ApiProperty({
-    type: [String],
-    description: 'once finished: finally nodes that failed (they did not change the outcome)',
-  })
-  finally_failed!: string[];
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' } })
-  labels!: Record<string, string>;
-  @ApiProperty(FREE) input!: Record<string, unknown>;
-  @ApiProperty({ nullable: true, type: String }) parent_run_id!: string | null;
-  @ApiProperty({ format: 'date-time' }) created_at!: string;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) started_at!: string | null;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) finished_at!: string | null;
-  @ApiPropertyOptional({ type: [RunNodeDto], description: 'absent from lists' })
-  nodes?: RunNodeDto[];
-}
-
-export class TopologyRunPageDto {
-  @ApiProperty({ type: [TopologyRunDto] }) items!: TopologyRunDto[];
-  @ApiProperty({ nullable: true, type: String }) next_cursor!: string | null;
-}
-
-/** One thing that happened in a run (`GET /v1/topology-runs/{id}/history`). */
-export class RunHistoryEntryDto {
-  @ApiProperty({
-    enum: ['run', 'repair', 'execution', 'decision'],
-    description:
-      "run: the run's centre task moved (started, paused, reopened, finished); repair: a person retried the run, re-ran or skipped a node; execution: one attempt of a node's task (or a sub-topology's run); decision: a node decided without a task of its own running",
-  })
-  kind!: string;
-  @ApiProperty({
-    format: 'date-time',
-    description: 'when it happened (an execution: when the attempt started)',
-  })
-  at!: string;
-  @ApiProperty({ nullable: true, type: String }) node!: string | null;
-  @ApiProperty({
-    nullable: true,
-    type: Number,
-    description: 'the item of a for_each node (0 for other nodes)',
-  })
-  item!: number | null;
-  @ApiProperty({ nullable: true, enum: ['main', 'handler', 'finally'], type: String })
-  phase!: string | null;
-  @ApiProperty({
-    description:
-      "run: the status it moved to; repair: retry, rerun or skip; execution: the attempt's outcome (RUNNING while it runs); decision: the node's status",
-  })
-  status!: string;
-  @ApiProperty({ nullable: true, type: String }) task_id!: string | null;
-  @ApiProperty({ nullable: true, type: Number }) attempt!: number | null;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time' }) ended_at!: string | null;
-  @ApiProperty({ nullable: true, type: String }) error!: string | null;
-  @ApiProperty({ nullable: true, type: String, description: 'why (a run move, a decision)' })
-  reason!: string | null;
-  @ApiProperty({ nullable: true, type: String, description: 'who (a run move, a repair)' })
-  actor!: string | null;
-  @ApiProperty({
-    description:
-      'false once replaced: an attempt followed by another, a decision a repair undid; the current entries are what the run view shows',
-  })
-  current!: boolean;
-}
-
-export class RunHistoryDto {
-  @ApiProperty() run_id!: string;
-  @ApiProperty({ type: [RunHistoryEntryDto], description: 'oldest first' })
-  entries!: RunHistoryEntryDto[];
 }

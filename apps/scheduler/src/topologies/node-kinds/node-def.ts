@@ -90,8 +90,17 @@ export interface TopologySpec {
    * still do); `cancel` also cancels the ones under way. Absent: every branch goes on.
    */
   fail_fast?: true | 'cancel';
+  /**
+   * How long a run may take, from its start (or from a retry or re-run that reopened it): past
+   * it, the graph's nodes under way are cancelled, none starts, and the run fails with reason
+   * `deadline` (then handlers, rollback, finally-nodes). A run may set its own.
+   */
+  deadline_seconds?: number;
   nodes: NodeDef[];
 }
+
+/** The longest deadline a run may have: 30 days. */
+export const MAX_DEADLINE_SECONDS = 30 * 24 * 3600;
 
 /** What a definition is checked against when it is saved. */
 export interface DefinitionContext {
