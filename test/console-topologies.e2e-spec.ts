@@ -268,6 +268,28 @@ describe('console topology pages in a browser', () => {
     expect(await retry.getAttribute('title')).toBe('the run succeeded: nothing failed to retry');
     expect((await api.call('POST', `/v1/topology-runs/${runId}/retry`)).status).toBe(409);
     await shot('topology-run-succeeded');
+
+    // The timeline keeps what the retry replaced: both attempts of verify, the handler's run
+    // before the retry (the handler now SKIPPED: the run succeeded), and the retry itself.
+    const timeline = page.getByRole('region', { name: 'Timeline' });
+    const lane = (key: string) => timeline.locator(`tr[data-lane="${key}"]`);
+    await lane('verify').getByText('attempt 2 · Succeeded').waitFor({ timeout: SETTLE_MS });
+    expect(await lane('verify').getByText('attempt 1 · Failed (replaced)').count()).toBe(1);
+    expect(await lane('alert').getByText('attempt 1 · Succeeded (replaced)').count()).toBe(1);
+    expect(await lane('alert').getByText('Skipped').count()).toBe(1);
+    expect(await lane('publish').getByText('Upstream failed (replaced)').count()).toBe(1);
+    expect(await lane('publish').getByText('attempt 1 · Succeeded').count()).toBe(1);
+    expect(await lane('repairs').getByText('retry').count()).toBe(1);
+    // In words too, in order: the first attempt of verify comes before the retry.
+    await page.getByText(/Every entry, in order/).click();
+    const words = await page.locator('.tl-list li').allTextContents();
+    const first = words.findIndex((w) => /node verify attempt 1: Failed/.test(w));
+    const retried = words.findIndex((w) => /retry of the run by key:/.test(w));
+    const second = words.findIndex((w) => /node verify attempt 2: Succeeded/.test(w));
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(retried).toBeGreaterThan(first);
+    expect(second).toBeGreaterThan(retried);
+    await shot('topology-run-timeline');
   });
 
   it('shows the scheduler’s refusal of an action as it gave it', async () => {
@@ -385,12 +407,14 @@ describe('console topology pages in a browser', () => {
       '/api/v1/topologies',
       '/api/v1/topology-runs?limit=50',
     ]);
-    // A finished run: the run once (again every 30 s), its definition's version once, and the
-    // live stream of its tasks (a retry from elsewhere shows at once).
+    // A finished run: the run once (again every 30 s), its history once (read again with the
+    // run), its definition's version once, and the live stream of its tasks (a retry from
+    // elsewhere shows at once).
     expect(await callsOf(`/topology-runs/${runId}`, 'console-demo run')).toEqual([
       `/api/v1/task-changes/stream?control_task_id=${runId}`,
       '/api/v1/topologies/console-demo?version=1',
       `/api/v1/topology-runs/${runId}`,
+      `/api/v1/topology-runs/${runId}/history`,
     ]);
   });
 

@@ -17,6 +17,7 @@ import { Link } from '../router';
 import { DagGraph, StatusLegend } from '../topology/Graph';
 import {
   Run,
+  RunHistory,
   RunNode,
   Topology,
   isFinished,
@@ -26,6 +27,7 @@ import {
   statusLabel,
 } from '../topology/model';
 import { useRunControls } from '../topology/RunControls';
+import { RunTimeline } from '../topology/Timeline';
 import { keys } from '../query-keys';
 
 /** Where a node's name leads: its task, or the child run of a sub-topology node. */
@@ -129,6 +131,12 @@ function RunView({
   );
   const kindOf = (n: RunNode): string => kinds.get(n.key) ?? n.kind;
   const live = !isFinished(run);
+  // Read again with the run (its key is under the run's), and every few seconds while it moves.
+  const history = useQuery({
+    queryKey: keys.topologyRunHistory(run.run_id),
+    queryFn: () => api<RunHistory>(`/v1/topology-runs/${encodeURIComponent(run.run_id)}/history`),
+    refetchInterval: live ? 3000 : false,
+  });
   return (
     <>
       <div className="title-row">
@@ -214,6 +222,15 @@ function RunView({
           problem: n.status === 'FAILED' ? n.error : null,
         }))}
       />
+
+      <h2 id="timeline-h">Timeline</h2>
+      {history.isPending ? (
+        <Loading what="the run's history" />
+      ) : history.isError ? (
+        <ErrorState error={history.error} what="the run's history" />
+      ) : (
+        <RunTimeline entries={history.data.entries} now={history.dataUpdatedAt} />
+      )}
 
       <h2 id="nodes-h">Nodes</h2>
       <div className="scroll" tabIndex={0} role="region" aria-labelledby="nodes-h">

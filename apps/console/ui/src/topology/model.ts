@@ -11,6 +11,8 @@ export type TopologyCheck = Schemas['TopologyCheckDto'];
 export type Run = Schemas['TopologyRunDto'];
 export type RunNode = Schemas['RunNodeDto'];
 export type RunPage = Schemas['TopologyRunPageDto'];
+export type HistoryEntry = Schemas['RunHistoryEntryDto'];
+export type RunHistory = Schemas['RunHistoryDto'];
 export type NodeStatus = RunNode['status'];
 
 /** Every node status, in the order the legend lists them, with what it means in a few words. */
