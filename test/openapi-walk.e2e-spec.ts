@@ -196,6 +196,11 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       name: 'walk-wait',
       nodes: [{ key: 'approve', wait: { signal: 'approved' } }],
     });
+    // A run waiting for a person: to approve, to reject.
+    await api.call('POST', '/v1/topologies', {
+      name: 'walk-approval',
+      nodes: [{ key: 'gate', approval: { timeout_seconds: 3600, on_timeout: 'reject' } }],
+    });
     // A run that failed (its first node fails for good): to retry, to re-run a node of, to skip
     // a node of.
     await api.call('POST', '/v1/topologies', {
@@ -225,8 +230,8 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       );
       return r.data.run_id;
     };
-    const waiting = async (): Promise<string> => {
-      const r = await api.call<{ run_id: string }>('POST', '/v1/topologies/walk-wait/runs', {});
+    const waiting = async (name = 'walk-wait'): Promise<string> => {
+      const r = await api.call<{ run_id: string }>('POST', `/v1/topologies/${name}/runs`, {});
       await eventually(
         async () =>
           (
@@ -285,6 +290,8 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       runPaused: await waiting(),
       runCancelled: await waiting(),
       runSignalled: await waiting(),
+      runApproved: await waiting('walk-approval'),
+      runRejected: await waiting('walk-approval'),
       runRetried: await failedRun(),
       runRerun: await failedRun(),
       runSkipped: await failedRun(),
@@ -453,6 +460,13 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       }),
       'POST /v1/topology-runs/{run_id}/signal': () => ({
         path: `/v1/topology-runs/${s.runSignalled}/signal`,
+      }),
+      'GET /v1/topology-approvals': () => ({ path: '/v1/topology-approvals?limit=10' }),
+      'POST /v1/topology-runs/{run_id}/nodes/{node}/approve': () => ({
+        path: `/v1/topology-runs/${s.runApproved}/nodes/gate/approve`,
+      }),
+      'POST /v1/topology-runs/{run_id}/nodes/{node}/reject': () => ({
+        path: `/v1/topology-runs/${s.runRejected}/nodes/gate/reject`,
       }),
     };
 

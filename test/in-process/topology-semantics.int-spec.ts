@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { TRIGGER_RULES } from '../../apps/scheduler/src/topologies/topology-definition';
+import { Api } from '../support/baton';
 import { InProcessBaton, startInProcess } from '../support/in-process';
 import { Waits, manualTime } from '../support/waits';
 
@@ -56,7 +57,8 @@ let waits: Waits;
 let n = 0;
 
 beforeAll(async () => {
-  baton = await startInProcess();
+  // A webhook receiver on loopback (nothing listens there: the messages are what is checked).
+  baton = await startInProcess({ BATON_WEBHOOK_ALLOW: '127.0.0.1' });
   waits = manualTime(baton.clock, 200);
   await baton.addWorker('semantics-w', {
     WORKER_CAPACITY: '200',
@@ -556,6 +558,178 @@ describe('topology semantics', () => {
     });
     expect(res.status).toBe(400);
     expect(res.message).toMatch(/deadline_seconds/);
+  });
+
+  describe('approval nodes', () => {
+    let alice: Api;
+    let bob: Api;
+    let viewer: Api;
+    const key = async (name: string, role: string): Promise<Api> => {
+      const res = await baton.api.call<{ key: string }>('POST', '/v1/api-keys', { name, role });
+      expect(res.status).toBe(201);
+      return new Api(baton.api.base, res.data.key);
+    };
+    beforeAll(async () => {
+      alice = await key('sem-alice', 'operator');
+      bob = await key('sem-bob', 'operator');
+      viewer = await key('sem-viewer', 'viewer');
+    });
+    const gated = (approval: Json): Json => ({
+      nodes: [
+        { key: 'check', task: echo() },
+        { key: 'gate', depends_on: ['check'], approval },
+        { key: 'after', depends_on: ['gate'], task: echo({ by: '{{nodes.gate.result.by}}' }) },
+        { key: 'page', on_failure: true, task: echo({ why: '{{run.error}}' }) },
+      ],
+    });
+    const decide = (as: Api, id: string, verdict: string, comment?: string) =>
+      as.call<Run>(
+        'POST',
+        `/v1/topology-runs/${id}/nodes/gate/${verdict}`,
+        comment ? { comment } : {},
+      );
+
+    it('an allowed key approves: the run goes on; who, when and why are in the history and the audit log; others are refused', async () => {
+      // Conductor's HUMAN task completed through its API; Argo's suspend resumed. Here the
+      // definition names who may decide, and the decision is kept.
+      const hook = await baton.api.call<{ webhook_id: string }>('POST', '/v1/webhooks', {
+        url: 'http://127.0.0.1:9/approvals',
+        events: ['topology.approval_requested'],
+        labels: { approval_case: 'approve' },
+      });
+      expect(hook.status).toBe(201);
+      const id = await start(
+        gated({
+          timeout_seconds: 3600,
+          on_timeout: 'reject',
+          message: 'Fail over {{input.cluster}}?',
+          approvers: { keys: ['sem-alice'] },
+        }),
+        { cluster: 'orders' },
+        { labels: { approval_case: 'approve' } },
+      );
+      await until(id, (r) => node(r, 'gate').status === 'ACTIVE', 'waiting for a decision');
+      // The page of waiting approvals, as each key sees it.
+      const asked = async (as: Api) =>
+        (
+          await as.call<{ items: { run_id: string; message: string; may_decide: boolean }[] }>(
+            'GET',
+            '/v1/topology-approvals',
+          )
+        ).data.items.find((a) => a.run_id === id);
+      expect(await asked(alice)).toMatchObject({ message: 'Fail over orders?', may_decide: true });
+      expect(await asked(bob)).toMatchObject({ may_decide: false });
+      // One webhook message, saying what is asked and of whom.
+      const sent = await baton.api.call<{ event_type: string; payload: { data: Json } }[]>(
+        'GET',
+        `/v1/tasks/${id}/deliveries`,
+      );
+      expect(sent.data.map((d) => d.event_type)).toEqual(['topology.approval_requested']);
+      expect(sent.data[0].payload.data).toMatchObject({
+        run_id: id,
+        node: 'gate',
+        message: 'Fail over orders?',
+        approvers: { keys: ['sem-alice'], roles: [] },
+        on_timeout: 'reject',
+      });
+
+      // Not allowed: another operator (403, says who may), a viewer (403): nothing changes.
+      const refused = await decide(bob, id, 'approve');
+      expect(refused.status).toBe(403);
+      expect(refused.message).toMatch(/key:sem-bob may not decide node gate: .*sem-alice/);
+      expect((await decide(viewer, id, 'reject')).status).toBe(403);
+      expect(node(await read(id), 'gate').status).toBe('ACTIVE');
+
+      const ok = await decide(alice, id, 'approve', 'replica lag checked');
+      expect(ok.status).toBe(200);
+      const r = await finished(id);
+      expect(states(r)).toEqual({
+        check: 'SUCCESS',
+        gate: 'SUCCESS',
+        after: 'SUCCESS',
+        page: 'SKIPPED',
+      });
+      expect(node(r, 'gate').result).toMatchObject({
+        decision: 'approved',
+        by: 'key:sem-alice',
+        comment: 'replica lag checked',
+      });
+      expect(node(r, 'after').result).toEqual({ echo: { by: 'key:sem-alice' } });
+      // Decided once: a second decision is refused.
+      const again = await decide(alice, id, 'reject');
+      expect(again.status).toBe(409);
+      expect(again.message).toMatch(/not waiting for a decision \(approved by key:sem-alice\)/);
+
+      const h = await history(id);
+      expect(h.find((e) => e.node === 'gate' && e.current)).toMatchObject({
+        kind: 'decision',
+        status: 'SUCCESS',
+        reason: 'approved by key:sem-alice: replica lag checked',
+        actor: 'key:sem-alice',
+      });
+      const audit = await baton.api.call<{ actor: string; target: string; detail: Json }[]>(
+        'GET',
+        '/v1/audit?action=topology_run.approve',
+      );
+      expect(audit.data.find((a) => a.target === `${id}/gate`)).toMatchObject({
+        actor: 'key:sem-alice',
+        detail: { comment: 'replica lag checked' },
+      });
+    });
+
+    it('a rejection fails the node with who and why; the run fails and its handler runs', async () => {
+      // Conductor: a HUMAN task failed through its API fails the workflow.
+      const id = await start(gated({ timeout_seconds: 3600, on_timeout: 'approve' }));
+      await until(id, (r) => node(r, 'gate').status === 'ACTIVE', 'waiting for a decision');
+      // No approvers named: any operator decides.
+      expect((await decide(bob, id, 'reject', 'not during the sale')).status).toBe(200);
+      const r = await finished(id);
+      expect(states(r)).toEqual({
+        check: 'SUCCESS',
+        gate: 'FAILED',
+        after: 'UPSTREAM_FAILED',
+        page: 'SUCCESS',
+      });
+      expect(node(r, 'gate').error).toBe('rejected by key:sem-bob: not during the sale');
+      expect(r.error).toBe('node gate failed: rejected by key:sem-bob: not during the sale');
+      expect(r.failed_nodes).toEqual(['gate', 'after']);
+    });
+
+    it('without a decision its timeout decides: reject fails it, approve lets the run go on', async () => {
+      // Conductor's HUMAN task timeoutSeconds fails it; here the definition chooses, and says so.
+      const rejected = await start(gated({ timeout_seconds: 30, on_timeout: 'reject' }));
+      const approved = await start(gated({ timeout_seconds: 30, on_timeout: 'approve' }));
+      const r = await finished(rejected);
+      expect(node(r, 'gate').status).toBe('FAILED');
+      expect(node(r, 'gate').error).toBe('no decision within 30 s: rejected by its timeout');
+      expect(r.outcome).toBe('FAIL');
+      const a = await finished(approved);
+      expect(states(a)).toMatchObject({ gate: 'SUCCESS', after: 'SUCCESS' });
+      expect(node(a, 'gate').result).toMatchObject({ decision: 'approved', by: 'timeout' });
+      expect(node(a, 'after').result).toEqual({ echo: { by: 'timeout' } });
+      expect(a.outcome).toBe('SUCCESS');
+      // Not before its time: decided 30 s after it began to wait.
+      const h = await history(approved);
+      const began = h.find((e) => e.node === 'check' && e.kind === 'execution');
+      const decided = h.find((e) => e.node === 'gate' && e.current);
+      expect(Date.parse(decided?.at ?? '') - Date.parse(began?.at ?? '')).toBeGreaterThanOrEqual(
+        30_000,
+      );
+    });
+
+    it('refuses an approval without its timeout, and a decision on a node that is not an approval', async () => {
+      const bad = await baton.api.call('POST', '/v1/topologies', {
+        name: `sem-bad-${++n}`,
+        nodes: [{ key: 'gate', approval: { on_timeout: 'reject' } }],
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.message).toMatch(/node gate: approval.timeout_seconds is required/);
+      const id = await start({ nodes: [{ key: 'gate', task: sleeping(5) }] });
+      const res = await decide(alice, id, 'approve');
+      expect(res.status).toBe(400);
+      expect(res.message).toMatch(/not an approval node/);
+      await finished(id);
+    });
   });
 
   it('fail_fast: after the first failure no new node starts; the running one finishes', async () => {

@@ -75,6 +75,18 @@ export const REQUEST_EXAMPLES: Record<string, Examples> = {
       value: { input: { cluster: 'orders' }, labels: { team: 'dba' } },
     },
   },
+  TopologyRunsController_approve: {
+    approved: {
+      summary: 'approve, saying why',
+      value: { comment: 'replica lag under 1 s, change window open' },
+    },
+  },
+  TopologyRunsController_reject: {
+    rejected: {
+      summary: 'reject, saying why',
+      value: { comment: 'not during the sale' },
+    },
+  },
   TopologyRunsController_signal: {
     approved: {
       summary: 'end the wait of the nodes waiting for "approved"',

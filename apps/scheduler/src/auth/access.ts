@@ -71,6 +71,12 @@ export function bearerToken(header: string | string[] | undefined): string | und
   return typeof header === 'string' ? BEARER.exec(header)?.[1] : undefined;
 }
 
+/** A handler parameter: who is calling (undefined while the API is open, without keys). */
+export const Caller = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): Principal | undefined =>
+    ctx.switchToHttp().getRequest<{ principal?: Principal }>().principal,
+);
+
 /** A handler parameter: the only tenant the caller may see (a tenant key's), or null for all. */
 export const CallerTenant = createParamDecorator(
   (_: unknown, ctx: ExecutionContext): string | null =>

@@ -17,7 +17,10 @@ const AUDITED = 'baton:audited';
 
 interface AuditRule {
   action: string;
-  /** The route parameter naming the target, or the answer's field (for a create). */
+  /**
+   * The route parameter naming the target, or the answer's field (for a create); several joined
+   * by "/" (`run_id/node`) name a target inside another.
+   */
   target: string;
 }
 
@@ -98,7 +101,9 @@ export class AuditInterceptor implements NestInterceptor {
     return next.handle().pipe(
       mergeMap(async (answer: unknown) => {
         const data = (answer as { data?: Record<string, unknown> } | null)?.data;
-        const target = req.params?.[rule.target] ?? data?.[rule.target];
+        // A target of several route parameters (`run_id/node`) names them joined by "/".
+        const parts = rule.target.split('/').map((name) => req.params?.[name] ?? data?.[name]);
+        const target = parts.some((p) => p === undefined) ? undefined : parts.join('/');
         await this.audit
           .record(
             actorOf(req.principal),

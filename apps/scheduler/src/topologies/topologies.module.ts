@@ -13,6 +13,9 @@ import { TopologyRunsRepository } from './topology-runs.repository';
 import { TopologyRunsService, runNotFound } from './topology-runs.service';
 import { TopologySweeper } from './topology-sweeper';
 import { TopologyHistory } from './topology-history';
+import { ApprovalRequests } from './approval-requests';
+import { RunApprovals } from './run-approvals';
+import { TopologyApprovalsController } from './topology-approvals.controller';
 import { RunRepairs } from './run-repairs';
 
 /**
@@ -22,7 +25,7 @@ import { RunRepairs } from './run-repairs';
  */
 @Module({
   imports: [AuthModule, TaskStoreModule, TaskTypesModule, TasksModule],
-  controllers: [TopologiesController, TopologyRunsController],
+  controllers: [TopologiesController, TopologyRunsController, TopologyApprovalsController],
   providers: [
     TopologiesRepository,
     TopologyRunsRepository,
@@ -33,9 +36,11 @@ import { RunRepairs } from './run-repairs';
     TopologySweeper,
     RunRepairs,
     TopologyHistory,
+    RunApprovals,
+    ApprovalRequests,
   ],
   // The Producer starts runs of timers whose template is a topology.
-  exports: [TopologyRunsService],
+  exports: [TopologyRunsService, ApprovalRequests],
 })
 export class TopologiesModule implements OnModuleInit {
   constructor(

@@ -67,6 +67,35 @@ describe('parseDefinition', () => {
       'two nodes',
     ],
     ['a self-dependency', [{ key: 'a', depends_on: ['a'], task: echo }], 'a', 'itself'],
+    [
+      'an approval without its timeout',
+      [{ key: 'g', approval: { on_timeout: 'reject' } }],
+      'g',
+      'approval.timeout_seconds is required',
+    ],
+    [
+      'an approval whose timeout decides nothing',
+      [{ key: 'g', approval: { timeout_seconds: 60 } }],
+      'g',
+      'approval.on_timeout is required',
+    ],
+    [
+      'an approval a viewer may decide',
+      [
+        {
+          key: 'g',
+          approval: { timeout_seconds: 60, on_timeout: 'reject', approvers: { roles: ['viewer'] } },
+        },
+      ],
+      'g',
+      'approval.approvers.roles must be a list of operator, admin',
+    ],
+    [
+      'an approval field of no meaning',
+      [{ key: 'g', approval: { timeout_seconds: 60, on_timeout: 'reject', quorum: 2 } }],
+      'g',
+      'approval has no field quorum',
+    ],
     ['an unknown rule', [{ key: 'a', trigger_rule: 'most', task: echo }], 'a', 'trigger_rule'],
     ['a run-owned field', [{ key: 'a', task: { ...echo, tenant: 'x' } }], 'a', 'set by the run'],
     [
@@ -178,6 +207,17 @@ describe('parseDefinition', () => {
       ['f', undefined, { on_cancel: false }],
       ['g', undefined, { on_cancel: true }],
     ]);
+  });
+
+  it('refuses a deadline that is not a whole number of seconds within 30 days', () => {
+    for (const deadline_seconds of [0, -1, 1.5, '60', 30 * 24 * 3600 + 1])
+      expect(() =>
+        parseDefinition({ name: 't', deadline_seconds, nodes: [{ key: 'a', task: echo }] }, ctx),
+      ).toThrow('deadline_seconds must be a whole number of seconds');
+    expect(
+      parseDefinition({ name: 't', deadline_seconds: 60, nodes: [{ key: 'a', task: echo }] }, ctx)
+        .deadline_seconds,
+    ).toBe(60);
   });
 
   it('refuses a fail_fast that is not true, false or "cancel"', () => {

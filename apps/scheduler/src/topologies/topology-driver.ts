@@ -18,6 +18,7 @@ import {
 import { TaskActionsService, TasksService } from '../tasks';
 import { NodeRow, sameRows } from './node-state';
 import { NodeTaskReader } from './node-task-reader';
+import { ApprovalRequests, approvalsAsked } from './approval-requests';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH } from './topology-definition';
 import { NodeStart, Plan, evaluate } from './topology-evaluator';
@@ -56,6 +57,7 @@ export class TopologyDriver implements TaskChangeConsumer {
     private readonly actions: TaskActionsService,
     private readonly tx: TransactionRunner,
     private readonly clock: Clock,
+    private readonly approvals: ApprovalRequests,
   ) {}
 
   wants(c: NewTaskStatusChange): boolean {
@@ -151,6 +153,8 @@ export class TopologyDriver implements TaskChangeConsumer {
         taskRows.push({ ...s, state: 'task', taskId: b.task.taskId, result: null });
       }
       const fresh = plan.rows.filter((r) => r.from === undefined && r.state !== 'done');
+      // Approvals that begin to wait are told in this transaction (a webhook): once, as the row.
+      await this.approvals.tell(m, approvalsAsked(fresh, run, current, now));
       await this.runs.insertNodes(
         m,
         runId,

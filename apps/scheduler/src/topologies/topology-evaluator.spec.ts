@@ -61,6 +61,10 @@ class Sim {
     for (const row of plan.rows) {
       const i = this.rows.findIndex((x) => x.key === row.key && x.item === row.item);
       const full = { ...row, taskId: null, createdAt: 0, updatedAt: 0 };
+      // As the driver writes them: a row without `from` is inserted (a `done` one moves from
+      // `waiting`), and its key is taken once.
+      if (i >= 0 && row.from === undefined && row.state !== 'done')
+        throw new Error(`row ${row.key}:${row.item} written anew over ${this.rows[i].state}`);
       if (i >= 0) this.rows[i] = { ...full, taskId: this.rows[i].taskId };
       else this.rows.push(full);
     }
@@ -583,6 +587,49 @@ describe('evaluate', () => {
     ok.end('A');
     ok.r = run({ deadlineAt: 5_000, now: 6_000 });
     expect(ok.step().finish).toMatchObject({ outcome: 'SUCCESS' });
+  });
+
+  it('an approval waits until its timeout, which decides as the definition says', () => {
+    const def = (on_timeout: string) =>
+      spec([
+        {
+          key: 'G',
+          approval: { timeout_seconds: 30, on_timeout, message: 'go for {{input.cluster}}?' },
+        },
+        { key: 'B', depends_on: ['G'], task: echo() },
+      ]);
+    const sim = new Sim(def('reject'));
+    const first = sim.step();
+    expect(first.rows).toEqual([
+      {
+        key: 'G',
+        item: 0,
+        state: 'waiting',
+        result: {
+          approval: true,
+          until: 31_000,
+          on_timeout: 'reject',
+          message: 'go for orders?',
+          approvers: { keys: [], roles: [] },
+        },
+      },
+    ]);
+    expect(first.wakeAt).toBe(31_000);
+    expect(sim.statuses().G).toBe('ACTIVE');
+    expect(sim.step().wakeAt).toBe(31_000);
+    sim.r = run({ now: 31_000 });
+    sim.step();
+    expect(sim.statuses()).toMatchObject({ G: 'FAILED', B: 'UPSTREAM_FAILED' });
+    expect(sim.step().finish).toMatchObject({
+      outcome: 'FAIL',
+      error: 'node G failed: no decision within 30 s: rejected by its timeout',
+    });
+
+    const yes = new Sim(def('approve'));
+    yes.step();
+    yes.r = run({ now: 31_000 });
+    expect(yes.started(yes.step())).toEqual(['B']);
+    expect(yes.statuses().G).toBe('SUCCESS');
   });
 
   it("counts a fan-out's items by how they ended, rolled back apart from failed", () => {

@@ -158,6 +158,13 @@ export class TopologyHistory {
       const status = DECISION[row.state];
       if (!status) continue;
       const result = row.result ?? {};
+      // An approval says who decided and why (or that it waits for someone).
+      const approval =
+        result.approval === true
+          ? typeof result.decision === 'string'
+            ? `${result.decision} by ${String(result.by)}${result.comment ? `: ${String(result.comment)}` : ''}`
+            : 'waiting for a decision'
+          : null;
       out.push({
         kind: 'decision',
         at: row.updatedAt,
@@ -167,8 +174,9 @@ export class TopologyHistory {
         attempt: null,
         endedAt: null,
         error: text(result.error),
-        reason: text(result.reason) ?? (result.by === 'api' ? 'skipped by a person' : null),
-        actor: text(result.actor),
+        reason:
+          approval ?? text(result.reason) ?? (result.by === 'api' ? 'skipped by a person' : null),
+        actor: text(result.actor) ?? (approval && result.by !== 'timeout' ? text(result.by) : null),
         current,
       });
     }

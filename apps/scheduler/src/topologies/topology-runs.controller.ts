@@ -1,11 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
-import { Access, Actor, TenantFields } from '../auth';
+import { Access, Actor, Audited, Caller, Principal, TenantFields } from '../auth';
 import { ApiErrors } from '../common';
 import { taskFilterOf } from '../tasks';
 import { ListRunsQuery, toHistoryDto, toRunDto } from './dto/topology-run.mapping';
-import { SignalDto } from './dto/topology.dto';
+import { DecisionDto, SignalDto } from './dto/topology.dto';
+import { RunApprovals } from './run-approvals';
 import { RunHistoryDto, TopologyRunDto, TopologyRunPageDto } from './dto/topology-run.dto';
 import { TopologyHistory } from './topology-history';
 import { RunRepairs } from './run-repairs';
@@ -19,6 +20,7 @@ export class TopologyRunsController {
     private readonly runs: TopologyRunsService,
     private readonly repairs: RunRepairs,
     private readonly history: TopologyHistory,
+    private readonly approvals: RunApprovals,
   ) {}
 
   @Access('read')
@@ -150,6 +152,52 @@ export class TopologyRunsController {
     @Actor() actor: string,
   ): Promise<Envelope<TopologyRunDto>> {
     await this.repairs.skip(runId, node, actor);
+    return ok(toRunDto(await this.runs.get(runId)));
+  }
+
+  @Post(':run_id/nodes/:node/approve')
+  @HttpCode(200)
+  @Audited('topology_run.approve', 'run_id/node')
+  @ApiOperation({
+    summary:
+      "approve an approval node that waits for a decision: it succeeds and the run goes on; who, when and the comment go to the run's history and the audit log. Only a key the node allows (its approvers; none named: any operator or admin) of the run's tenant",
+  })
+  @ApiOkResponse({ type: TopologyRunDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.FORBIDDEN,
+    ContractErrorCode.VALIDATION_FAILED,
+  )
+  async approve(
+    @Param('run_id') runId: string,
+    @Param('node') node: string,
+    @Body() dto: DecisionDto,
+    @Caller() who: Principal | undefined,
+  ): Promise<Envelope<TopologyRunDto>> {
+    await this.approvals.decide(runId, node, 'approve', dto.comment ?? null, who);
+    return ok(toRunDto(await this.runs.get(runId)));
+  }
+
+  @Post(':run_id/nodes/:node/reject')
+  @HttpCode(200)
+  @Audited('topology_run.reject', 'run_id/node')
+  @ApiOperation({
+    summary:
+      "reject an approval node that waits for a decision: it fails (its error says who and why) and the run fails as on any failure; kept in the run's history and the audit log",
+  })
+  @ApiOkResponse({ type: TopologyRunDto })
+  @ApiErrors(
+    ContractErrorCode.ILLEGAL_TRANSITION,
+    ContractErrorCode.FORBIDDEN,
+    ContractErrorCode.VALIDATION_FAILED,
+  )
+  async reject(
+    @Param('run_id') runId: string,
+    @Param('node') node: string,
+    @Body() dto: DecisionDto,
+    @Caller() who: Principal | undefined,
+  ): Promise<Envelope<TopologyRunDto>> {
+    await this.approvals.decide(runId, node, 'reject', dto.comment ?? null, who);
     return ok(toRunDto(await this.runs.get(runId)));
   }
 }

@@ -183,6 +183,45 @@ export class TopologyRunsRepository {
       await m.delete(TopologyNodeEntity, { run_id: runId, node_key: k.key, item: k.item });
   }
 
+  /**
+   * Approval nodes waiting for a decision, in runs still going, oldest request first; only
+   * `tenant`'s when given. Few rows wait at a time: those of one state, read whole.
+   */
+  async waitingApprovals(
+    tenant: string | null,
+    limit: number,
+  ): Promise<
+    {
+      runId: string;
+      name: string;
+      version: number;
+      tenant: string;
+      node: string;
+      result: Record<string, unknown>;
+      requestedAt: number;
+    }[]
+  > {
+    const rows = (await this.db.manager.query(
+      `SELECT n.run_id, n.node_key, n.result, n.updated_at, r.name, r.version, r.tenant
+         FROM baton_topology_node n JOIN baton_topology_run r ON r.run_id = n.run_id
+        WHERE n.state = 'waiting' AND r.active = 1${tenant ? ' AND r.tenant = ?' : ''}
+        ORDER BY n.updated_at, n.run_id`,
+      tenant ? [tenant] : [],
+    )) as Record<string, unknown>[];
+    return rows
+      .map((r) => ({
+        runId: String(r.run_id),
+        name: String(r.name),
+        version: Number(r.version),
+        tenant: String(r.tenant),
+        node: String(r.node_key),
+        result: JSON.parse(String(r.result)) as Record<string, unknown>,
+        requestedAt: Number(r.updated_at),
+      }))
+      .filter((r) => r.result.approval === true)
+      .slice(0, limit);
+  }
+
   /** Keeps what a repair does, in its transaction: written in order, never edited. */
   async recordRepair(
     m: EntityManager,

@@ -5,6 +5,8 @@ import { EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter, TaskStatusChange } from '../task-store';
 import { TaskDto, toTaskDto } from '../tasks';
 import { WorkerUnhealthy } from '../workers';
+import { CENTRE_TASK_TYPE } from '../task-types';
+import type { ApprovalRequested } from '../topologies';
 import { callbackSignerId, WebhookSecrets } from './webhook-secrets';
 import { NewWebhookMessage, WebhookEventType, WebhookModel } from './webhook.model';
 import { WebhookMessagesRepository } from './webhook-messages.repository';
@@ -193,5 +195,44 @@ export class WebhookEvents implements TaskChangeWriter {
     if (rows.length === 0) return;
     // The sender finds them on its next look (BATON_WEBHOOK_POLL), once they committed.
     await this.messages.insertMessages(m, rows);
+  }
+
+  /**
+   * `topology.approval_requested`, in the transaction that wrote the waiting approval node: for
+   * the subscriptions that ask for it and hear the run (its tenant, the `topology` task type,
+   * its labels). `data` says what is asked, of whom, until when, and what the timeout decides.
+   */
+  async approvalEvents(m: EntityManager, events: readonly ApprovalRequested[]): Promise<void> {
+    const rows: NewWebhookMessage[] = [];
+    for (const e of events) {
+      const scope = { tenant: e.tenant, task_type: CENTRE_TASK_TYPE, labels: e.labels };
+      for (const w of this.subscriptions) {
+        if (!w.events.includes('topology.approval_requested') || !hears(w, scope)) continue;
+        rows.push({
+          messageId: newMessageId(),
+          webhookId: w.webhookId,
+          eventType: 'topology.approval_requested',
+          tenant: e.tenant,
+          taskId: e.runId,
+          url: null,
+          body: messageBody('topology.approval_requested', e.at, {
+            run_id: e.runId,
+            name: e.name,
+            version: e.version,
+            tenant: e.tenant,
+            labels: e.labels,
+            node: e.node,
+            message: e.request.message,
+            approvers: e.request.approvers,
+            timeout_at: new Date(e.request.until).toISOString(),
+            on_timeout: e.request.on_timeout,
+          }),
+          // After every event of the run's centre task so far (their seq: order * 8 + type).
+          seq: (e.centreVersion * 16 + 15) * 8 + 7,
+          createdAt: e.at,
+        });
+      }
+    }
+    if (rows.length > 0) await this.messages.insertMessages(m, rows);
   }
 }

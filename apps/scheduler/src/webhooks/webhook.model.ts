@@ -9,6 +9,7 @@ export const WEBHOOK_EVENTS = [
   'task.timed_out',
   'topology.run.finished',
   'topology.run.failed',
+  'topology.approval_requested',
   'worker.unhealthy',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number] | 'webhook.test';

@@ -2,6 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule, TenantScopes } from '../auth';
 import { TaskChangeFeed, TaskStoreModule } from '../task-store';
 import { TasksModule } from '../tasks';
+import { ApprovalRequests, TopologiesModule } from '../topologies';
 import { WorkerHealthWatch, WorkersModule } from '../workers';
 import { WebhookEvents } from './webhook-events';
 import { WebhookRetention } from './webhook-retention';
@@ -18,7 +19,7 @@ import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.s
  * Events come from the task store's durable change feed (an outbox in the change's transaction).
  */
 @Module({
-  imports: [AuthModule, TaskStoreModule, TasksModule, WorkersModule],
+  imports: [AuthModule, TaskStoreModule, TasksModule, WorkersModule, TopologiesModule],
   controllers: [WebhooksController, TaskDeliveriesController],
   providers: [
     WebhooksRepository,
@@ -38,11 +39,13 @@ export class WebhooksModule implements OnModuleInit {
     private readonly repo: WebhooksRepository,
     private readonly messages: WebhookMessagesRepository,
     private readonly health: WorkerHealthWatch,
+    private readonly approvals: ApprovalRequests,
   ) {}
 
   onModuleInit(): void {
     this.feed.attach(this.events);
     this.health.listen((m, events) => this.events.workerEvents(m, events));
+    this.approvals.listen((m, events) => this.events.approvalEvents(m, events));
     // A subscription of every tenant (no tenant) is no tenant's: closed to tenant keys (404).
     this.scopes.owns(
       'webhook_id',

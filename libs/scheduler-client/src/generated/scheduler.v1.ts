@@ -1039,6 +1039,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topology-runs/{run_id}/nodes/{node}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** approve an approval node that waits for a decision: it succeeds and the run goes on; who, when and the comment go to the run's history and the audit log. Only a key the node allows (its approvers; none named: any operator or admin) of the run's tenant */
+        post: operations["TopologyRunsController_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-runs/{run_id}/nodes/{node}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** reject an approval node that waits for a decision: it fails (its error says who and why) and the run fails as on any failure; kept in the run's history and the audit log */
+        post: operations["TopologyRunsController_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topology-approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** approval nodes waiting for a decision, in runs still going, oldest request first (a tenant key's tenant only), each saying whether the calling key may decide it */
+        get: operations["TopologyApprovalsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2202,6 +2253,10 @@ export interface components {
             wait?: {
                 [key: string]: unknown;
             };
+            /** @description approval: waits for a person's decision (POST /v1/topology-runs/{run_id}/nodes/{node}/approve or /reject, with a comment): {timeout_seconds (required), on_timeout: "approve" | "reject" (required), message? (placeholders allowed), approvers?: {keys?: [API key names], roles?: ["operator" | "admin"]}}. Approvers absent: any operator or admin of the run's tenant. Approved: SUCCESS, its result {decision, by, at, comment}; rejected (or rejected by its timeout): FAILED */
+            approval?: {
+                [key: string]: unknown;
+            };
             /**
              * @description a failure handler: runs only when the run fails, before any rollback (may depend only on other on_failure nodes); reads {{run.error}}, {{run.failed_nodes}} and every node of the run
              * @default false
@@ -2270,7 +2325,7 @@ export interface components {
         RunNodeDto: {
             key: string;
             /** @enum {string} */
-            kind: "task" | "switch" | "topology" | "wait";
+            kind: "task" | "switch" | "topology" | "wait" | "approval";
             depends_on: string[];
             /**
              * @description PENDING not decided; ACTIVE under way or waiting; SUCCESS; FAILED (its task failed, or it could not start); UPSTREAM_FAILED not run because a node it needs failed; CANCELLED stopped or never started because the run was cancelled or failed fast; SKIPPED an untaken branch, a rule that can never be met, or a person skipped it; ROLLED_BACK undone by the rollback
@@ -2405,14 +2460,52 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        DecisionDto: {
+            /** @description why: kept with the decision, in the run's history and the audit log */
+            comment?: string;
+        };
+        PendingApprovalDto: {
+            run_id: string;
+            /** @description the definition */
+            name: string;
+            version: number;
+            tenant: string;
+            /** @description the approval node */
+            node: string;
+            /** @description what the approver is asked */
+            message: string | null;
+            /** Format: date-time */
+            requested_at: string;
+            /**
+             * Format: date-time
+             * @description when its timeout decides
+             */
+            timeout_at: string;
+            /**
+             * @description what the timeout decides
+             * @enum {string}
+             */
+            on_timeout: "approve" | "reject";
+            /** @description who may decide (both empty: any operator or admin) */
+            approvers: {
+                keys?: string[];
+                roles?: string[];
+            };
+            /** @description whether the calling key may decide it */
+            may_decide: boolean;
+        };
+        PendingApprovalPageDto: {
+            /** @description oldest request first */
+            items: components["schemas"]["PendingApprovalDto"][];
+        };
         CreateWebhookDto: {
             /**
              * @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it
              * @example https://hooks.example.com/baton
              */
             url: string;
-            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `worker.unhealthy` */
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `topology.approval_requested` (an approval node began to wait for a person; `data` says which run and node, what is asked, of whom, until when), `worker.unhealthy` */
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "topology.approval_requested" | "worker.unhealthy")[];
             /**
              * @description only tasks of these types (none: every type)
              * @default []
@@ -2435,7 +2528,7 @@ export interface components {
         WebhookWithSecretDto: {
             webhook_id: string;
             url: string;
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "topology.approval_requested" | "worker.unhealthy")[];
             task_types: string[];
             labels: {
                 [key: string]: string;
@@ -2466,7 +2559,7 @@ export interface components {
         WebhookDto: {
             webhook_id: string;
             url: string;
-            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
+            events: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "topology.approval_requested" | "worker.unhealthy")[];
             task_types: string[];
             labels: {
                 [key: string]: string;
@@ -2502,8 +2595,8 @@ export interface components {
         UpdateWebhookDto: {
             /** @description where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it */
             url?: string;
-            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `worker.unhealthy` */
-            events?: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "worker.unhealthy")[];
+            /** @description the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `topology.approval_requested` (an approval node began to wait for a person; `data` says which run and node, what is asked, of whom, until when), `worker.unhealthy` */
+            events?: ("task.created" | "task.status_changed" | "task.succeeded" | "task.failed" | "task.cancelled" | "task.finished" | "task.timed_out" | "topology.run.finished" | "topology.run.failed" | "topology.approval_requested" | "worker.unhealthy")[];
             /** @description only tasks of these types (none: every type) */
             task_types?: string[];
             /** @description only tasks carrying every one of these labels (same value) */
@@ -5519,6 +5612,125 @@ export interface operations {
             404: components["responses"]["error-40402"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                node: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyRunsController_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                node: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TopologyRunDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            409: components["responses"]["error-40900"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    TopologyApprovalsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["PendingApprovalPageDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];

@@ -7,7 +7,7 @@ const FREE = { type: 'object', additionalProperties: true } as const;
 /** One node of a run, as the console draws it. */
 export class RunNodeDto {
   @ApiProperty() key!: string;
-  @ApiProperty({ enum: ['task', 'switch', 'topology', 'wait'] }) kind!: string;
+  @ApiProperty({ enum: ['task', 'switch', 'topology', 'wait', 'approval'] }) kind!: string;
   @ApiProperty({ type: [String] }) depends_on!: string[];
   @ApiProperty({
     enum: NODE_STATUSES,
@@ -170,4 +170,35 @@ export class RunHistoryDto {
   @ApiProperty() run_id!: string;
   @ApiProperty({ type: [RunHistoryEntryDto], description: 'oldest first' })
   entries!: RunHistoryEntryDto[];
+}
+
+/** An approval node waiting for a person's decision (`GET /v1/topology-approvals`). */
+export class PendingApprovalDto {
+  @ApiProperty() run_id!: string;
+  @ApiProperty({ description: 'the definition' }) name!: string;
+  @ApiProperty() version!: number;
+  @ApiProperty() tenant!: string;
+  @ApiProperty({ description: 'the approval node' }) node!: string;
+  @ApiProperty({ nullable: true, type: String, description: 'what the approver is asked' })
+  message!: string | null;
+  @ApiProperty({ format: 'date-time' }) requested_at!: string;
+  @ApiProperty({ format: 'date-time', description: 'when its timeout decides' })
+  timeout_at!: string;
+  @ApiProperty({ enum: ['approve', 'reject'], description: 'what the timeout decides' })
+  on_timeout!: string;
+  @ApiProperty({
+    type: 'object',
+    properties: {
+      keys: { type: 'array', items: { type: 'string' } },
+      roles: { type: 'array', items: { type: 'string' } },
+    },
+    description: 'who may decide (both empty: any operator or admin)',
+  })
+  approvers!: { keys: string[]; roles: string[] };
+  @ApiProperty({ description: 'whether the calling key may decide it' }) may_decide!: boolean;
+}
+
+export class PendingApprovalPageDto {
+  @ApiProperty({ type: [PendingApprovalDto], description: 'oldest request first' })
+  items!: PendingApprovalDto[];
 }

@@ -104,6 +104,13 @@ export class TopologyNodeDto {
   wait?: Record<string, unknown>;
 
   @ApiPropertyOptional({
+    ...FREE,
+    description:
+      'approval: waits for a person\'s decision (POST /v1/topology-runs/{run_id}/nodes/{node}/approve or /reject, with a comment): {timeout_seconds (required), on_timeout: "approve" | "reject" (required), message? (placeholders allowed), approvers?: {keys?: [API key names], roles?: ["operator" | "admin"]}}. Approvers absent: any operator or admin of the run\'s tenant. Approved: SUCCESS, its result {decision, by, at, comment}; rejected (or rejected by its timeout): FAILED',
+  })
+  approval?: Record<string, unknown>;
+
+  @ApiPropertyOptional({
     default: false,
     description:
       'a failure handler: runs only when the run fails, before any rollback (may depend only on other on_failure nodes); reads {{run.error}}, {{run.failed_nodes}} and every node of the run',
@@ -257,4 +264,16 @@ export class SignalDto {
   @IsOptional()
   @IsObject()
   data?: Record<string, unknown>;
+}
+
+/** Body of `POST /v1/topology-runs/{run_id}/nodes/{node}/approve` (and `/reject`). */
+export class DecisionDto {
+  @ApiPropertyOptional({
+    maxLength: 1000,
+    description: "why: kept with the decision, in the run's history and the audit log",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  comment?: string;
 }

@@ -4,11 +4,13 @@ import { subTopologyKind } from './sub-topology.kind';
 import { switchKind } from './switch.kind';
 import { taskKind } from './task.kind';
 import { waitKind } from './wait.kind';
+import { approvalKind } from './approval.kind';
 
 export * from './node-def';
 export type { Evaluation, NodeKindSpec } from './node-kind';
 export { MAX_FOR_EACH } from './task.kind';
 export { switchChoice } from './switch.kind';
+export { APPROVER_ROLES, type ApprovalDecision, type ApprovalRequest } from './approval.kind';
 export { KEY, bad, isObject, strings } from './checks';
 
 /** Every kind of node, by name: one file each; a new kind is a file and a line here. */
@@ -17,6 +19,7 @@ export const NODE_KINDS = {
   switch: switchKind,
   topology: subTopologyKind,
   wait: waitKind,
+  approval: approvalKind,
 } satisfies { [K in NodeKind]: NodeKindSpec<Extract<NodeDef, { [F in K]: unknown }>> };
 
 /** The kind's definition of a node, typed for that node. */

@@ -60,18 +60,31 @@ export interface WaitNode extends NodeBase {
   wait: { signal?: string; until?: string; seconds?: number };
 }
 
+/** Waits for a person allowed to approve or reject it, or for its timeout to decide. */
+export interface ApprovalNode extends NodeBase {
+  approval: {
+    timeout_seconds: number;
+    on_timeout: 'approve' | 'reject';
+    /** What the approver is asked (placeholders allowed). */
+    message?: string;
+    /** Who may decide (any of): API key names, roles. Absent: any operator or admin. */
+    approvers?: { keys: string[]; roles: string[] };
+  };
+}
+
 /**
  * One node of a definition, as stored and as the evaluator reads it: its kind is the one field of
- * `task`, `switch`, `topology` and `wait` it has (the stored JSON is the API's).
+ * `task`, `switch`, `topology`, `wait` and `approval` it has (the stored JSON is the API's).
  */
-export type NodeDef = TaskNode | SwitchNode | SubTopologyNode | WaitNode;
+export type NodeDef = TaskNode | SwitchNode | SubTopologyNode | WaitNode | ApprovalNode;
 
-export type NodeKind = 'task' | 'switch' | 'topology' | 'wait';
+export type NodeKind = 'task' | 'switch' | 'topology' | 'wait' | 'approval';
 
 export function kindOf(n: NodeDef): NodeKind {
   if ('task' in n) return 'task';
   if ('switch' in n) return 'switch';
   if ('topology' in n) return 'topology';
+  if ('approval' in n) return 'approval';
   return 'wait';
 }
 

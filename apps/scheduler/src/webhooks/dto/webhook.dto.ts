@@ -27,7 +27,7 @@ import {
 } from '../webhook.model';
 
 const EVENTS_DOC =
-  'the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `worker.unhealthy`';
+  'the events to hear: `task.created`, `task.status_changed` (every move), `task.succeeded`, `task.failed` (final failure or rollback), `task.cancelled` (stopped because someone asked), `task.finished` (any final outcome), `task.timed_out` (a deadline, heartbeat or queue timeout failed an attempt), `topology.run.finished` and `topology.run.failed` (a topology run ended; `data` is its centre task, whose `task_id` is the run id), `topology.approval_requested` (an approval node began to wait for a person; `data` says which run and node, what is asked, of whom, until when), `worker.unhealthy`';
 const URL_DOC =
   'where to POST: http or https, and not loopback, link-local, private or otherwise internal (checked on the addresses the name resolves to, at save and at each send) unless BATON_WEBHOOK_ALLOW allows it';
 const LABELS_DOC = 'only tasks carrying every one of these labels (same value)';

@@ -1,0 +1,146 @@
+import { Injectable } from '@nestjs/common';
+import { ContractErrorCode, ContractException } from '@baton/task-contract';
+import { Principal, actorOf } from '../auth';
+import { Clock } from '../common';
+import { TransactionRunner } from '../database';
+import { ApprovalDecision, ApprovalNode, ApprovalRequest } from './node-kinds';
+import { TopologyDriver } from './topology-driver';
+import { TopologyRunsRepository } from './topology-runs.repository';
+import { TopologiesRepository } from './topologies.repository';
+import { runNotFound } from './topology-runs.service';
+
+export type Verdict = 'approve' | 'reject';
+
+/** A run waiting on a person: the approval node, what it asks, and until when. */
+export interface PendingApproval {
+  runId: string;
+  name: string;
+  version: number;
+  tenant: string;
+  node: string;
+  request: ApprovalRequest;
+  requestedAt: number;
+}
+
+/**
+ * Whether `who` may decide an approval that names these approvers: any of the keys named, any of
+ * the roles named; none named, any operator or admin. With the API open (no keys) every caller.
+ */
+export function mayDecide(
+  who: Principal | undefined,
+  approvers: ApprovalRequest['approvers'],
+): boolean {
+  if (!who?.keyId) return true;
+  if (approvers.keys.length === 0 && approvers.roles.length === 0)
+    return who.role === 'operator' || who.role === 'admin';
+  return approvers.keys.includes(who.name) || approvers.roles.includes(who.role);
+}
+
+/**
+ * People's decisions on approval nodes: checked against who the node allows (and the run's
+ * tenant), written on the node's row under the run's lock (a decision and the timeout, or two
+ * people, cannot both win), then the run goes on.
+ */
+@Injectable()
+export class RunApprovals {
+  constructor(
+    private readonly defs: TopologiesRepository,
+    private readonly runs: TopologyRunsRepository,
+    private readonly driver: TopologyDriver,
+    private readonly tx: TransactionRunner,
+    private readonly clock: Clock,
+  ) {}
+
+  async decide(
+    runId: string,
+    key: string,
+    verdict: Verdict,
+    comment: string | null,
+    who: Principal | undefined,
+  ): Promise<void> {
+    const run = await this.runs.get(runId);
+    if (!run || (who?.tenant && who.tenant !== run.tenant)) throw runNotFound(runId);
+    const spec = (await this.defs.get(run.name, run.version))?.spec;
+    const node = spec?.nodes.find((n) => n.key === key);
+    if (!node)
+      throw new ContractException(ContractErrorCode.NOT_FOUND, `run ${runId} has no node ${key}`, {
+        run_id: runId,
+        node: key,
+      });
+    if (!('approval' in node))
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        `node ${key} is not an approval node: only an approval is approved or rejected`,
+        { run_id: runId, node: key },
+      );
+    const actor = actorOf(who);
+    await this.tx.run(async (m) => {
+      await this.runs.lock(m, runId);
+      const row = (await this.runs.nodes(runId, m)).find((r) => r.key === key && r.item === 0);
+      const request = row?.result as unknown as ApprovalRequest | undefined;
+      if (!row || row.state !== 'waiting' || request?.approval !== true)
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `node ${key} of run ${runId} is not waiting for a decision${row ? ` (${describe(row.state, row.result)})` : ' (not reached yet)'}`,
+          { run_id: runId, node: key },
+        );
+      if (!mayDecide(who, request.approvers))
+        throw new ContractException(
+          ContractErrorCode.FORBIDDEN,
+          `${actor} may not decide node ${key}: ${allowedText(node, request)}`,
+          { run_id: runId, node: key },
+        );
+      const now = this.clock.now();
+      const decision: ApprovalDecision = {
+        decision: verdict === 'approve' ? 'approved' : 'rejected',
+        by: actor,
+        at: new Date(now).toISOString(),
+        comment,
+      };
+      const result = { ...row.result, ...decision };
+      await this.runs.moveNode(
+        m,
+        runId,
+        key,
+        0,
+        'waiting',
+        verdict === 'approve'
+          ? { state: 'done', result }
+          : {
+              state: 'failed',
+              result: { ...result, error: `rejected by ${actor}${comment ? `: ${comment}` : ''}` },
+            },
+        now,
+      );
+    });
+    await this.driver.evaluate(runId);
+  }
+
+  /** Runs whose approval nodes wait for a decision, oldest request first (a tenant's only). */
+  async pending(tenant: string | null, limit: number): Promise<PendingApproval[]> {
+    const rows = await this.runs.waitingApprovals(tenant, limit);
+    return rows.map((r) => ({
+      runId: r.runId,
+      name: r.name,
+      version: r.version,
+      tenant: r.tenant,
+      node: r.node,
+      request: r.result as unknown as ApprovalRequest,
+      requestedAt: r.requestedAt,
+    }));
+  }
+}
+
+function describe(state: string, result: Record<string, unknown> | null): string {
+  if (result?.decision) return `${String(result.decision)} by ${String(result.by)}`;
+  return state === 'cancelled' ? 'cancelled' : state;
+}
+
+function allowedText(node: ApprovalNode, request: ApprovalRequest): string {
+  const { keys, roles } = request.approvers;
+  if (keys.length === 0 && roles.length === 0) return 'an operator or admin key decides it';
+  return `it is decided by ${[
+    ...(keys.length ? [`the key(s) ${keys.join(', ')}`] : []),
+    ...(roles.length ? [`a key of role ${roles.join(' or ')}`] : []),
+  ].join(' or ')} (node ${node.key})`;
+}
