@@ -78,6 +78,8 @@ describe('console topology pages in a browser', () => {
   let api: Api;
   let page: Page;
   let runId: string;
+  /** A run whose approval node waits, for the page checks at the end. */
+  let waitingRunId: string;
 
   const url = (path: string): string => `${consoleApp.url}${path}`;
   const shot = (name: string): Promise<Buffer> =>
@@ -418,6 +420,84 @@ describe('console topology pages in a browser', () => {
     ]);
   });
 
+  it('approves from the run view and rejects from the Approvals page, each with its comment kept', async () => {
+    expect(
+      (
+        await api.call('POST', '/v1/topologies', {
+          name: 'console-approval',
+          nodes: [
+            {
+              key: 'gate',
+              approval: {
+                message: 'Fail over {{input.cluster}}?',
+                timeout_seconds: 3600,
+                on_timeout: 'reject',
+              },
+            },
+            {
+              key: 'after',
+              depends_on: ['gate'],
+              task: { create_info: { task_type: 'demo.echo' } },
+            },
+          ],
+        })
+      ).status,
+    ).toBe(201);
+    const startRun = async (cluster: string): Promise<string> => {
+      const r = await api.call<Run>('POST', '/v1/topologies/console-approval/runs', {
+        input: { cluster },
+      });
+      await runSettled(r.data.run_id, 'waiting', (x) => node(x, 'gate').status === 'ACTIVE');
+      return r.data.run_id;
+    };
+    const approved = await startRun('orders');
+    const rejected = await startRun('billing');
+    waitingRunId = await startRun('search');
+
+    // From the run view: what it asks, then Approve with a comment after a confirmation.
+    await page.goto(url(`/topology-runs/${approved}`));
+    await heading('console-approval run').waitFor();
+    const waiting = page.getByRole('region', { name: 'Waiting for a decision' });
+    await waiting.getByText('Node gate asks: Fail over orders?').waitFor();
+    await shot('topology-run-approval');
+    await waiting.getByRole('button', { name: 'Approve gate' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Approve node gate?' });
+    await dialog.waitFor();
+    await dialog.getByLabel(/Comment/).fill('replica lag checked');
+    await dialog.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Approve gate: done.' }).waitFor();
+    const a = await runSettled(approved, 'succeeded', (r) => r.outcome === 'SUCCESS');
+    expect(node(a, 'gate').result).toMatchObject({
+      decision: 'approved',
+      by: expect.stringMatching(/^key:/),
+      comment: 'replica lag checked',
+    });
+    // The timeline says who decided and why.
+    await page.getByText(/Every entry, in order/).click();
+    await page
+      .locator('.tl-list li')
+      .filter({ hasText: /node gate: Succeeded \(approved by key:.*: replica lag checked\)/ })
+      .waitFor({ timeout: SETTLE_MS });
+
+    // From the Approvals page: both waiting runs listed; Reject one with a comment.
+    await page.goto(url('/approvals'));
+    await heading('Approvals').waitFor();
+    const row = page.locator(`tr[data-approval="${rejected}:gate"]`);
+    await row.getByText('Fail over billing?').waitFor();
+    expect(await page.locator(`tr[data-approval="${waitingRunId}:gate"]`).count()).toBe(1);
+    expect(await page.locator(`tr[data-approval="${approved}:gate"]`).count()).toBe(0);
+    await shot('approvals');
+    await row.getByRole('button', { name: 'Reject gate' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Reject node gate?' });
+    await confirm.getByLabel(/Comment/).fill('not during the sale');
+    await confirm.getByRole('button', { name: 'Reject', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Reject gate of run' }).waitFor();
+    const r = await runSettled(rejected, 'failed', (x) => x.outcome === 'FAIL');
+    expect(node(r, 'gate').error).toMatch(/^rejected by key:.*: not during the sale$/);
+    expect(node(r, 'after').status).toBe('UPSTREAM_FAILED');
+    await page.locator(`tr[data-approval="${rejected}:gate"]`).waitFor({ state: 'detached' });
+  });
+
   it('every topology page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
     const pages: [string, string, string][] = [
       ['topologies', '/topologies', 'Topologies'],
@@ -425,6 +505,8 @@ describe('console topology pages in a browser', () => {
       ['topology-import', '/topology-import', 'Import a topology'],
       ['topology-runs', '/topology-runs', 'Topology runs'],
       ['topology-run', `/topology-runs/${runId}`, 'console-demo run'],
+      ['topology-run-waiting', `/topology-runs/${waitingRunId}`, 'console-approval run'],
+      ['approvals', '/approvals', 'Approvals'],
     ];
     const problems: string[] = [];
     for (const [size, suffix] of [

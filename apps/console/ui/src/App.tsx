@@ -19,6 +19,7 @@ const NAV = [
   { href: '/', label: 'Overview', current: (p: string) => p === '/' },
   { href: '/tasks', label: 'Tasks', current: (p: string) => p.startsWith('/tasks') },
   { href: '/topologies', label: 'Topologies', current: (p: string) => p.startsWith('/topolog') },
+  { href: '/approvals', label: 'Approvals', current: (p: string) => p === '/approvals' },
   { href: '/timers', label: 'Timers', current: (p: string) => p === '/timers' },
   { href: '/log-rules', label: 'Log rules', current: (p: string) => p === '/log-rules' },
   { href: '/workers', label: 'Workers', current: (p: string) => p === '/workers' },

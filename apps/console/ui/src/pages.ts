@@ -14,6 +14,7 @@ export const PAGES = {
   topologyImport: '/topology-import',
   topologyRuns: '/topology-runs',
   topologyRun: '/topology-runs/*',
+  approvals: '/approvals',
   timers: '/timers',
   logRules: '/log-rules',
   workers: '/workers',

@@ -29,6 +29,7 @@ export const keys = {
   topology: (name: string, version: unknown) => ['topology', name, version] as const,
   topologyRuns: (...filters: unknown[]) => ['topology-runs', ...filters] as const,
   topologyRun: (id: string) => ['topology-run', id] as const,
+  approvals: () => ['topology-approvals'] as const,
   /** Under the run's key: invalidating the run reads its history again too. */
   topologyRunHistory: (id: string) => ['topology-run', id, 'history'] as const,
 };

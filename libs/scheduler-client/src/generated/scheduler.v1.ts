@@ -2464,6 +2464,10 @@ export interface components {
             /** @description why: kept with the decision, in the run's history and the audit log */
             comment?: string;
         };
+        ApproversDto: {
+            keys: string[];
+            roles: ("operator" | "admin")[];
+        };
         PendingApprovalDto: {
             run_id: string;
             /** @description the definition */
@@ -2487,10 +2491,7 @@ export interface components {
              */
             on_timeout: "approve" | "reject";
             /** @description who may decide (both empty: any operator or admin) */
-            approvers: {
-                keys?: string[];
-                roles?: string[];
-            };
+            approvers: components["schemas"]["ApproversDto"];
             /** @description whether the calling key may decide it */
             may_decide: boolean;
         };

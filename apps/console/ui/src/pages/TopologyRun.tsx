@@ -19,6 +19,7 @@ import {
   Run,
   RunHistory,
   RunNode,
+  approvalAsk,
   Topology,
   isFinished,
   kindLabel,
@@ -201,6 +202,23 @@ function RunView({
           </>
         ) : null}
       </dl>
+
+      {nodes.some((n) => approvalAsk(n) !== null) ? (
+        <section aria-labelledby="approvals-h" className="callout">
+          <h2 id="approvals-h">Waiting for a decision</h2>
+          {nodes.map((n) => {
+            const ask = approvalAsk(n);
+            return ask === null ? null : (
+              <div key={n.key} data-approval={n.key}>
+                <p>
+                  Node <strong>{n.key}</strong> asks: {ask}
+                </p>
+                {controls.decisionButtons(n)}
+              </div>
+            );
+          })}
+        </section>
+      ) : null}
 
       <section aria-labelledby="run-actions-h">
         <h2 id="run-actions-h">Actions</h2>

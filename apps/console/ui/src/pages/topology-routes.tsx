@@ -14,6 +14,7 @@ const TopologyRuns = lazy(() =>
   import('./TopologyRuns').then((m) => ({ default: m.TopologyRuns })),
 );
 const TopologyRun = lazy(() => import('./TopologyRun').then((m) => ({ default: m.TopologyRun })));
+const Approvals = lazy(() => import('./Approvals').then((m) => ({ default: m.Approvals })));
 
 function page(node: ReactNode) {
   return <Suspense fallback={<Loading what="the page" />}>{node}</Suspense>;
@@ -26,4 +27,5 @@ export const topologyViews = {
   topologyImport: () => page(<TopologyImport />),
   topologyRuns: () => page(<TopologyRuns />),
   topologyRun: (id: string) => page(<TopologyRun key={id} id={id} />),
+  approvals: () => page(<Approvals />),
 };

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api } from '../api';
 import { ActionButton, ConfirmDialog } from '../components';
+import { CommentField } from './Decision';
 import {
   NODE_ACTIONS,
   NodeAction,
@@ -24,6 +25,7 @@ export function useRunControls(run: Run, onDone: () => Promise<void>) {
   const [asked, setAsked] = useState<Asked | null>(null);
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);
+  const [comment, setComment] = useState('');
   const base = `/v1/topology-runs/${encodeURIComponent(run.run_id)}`;
 
   const act = async (a: Asked): Promise<void> => {
@@ -36,7 +38,12 @@ export function useRunControls(run: Run, onDone: () => Promise<void>) {
         ? `${base}/nodes/${encodeURIComponent(a.node)}/${a.action}`
         : `${base}/${a.action}`;
     try {
-      await api<Run>(path, { method: 'POST', body: {} });
+      const decision = 'node' in a && (a.action === 'approve' || a.action === 'reject');
+      await api<Run>(path, {
+        method: 'POST',
+        body: decision && comment.trim() ? { comment: comment.trim() } : {},
+      });
+      setComment('');
       setNote({ ok: true, text: `${what}: done.` });
     } catch (err) {
       setNote({ ok: false, text: `${what}: the scheduler refused: ${(err as Error).message}` });
@@ -62,7 +69,25 @@ export function useRunControls(run: Run, onDone: () => Promise<void>) {
 
   const nodeButtons = (n: RunNode) => (
     <div className="row">
-      {(['rerun', 'skip'] as const).map((a) => (
+      {(n.kind === 'approval'
+        ? (['approve', 'reject', 'rerun', 'skip'] as const)
+        : (['rerun', 'skip'] as const)
+      ).map((a) => (
+        <ActionButton
+          key={a}
+          label={`${NODE_ACTIONS[a].label} ${n.key}`}
+          reason={whyNotNode(run, n, a)}
+          busy={busy}
+          onClick={() => setAsked({ action: a, node: n.key })}
+        />
+      ))}
+    </div>
+  );
+
+  /** Approve and Reject of an approval node, for the part of the page that asks for them. */
+  const decisionButtons = (n: RunNode) => (
+    <div className="row" role="group" aria-label={`Decide node ${n.key}`}>
+      {(['approve', 'reject'] as const).map((a) => (
         <ActionButton
           key={a}
           label={`${NODE_ACTIONS[a].label} ${n.key}`}
@@ -98,8 +123,11 @@ export function useRunControls(run: Run, onDone: () => Promise<void>) {
           ? `Node ${asked.node} ${NODE_ACTIONS[asked.action].effect}.`
           : `The run ${RUN_ACTIONS[asked.action].effect}.`}
       </p>
+      {'node' in asked && (asked.action === 'approve' || asked.action === 'reject') ? (
+        <CommentField value={comment} onChange={setComment} />
+      ) : null}
     </ConfirmDialog>
   ) : null;
 
-  return { runButtons, nodeButtons, noteLine, dialog };
+  return { runButtons, nodeButtons, decisionButtons, noteLine, dialog };
 }

@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { layOut } from './layout';
-import { Run, RunNode, drawableNodes, parseDefinitionText, whyNotNode, whyNotRun } from './model';
+import {
+  Run,
+  RunNode,
+  drawableNodes,
+  kindLabel,
+  parseDefinitionText,
+  whyNotNode,
+  whyNotRun,
+} from './model';
 
 const run = (over: Partial<Run> = {}): Run => ({
   run_id: 'R',
@@ -151,5 +159,36 @@ describe('layOut', () => {
     expect(placed.map((p) => p.key)[0]).toBe('top');
     expect(placed.map((p) => p.key)[3]).toBe('join');
     expect(height).toBeGreaterThan(y('join'));
+  });
+});
+
+describe('kindLabel', () => {
+  it('names what a node does, its phase first', () => {
+    expect(kindLabel({ key: 'a', task: { create_info: { task_type: 'demo.echo' } } })).toBe(
+      'demo.echo',
+    );
+    expect(kindLabel({ key: 'g', approval: { timeout_seconds: 60, on_timeout: 'reject' } })).toBe(
+      'approval',
+    );
+    expect(kindLabel({ key: 'w', wait: { seconds: 1 } })).toBe('wait');
+    expect(
+      kindLabel({ key: 'h', on_failure: true, task: { create_info: { task_type: 'demo.echo' } } }),
+    ).toBe('on failure · demo.echo');
+    expect(
+      kindLabel({ key: 'f', finally: true, task: { create_info: { task_type: 'demo.echo' } } }),
+    ).toBe('finally · demo.echo');
+  });
+});
+
+describe('whyNotNode for approvals', () => {
+  it('offers Approve and Reject only on an approval node waiting for a decision', () => {
+    const waiting = node({ key: 'g', kind: 'approval', status: 'ACTIVE' });
+    expect(whyNotNode(run(), waiting, 'approve')).toBeNull();
+    expect(whyNotNode(run(), { ...waiting, status: 'SUCCESS' }, 'reject')).toBe(
+      'the approval is not waiting for a decision',
+    );
+    expect(whyNotNode(run(), node({ kind: 'task', status: 'ACTIVE' }), 'approve')).toBe(
+      'only an approval node is approved or rejected',
+    );
   });
 });

@@ -12,6 +12,8 @@ export type Run = Schemas['TopologyRunDto'];
 export type RunNode = Schemas['RunNodeDto'];
 export type RunPage = Schemas['TopologyRunPageDto'];
 export type HistoryEntry = Schemas['RunHistoryEntryDto'];
+export type PendingApproval = Schemas['PendingApprovalDto'];
+export type PendingApprovalPage = Schemas['PendingApprovalPageDto'];
 export type RunHistory = Schemas['RunHistoryDto'];
 export type NodeStatus = RunNode['status'];
 
@@ -50,7 +52,7 @@ export const statusClass = (s: NodeStatus): string =>
 export const isFinished = (r: Pick<Run, 'status'>): boolean => r.status === 'FINISH';
 
 export type RunAction = 'retry' | 'cancel' | 'pause' | 'continue';
-export type NodeAction = 'rerun' | 'skip';
+export type NodeAction = 'rerun' | 'skip' | 'approve' | 'reject';
 
 export const RUN_ACTIONS: Record<RunAction, { label: string; effect: string }> = {
   retry: {
@@ -78,7 +80,23 @@ export const NODE_ACTIONS: Record<NodeAction, { label: string; effect: string }>
     label: 'Skip',
     effect: 'is marked SKIPPED, and the nodes after it go on as if it had succeeded',
   },
+  approve: {
+    label: 'Approve',
+    effect: 'succeeds and the run goes on; your key, the time and your comment are kept',
+  },
+  reject: {
+    label: 'Reject',
+    effect:
+      'fails, and the run fails as on any failure; your key, the time and your comment are kept',
+  },
 };
+
+/** An approval node waiting for a decision: what it asks (from its row), else null. */
+export function approvalAsk(node: RunNode): string | null {
+  if (node.kind !== 'approval' || node.status !== 'ACTIVE') return null;
+  const r = node.result as { message?: string | null } | null;
+  return r?.message ?? 'a decision';
+}
 
 /** Why `action` cannot be asked of the run now, or null when it can. */
 export function whyNotRun(run: Run, action: RunAction): string | null {
@@ -106,6 +124,10 @@ export function whyNotNode(run: Run, node: RunNode, action: NodeAction): string 
       if (node.kind === 'topology') return 'a sub-topology node is retried with the run';
       if (node.status === 'PENDING') return 'the node has not run yet';
       return node.status === 'ACTIVE' ? 'the node is under way' : null;
+    case 'approve':
+    case 'reject':
+      if (node.kind !== 'approval') return 'only an approval node is approved or rejected';
+      return node.status === 'ACTIVE' ? null : 'the approval is not waiting for a decision';
     case 'skip':
       if (node.items) return 'a for_each node cannot be skipped';
       return ['PENDING', 'FAILED', 'UPSTREAM_FAILED', 'CANCELLED'].includes(node.status)
@@ -194,10 +216,16 @@ export function drawableNodes(
 export function kindLabel(n: Record<string, unknown>): string {
   const task = n.task as { create_info?: { task_type?: unknown } } | undefined;
   const type = typeof task?.create_info?.task_type === 'string' ? task.create_info.task_type : null;
-  const handler = n.on_failure === true ? 'on failure · ' : '';
+  const handler =
+    n.on_failure === true
+      ? 'on failure · '
+      : n.finally !== undefined && n.finally !== false
+        ? 'finally · '
+        : '';
   if (task) return `${handler}${n.for_each ? 'for each · ' : ''}${type ?? 'task'}`;
   if (n.switch) return `${handler}switch`;
   if (n.wait) return `${handler}wait`;
+  if (n.approval) return `${handler}approval`;
   const sub = n.topology as { name?: unknown } | undefined;
   if (sub) return `${handler}topology ${typeof sub.name === 'string' ? sub.name : ''}`.trim();
   return `${handler}?`;

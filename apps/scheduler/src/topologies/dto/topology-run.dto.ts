@@ -172,6 +172,12 @@ export class RunHistoryDto {
   entries!: RunHistoryEntryDto[];
 }
 
+/** Who may decide an approval: any of these API key names, any of these roles. */
+export class ApproversDto {
+  @ApiProperty({ type: [String] }) keys!: string[];
+  @ApiProperty({ type: [String], enum: ['operator', 'admin'] }) roles!: string[];
+}
+
 /** An approval node waiting for a person's decision (`GET /v1/topology-approvals`). */
 export class PendingApprovalDto {
   @ApiProperty() run_id!: string;
@@ -187,14 +193,10 @@ export class PendingApprovalDto {
   @ApiProperty({ enum: ['approve', 'reject'], description: 'what the timeout decides' })
   on_timeout!: string;
   @ApiProperty({
-    type: 'object',
-    properties: {
-      keys: { type: 'array', items: { type: 'string' } },
-      roles: { type: 'array', items: { type: 'string' } },
-    },
+    type: () => ApproversDto,
     description: 'who may decide (both empty: any operator or admin)',
   })
-  approvers!: { keys: string[]; roles: string[] };
+  approvers!: ApproversDto;
   @ApiProperty({ description: 'whether the calling key may decide it' }) may_decide!: boolean;
 }
 
