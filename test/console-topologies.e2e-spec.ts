@@ -17,6 +17,8 @@ interface RunNode {
   status: string;
   attempt: number | null;
   task_id: string | null;
+  result: unknown;
+  error: string | null;
 }
 
 interface Run {

@@ -850,6 +850,55 @@ describe('topology semantics', () => {
     expect(node(r, 'each').result).toMatchObject({ failed: 1, rolled_back: 2 });
   });
 
+  it('a failed run with rollback undoes a sub-topology that succeeded: its nodes latest first, then the nodes before it', async () => {
+    // Old Baton left succeeded child runs as they were. Conductor compensates a sub-workflow only
+    // through its own failure workflow; here the child run is one node of the parent's saga.
+    const undoable = { create_info: { task_type: 'demo.rollback' }, params: {} };
+    const child = `sem-child-rb-${++n}`;
+    expect(
+      (
+        await baton.api.call('POST', '/v1/topologies', {
+          name: child,
+          nodes: [
+            { key: 'x', task: undoable },
+            { key: 'y', depends_on: ['x'], task: undoable },
+          ],
+        })
+      ).message,
+    ).toBe('ok');
+    const r = await finished(
+      await start({
+        rollback_on_failure: true,
+        nodes: [
+          { key: 'a', task: undoable },
+          { key: 'sub', depends_on: ['a'], topology: { name: child, input: {} } },
+          { key: 'c', depends_on: ['sub'], task: failing() },
+        ],
+      }),
+    );
+    expect(states(r)).toEqual({ a: 'ROLLED_BACK', sub: 'ROLLED_BACK', c: 'FAILED' });
+    expect(r.outcome).toBe('FAIL');
+    expect(r.error).toMatch(/^node c failed: .*; rolled back 2 node task\(s\)$/);
+    // The child run was undone as a whole and says so.
+    const childRun = await read(node(r, 'sub').task_id as string);
+    expect(childRun).toMatchObject({ status: 'FINISH', outcome: 'ROLLBACK' });
+    expect(states(childRun)).toEqual({ x: 'ROLLED_BACK', y: 'ROLLED_BACK' });
+    // In reverse order across the nesting: y, then x (inside the child), then a (before it).
+    const asked = async (taskId: string): Promise<number> => {
+      const events = await baton.api.events(taskId);
+      const e = events.find((x) => x.reason === 'rollback requested') as { id?: number };
+      expect(e).toBeDefined();
+      return Number(e.id);
+    };
+    const [y, x, a] = [
+      await asked(node(childRun, 'y').task_id as string),
+      await asked(node(childRun, 'x').task_id as string),
+      await asked(node(r, 'a').task_id as string),
+    ];
+    expect(y).toBeLessThan(x);
+    expect(x).toBeLessThan(a);
+  });
+
   it('retry from failed runs the failed node and the ones not run because of it', async () => {
     // Airflow's "clear failed and downstream"; Conductor's retry from the failed task.
     const id = await start({

@@ -8,6 +8,8 @@ export interface RunContext {
   input: Record<string, unknown>;
   paused: boolean;
   cancelling: boolean;
+  /** A run that succeeded, being undone as one node of its parent's rollback. */
+  rollingBack: boolean;
   /** When the run's deadline passes (null: none). */
   deadlineAt: number | null;
   now: number;
@@ -48,7 +50,8 @@ export interface Plan {
   rollbacks: { row: NodeRow; taskId: string }[];
   /** The run is over. */
   finish?: {
-    outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED';
+    /** ROLLBACK: a run undone with its parent (rollingBack). */
+    outcome: 'SUCCESS' | 'FAIL' | 'CANCELLED' | 'ROLLBACK';
     error: string | null;
     /** The nodes that failed the run (FAILED, UPSTREAM_FAILED or CANCELLED, not optional). */
     failedNodes?: string[];

@@ -25,8 +25,8 @@ function stageOf(row: NodeRow, task: NodeTask | undefined): Stage {
 /**
  * The next step of a failed run's rollback: the succeeded node tasks whose every later node
  * (downstream) is undone or has nothing to undo, in reverse topological order; `done` once
- * nothing is awaiting or under way. Sub-topology nodes are not rolled back (their runs are
- * runs of their own).
+ * nothing is awaiting or under way. A sub-topology node that succeeded is rolled back as one node
+ * at its place: its child run undoes its own nodes the same way, then ends ROLLBACK.
  */
 export function sagaStep(
   nodes: readonly NodeDef[],
@@ -41,7 +41,10 @@ export function sagaStep(
   const byKey = new Map(nodes.map((n) => [n.key, n]));
   const ancestors = ancestorSets(nodes, byKey);
   const stages = rows
-    .filter((r) => r.taskId !== null && kindOfKey(byKey, r.key) === 'task')
+    .filter((r) => {
+      const kind = r.taskId !== null ? kindOfKey(byKey, r.key) : undefined;
+      return kind === 'task' || kind === 'topology';
+    })
     .map((r) => ({ row: r, task: tasks.get(r.taskId as string) }))
     .map((x) => ({ ...x, stage: stageOf(x.row, x.task) }));
   /** Nodes with a task still to undo or being undone. */

@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
-  CANCELLED_OUTCOME,
   ContractErrorCode,
   ContractException,
   RepetitionKind,
@@ -18,6 +17,7 @@ import {
 import { TaskActionsService, TasksService } from '../tasks';
 import { NodeRow, sameRows } from './node-state';
 import { NodeTaskReader } from './node-task-reader';
+import { TOPOLOGY_ACTOR, finishRun } from './run-finish';
 import { ApprovalRequests, approvalsAsked } from './approval-requests';
 import { createBodyOf } from './node-body';
 import { MAX_DEPTH } from './topology-definition';
@@ -25,7 +25,7 @@ import { NodeStart, Plan, evaluate } from './topology-evaluator';
 import { TopologyRun, TopologyRunsRepository, deadlineOf } from './topology-runs.repository';
 import { TopologiesRepository } from './topologies.repository';
 
-export const TOPOLOGY_ACTOR = 'topology';
+export { TOPOLOGY_ACTOR };
 /** Runs evaluated at once by one relay batch. */
 const PARALLEL_RUNS = 8;
 
@@ -195,7 +195,8 @@ export class TopologyDriver implements TaskChangeConsumer {
         }),
       ),
     );
-    if (decided.finish && !again) await this.finish(run, decided.finish);
+    if (decided.finish && !again)
+      await finishRun(this.tasks, this.runs, run, decided.finish, this.clock.now());
     return again;
   }
 
@@ -242,7 +243,9 @@ export class TopologyDriver implements TaskChangeConsumer {
   private async rollBack(runId: string, row: NodeRow, taskId: string): Promise<void> {
     let note = 'requested';
     try {
-      await this.actions.rollback(taskId, TOPOLOGY_ACTOR);
+      const task = await this.tasks.findById(taskId);
+      if (task?.repetition === RepetitionKind.TOPOLOGY) await this.rollBackRun(task);
+      else await this.actions.rollback(taskId, TOPOLOGY_ACTOR);
     } catch (err) {
       const code = err instanceof ContractException ? err.code : undefined;
       if (code === ContractErrorCode.NOT_IMPLEMENTED) note = 'its type has no rollback';
@@ -264,6 +267,30 @@ export class TopologyDriver implements TaskChangeConsumer {
     );
   }
 
+  /**
+   * A child run that succeeded, undone as one node of its parent's rollback: its centre task
+   * moves FINISH -> ROLLBACK, its own succeeded nodes are rolled back latest first (child runs of
+   * its own the same way), then it ends FINISH with the outcome ROLLBACK.
+   */
+  private async rollBackRun(centre: TaskModel): Promise<void> {
+    if (centre.status === TaskStatus.FINISH && centre.outcome === TaskStatus.SUCCESS) {
+      const now = this.clock.now();
+      const moved = await this.tasks.apply(
+        centre,
+        {
+          to: TaskStatus.ROLLBACK,
+          patch: { finishedAt: null },
+          reason: 'rolled back with its parent run',
+          actor: TOPOLOGY_ACTOR,
+        },
+        now,
+      );
+      if (!moved) throw new Error(`run ${centre.taskId} moved meanwhile`);
+      await this.runs.setActive(centre.taskId, true, now);
+    }
+    await this.evaluate(centre.taskId);
+  }
+
   private context(run: TopologyRun, centre: TaskModel): Parameters<typeof evaluate>[1] {
     return {
       runId: run.runId,
@@ -272,6 +299,7 @@ export class TopologyDriver implements TaskChangeConsumer {
       input: run.input,
       paused: centre.status === TaskStatus.PAUSE,
       cancelling: centre.cancelRequested,
+      rollingBack: centre.status === TaskStatus.ROLLBACK,
       deadlineAt: run.deadlineAt,
       now: this.clock.now(),
     };
@@ -335,57 +363,5 @@ export class TopologyDriver implements TaskChangeConsumer {
       controlTaskId: run.runId,
     });
     return { task };
-  }
-
-  private async finish(run: TopologyRun, f: NonNullable<Plan['finish']>): Promise<void> {
-    let centre = await this.tasks.findById(run.runId);
-    if (!centre || centre.status === TaskStatus.FINISH) return;
-    const now = this.clock.now();
-    const ok = f.outcome === 'SUCCESS';
-    const reported = {
-      ...(f.failedNodes?.length ? { failed_nodes: f.failedNodes } : {}),
-      ...(f.optionalFailed?.length ? { optional_failed: f.optionalFailed } : {}),
-      ...(f.finallyFailed?.length ? { finally_failed: f.finallyFailed } : {}),
-    };
-    // What did not change the outcome is told in the run's history before its end.
-    const notes = [
-      f.optionalFailed?.length ? `optional node(s) failed: ${f.optionalFailed.join(', ')}` : '',
-      f.finallyFailed?.length ? `finally node(s) failed: ${f.finallyFailed.join(', ')}` : '',
-    ].filter(Boolean);
-    for (const reason of notes) {
-      const noted = await this.tasks.apply(
-        centre,
-        { patch: {}, note: true, reason, actor: TOPOLOGY_ACTOR },
-        now,
-      );
-      if (!noted) return; // moved meanwhile: the next evaluation finishes it
-      centre = noted;
-    }
-    const done = await this.tasks.apply(
-      centre,
-      {
-        to: TaskStatus.FINISH,
-        via: [ok ? TaskStatus.SUCCESS : TaskStatus.FAIL],
-        patch: {
-          outcome: ok
-            ? TaskStatus.SUCCESS
-            : f.outcome === 'CANCELLED'
-              ? CANCELLED_OUTCOME
-              : TaskStatus.FAIL,
-          result: { nodes: f.counts ?? {}, ...reported },
-          error: ok
-            ? null
-            : {
-                message: f.error ?? 'failed',
-                code: f.outcome === 'CANCELLED' ? 'cancelled' : (f.reason ?? 'node_failed'),
-              },
-          finishedAt: now,
-        },
-        reason: ok ? 'every node ended' : (f.error ?? 'failed'),
-        actor: TOPOLOGY_ACTOR,
-      },
-      now,
-    );
-    if (done) await this.runs.setActive(run.runId, false, now);
   }
 }

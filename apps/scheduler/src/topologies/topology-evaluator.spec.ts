@@ -17,6 +17,7 @@ const run = (over: Partial<RunContext> = {}): RunContext => ({
   input: { cluster: 'orders', hosts: ['a', 'b', 'c'] },
   paused: false,
   cancelling: false,
+  rollingBack: false,
   deadlineAt: null,
   now: 1_000,
   ...over,

@@ -176,6 +176,20 @@ export function evaluate(
   const ended = (nodes: readonly NodeDef[]): boolean =>
     nodes.every((n) => ENDED.has(view(n.key).status));
 
+  if (run.rollingBack) {
+    // Undone with its parent: nothing starts; what succeeded is rolled back, latest first.
+    const saga = sagaStep(main, rows, tasks);
+    plan.rollbacks = saga.now;
+    if (saga.done)
+      plan.finish = {
+        outcome: 'ROLLBACK',
+        error: saga.notes.length
+          ? `rolled back ${saga.rolledBack} node task(s), not ${saga.notes.join(', ')}`
+          : null,
+        counts: statusCounts(views.values()),
+      };
+    return plan;
+  }
   if (run.paused && !run.cancelling) return plan;
   // While cancelling only the finally-nodes' re-runs are asked again (they still run).
   const finalKeys = new Set(finals.map((n) => n.key));
@@ -248,7 +262,7 @@ export function evaluate(
     }
   };
   /** The finally-nodes, once the rest has ended; then the run is over. */
-  const close = (f: NonNullable<Plan['finish']>): Plan => {
+  const close = (f: NonNullable<Plan['finish']> & { outcome: typeof outcome }): Plan => {
     outcome = f.outcome;
     failure =
       f.outcome === 'SUCCESS' ? undefined : { error: f.error ?? '', nodes: f.failedNodes ?? [] };
