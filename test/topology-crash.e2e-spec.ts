@@ -16,6 +16,40 @@ jest.setTimeout(420_000);
 
 const REDIS_DB = 7;
 const RUNS = 50;
+/** Runs of the definition whose outcome is a failure told truly (below), started among them. */
+const OUTCOME_RUNS = 10;
+
+/**
+ * A run that fails on purpose, through every kind of end: a node that succeeds, an approval (a
+ * person approves it while schedulers die), a node that fails, one not run because of it, a
+ * failure handler and a finally-node that reads the outcome.
+ */
+const OUTCOMES = [
+  { key: 'ok', task: { create_info: { task_type: 'demo.echo' }, params: {} } },
+  {
+    key: 'gate',
+    depends_on: ['ok'],
+    approval: { timeout_seconds: 3600, on_timeout: 'reject', message: 'go on with {{run.id}}?' },
+  },
+  {
+    key: 'bad',
+    depends_on: ['gate'],
+    task: {
+      create_info: { task_type: 'demo.flaky' },
+      params: { fail_times: 99 },
+      process_arg: { max_retry: 0 },
+    },
+  },
+  { key: 'next', depends_on: ['bad'], task: { create_info: { task_type: 'demo.echo' } } },
+  { key: 'page', on_failure: true, task: { create_info: { task_type: 'demo.echo' } } },
+  {
+    key: 'report',
+    finally: true,
+    task: { create_info: { task_type: 'demo.echo' }, params: { outcome: '{{run.outcome}}' } },
+  },
+];
+/** The node tasks an OUTCOMES run makes: `next` is never run, `gate` has no task. */
+const OUTCOME_TASKS = 4;
 
 /** Fails loudly (never skips) when etcd, the lock server of this test, is down. */
 function etcdServes(): Promise<void> {
@@ -71,6 +105,7 @@ interface RunNode {
   status: string;
   task_id: string | null;
   depends_on: string[];
+  result: unknown;
 }
 
 /**
@@ -106,7 +141,7 @@ describe('topology runs under scheduler kills', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ends every run, creates each node once, runs none twice at once, never before its parents', async () => {
+  it('ends every run, creates each node once, runs none twice at once, never before its parents, and tells failures truly', async () => {
     const { schedulers, urls, start } = await startFleet(backend, 3, 'topo', procs);
     const logs = [join(dir, 'w1.jsonl'), join(dir, 'w2.jsonl')];
     for (const [i, log] of logs.entries())
@@ -119,6 +154,9 @@ describe('topology runs under scheduler kills', () => {
     await api.waitForWorkers(2, 30_000);
     const def = await api.call('POST', '/v1/topologies', { name: 'layers', nodes: layeredDag() });
     expect(def.status).toBe(201);
+    expect(
+      (await api.call('POST', '/v1/topologies', { name: 'outcomes', nodes: OUTCOMES })).status,
+    ).toBe(201);
 
     // Kills on a clock, one instance down at a time, while the runs start and go.
     let stop = false;
@@ -142,32 +180,69 @@ describe('topology runs under scheduler kills', () => {
       }
     })();
 
-    const runIds: string[] = [];
-    for (let r = 0; r < RUNS; r++) {
-      const key = `layers-${r}`;
-      // Through any instance that answers; the key makes a start sent twice one run.
-      const id = await eventually(
+    // Through any instance that answers; the key makes a start sent twice one run.
+    const startRun = (name: string, r: number): Promise<string> =>
+      eventually(
         async () => {
           const via = new Api(urls[r % 3]);
           const res = await via
             .call<{ run_id: string }>(
               'POST',
-              '/v1/topologies/layers/runs',
+              `/v1/topologies/${name}/runs`,
               { input: { r } },
               {
-                'idempotency-key': key,
+                'idempotency-key': `${name}-${r}`,
               },
             )
             .catch(() => undefined);
           return res && res.status < 300 ? res.data.run_id : undefined;
         },
         60_000,
-        `run ${r} started`,
+        `${name} run ${r} started`,
       );
-      runIds.push(id);
+    const runIds: string[] = [];
+    const outcomeIds: string[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      runIds.push(await startRun('layers', r));
+      if (r % (RUNS / OUTCOME_RUNS) === 0) outcomeIds.push(await startRun('outcomes', r));
       await scenario.after(200);
     }
     expect(new Set(runIds).size).toBe(RUNS);
+    expect(new Set(outcomeIds).size).toBe(OUTCOME_RUNS);
+
+    // A person approves each gate while schedulers die: a decision whose answer was lost to a
+    // kill is found made when asked again (409, "approved by").
+    const approve = (id: string, k: number): Promise<boolean> =>
+      eventually(
+        async () => {
+          const res = await new Api(urls[k % 3])
+            .call('POST', `/v1/topology-runs/${id}/nodes/gate/approve`, { comment: 'go' })
+            .catch(() => undefined);
+          if (res?.status === 200) return true;
+          return res?.status === 409 && /approved by/.test(res.message) ? true : undefined;
+        },
+        120_000,
+        `the gate of run ${id} approved`,
+      );
+    for (const [k, id] of outcomeIds.entries()) {
+      await eventually(
+        async () => {
+          for (const u of urls) {
+            const res = await new Api(u)
+              .call<{ nodes: RunNode[] }>('GET', `/v1/topology-runs/${id}`)
+              .catch(() => undefined);
+            if (res?.status === 200)
+              return res.data.nodes.find((n) => n.key === 'gate')?.status === 'ACTIVE'
+                ? true
+                : undefined;
+          }
+          return undefined;
+        },
+        120_000,
+        `run ${id} waiting for its approval`,
+      );
+      await approve(id, k);
+    }
 
     const read = async (id: string) =>
       eventually(
@@ -194,10 +269,40 @@ describe('topology runs under scheduler kills', () => {
       300_000,
       `all ${RUNS} runs finished`,
     );
+    const failedOnPurpose = await eventually(
+      async () => {
+        const all = await Promise.all(outcomeIds.map(read));
+        return all.every((r) => r.status === 'FINISH') ? all : undefined;
+      },
+      300_000,
+      `all ${OUTCOME_RUNS} outcomes runs finished`,
+    );
     stop = true;
     await killer;
     expect(kills).toBeGreaterThanOrEqual(2);
     expect(finals.map((r) => r.outcome)).toEqual(runIds.map(() => 'SUCCESS'));
+    // The runs that failed on purpose say so, node by node, whatever died meanwhile.
+    for (const r of failedOnPurpose) {
+      const states = Object.fromEntries(r.nodes.map((n) => [n.key, n.status]));
+      expect({ outcome: r.outcome, states }).toEqual({
+        outcome: 'FAIL',
+        states: {
+          ok: 'SUCCESS',
+          gate: 'SUCCESS',
+          bad: 'FAILED',
+          next: 'UPSTREAM_FAILED',
+          page: 'SUCCESS',
+          report: 'SUCCESS',
+        },
+      });
+      expect(r.nodes.find((n) => n.key === 'report')?.result).toEqual({
+        echo: { outcome: 'FAIL' },
+      });
+      expect(r.nodes.find((n) => n.key === 'gate')?.result).toMatchObject({
+        decision: 'approved',
+        comment: 'go',
+      });
+    }
 
     // Each node task exactly once: by (run, node) in the database.
     const c = await createConnection({
@@ -211,7 +316,7 @@ describe('topology runs under scheduler kills', () => {
         'SELECT control_task_id, task_name, COUNT(*) AS n FROM baton_task WHERE control_task_id IS NOT NULL GROUP BY control_task_id, task_name',
       );
       const rows = perNode as { n: number }[];
-      expect(rows.length).toBe(RUNS * 20);
+      expect(rows.length).toBe(RUNS * 20 + OUTCOME_RUNS * OUTCOME_TASKS);
       expect(rows.filter((r) => Number(r.n) !== 1)).toEqual([]);
     } finally {
       await c.end();
@@ -238,7 +343,7 @@ describe('topology runs under scheduler kills', () => {
     }
     expect(early).toEqual([]);
     console.log(
-      `topology crash: ${RUNS} runs × 20 nodes, ${kills} scheduler kills, ${runs.length} node runs logged`,
+      `topology crash: ${RUNS} runs × 20 nodes and ${OUTCOME_RUNS} failing on purpose (approved under kills), ${kills} scheduler kills, ${runs.length} node runs logged`,
     );
   });
 });
