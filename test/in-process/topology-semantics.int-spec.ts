@@ -1,5 +1,10 @@
 import { join } from 'node:path';
 import { TRIGGER_RULES } from '../../apps/scheduler/src/topologies/topology-definition';
+import {
+  PARENT_PAIRS,
+  RULE_TABLE,
+  expectedCode,
+} from '../../apps/scheduler/src/topologies/testing/trigger-rule-table';
 import { Api } from '../support/baton';
 import { InProcessBaton, startInProcess } from '../support/in-process';
 import { Waits, manualTime } from '../support/waits';
@@ -144,25 +149,10 @@ async function act(id: string, action: string, body: Json = {}): Promise<void> {
 }
 
 describe('every trigger rule over every pair of parent end states (one run, 110 nodes)', () => {
-  // Airflow's trigger-rule table. Parents that end SUCCESS (S), FAILED (F), SKIPPED (K: a
-  // one_failed node whose parent succeeded) and UPSTREAM_FAILED (U: after a failure). Each
-  // rule's node is an echo: it ends SUCCESS when its rule ran it.
-  const PAIRS = ['SS', 'SF', 'SK', 'SU', 'FF', 'FK', 'FU', 'KK', 'KU', 'UU'];
-  const EXPECTED: Record<string, string> = {
-    all_success: 'r u k u u u u k u u',
-    all_failed: 'k k k k r k r k k r',
-    all_done: 'r r r r r r r r r r',
-    all_skipped: 'k k k k k k k r k k',
-    one_success: 'r r r r u u u k u u',
-    one_failed: 'k r k r r r r k r r',
-    // Airflow's code counts only success and failed for one_done; here UPSTREAM_FAILED counts as
-    // failed in every rule (docs/topologies.md).
-    one_done: 'r r r r r r r k r r',
-    none_failed: 'r u r u u u u r u u',
-    none_failed_min_one_success: 'r u r u u u u k u u',
-    none_skipped: 'r r k r r k r k k r',
-    always: 'r r r r r r r r r r',
-  };
+  // Airflow's trigger-rule table (RULE_TABLE, shared with the evaluator's unit test). Parents
+  // that end SUCCESS (S), FAILED (F), SKIPPED (K: a one_failed node whose parent succeeded) and
+  // UPSTREAM_FAILED (U: after a failure). Each rule's node is an echo: it ends SUCCESS when its
+  // rule ran it.
   const STATUS: Record<string, string> = { r: 'SUCCESS', k: 'SKIPPED', u: 'UPSTREAM_FAILED' };
   let run: Run;
 
@@ -174,7 +164,7 @@ describe('every trigger rule over every pair of parent end states (one run, 110 
       { key: `U${i}`, depends_on: [`F${i}`], task: echo() },
     ]);
     const judged = TRIGGER_RULES.flatMap((rule) =>
-      PAIRS.map((pair) => ({
+      PARENT_PAIRS.map((pair) => ({
         key: `${rule}-${pair}`,
         depends_on: [`${pair[0]}1`, `${pair[1]}2`],
         trigger_rule: rule,
@@ -185,12 +175,12 @@ describe('every trigger rule over every pair of parent end states (one run, 110 
   });
 
   it('has a case for every rule', () => {
-    expect(Object.keys(EXPECTED).sort()).toEqual([...TRIGGER_RULES].sort());
+    expect(Object.keys(RULE_TABLE).sort()).toEqual([...TRIGGER_RULES].sort());
   });
 
   it.each(
     TRIGGER_RULES.flatMap((rule) =>
-      PAIRS.map((pair, i) => [rule, pair, STATUS[EXPECTED[rule].split(' ')[i]]] as const),
+      PARENT_PAIRS.map((pair) => [rule, pair, STATUS[expectedCode(rule, pair)]] as const),
     ),
   )('%s after %s ends %s', (rule, pair, expected) => {
     expect(node(run, `${rule}-${pair}`).status).toBe(expected);

@@ -1,8 +1,9 @@
 import { CANCELLED_OUTCOME, TaskStatus } from '@baton/task-contract';
 import { NodeRow, NodeTask } from './node-state';
 import { render } from './placeholders';
-import { TRIGGER_RULES, TopologySpec, TriggerRule, parseDefinition } from './topology-definition';
+import { TRIGGER_RULES, TopologySpec, parseDefinition } from './topology-definition';
 import { Plan, RunContext, evaluate, ruleVerdict, viewsOf } from './topology-evaluator';
+import { PARENT_PAIRS, PARENT_STATE, RULE_TABLE, expectedCode } from './testing/trigger-rule-table';
 
 const ctx = { taskTypes: new Set(['demo.echo']), topologies: new Set(['child']) };
 const echo = (params: Record<string, unknown> = {}) => ({
@@ -103,38 +104,21 @@ class Sim {
   }
 }
 
-/** Two parents' end states: S success, F failed, K skipped, U upstream-failed. */
-const PAIRS = ['SS', 'SF', 'SK', 'SU', 'FF', 'FK', 'FU', 'KK', 'KU', 'UU'] as const;
-const STATE = { S: 'SUCCESS', F: 'FAILED', K: 'SKIPPED', U: 'UPSTREAM_FAILED' } as const;
-/**
- * Each rule's verdict over the ten pairs above, in their order (r run, k skip, u upstream-failed),
- * written out from Airflow's trigger-rule table, not from the code under test.
- */
-const EXPECTED: Record<TriggerRule, string> = {
-  all_success: 'r u k u u u u k u u',
-  all_failed: 'k k k k r k r k k r',
-  all_done: 'r r r r r r r r r r',
-  all_skipped: 'k k k k k k k r k k',
-  one_success: 'r r r r u u u k u u',
-  one_failed: 'k r k r r r r k r r',
-  // Airflow's code counts only success and failed here; Baton counts UPSTREAM_FAILED as failed
-  // in every rule (docs/topologies.md).
-  one_done: 'r r r r r r r k r r',
-  none_failed: 'r u r u u u u r u u',
-  none_failed_min_one_success: 'r u r u u u u k u u',
-  none_skipped: 'r r k r r k r k k r',
-  always: 'r r r r r r r r r r',
-};
 const VERDICT = { r: 'run', k: 'skip', u: 'upstream_failed' } as const;
 
 describe('ruleVerdict', () => {
   it('knows every rule it is asked for, and no other', () => {
-    expect(Object.keys(EXPECTED).sort()).toEqual([...TRIGGER_RULES].sort());
+    expect(Object.keys(RULE_TABLE).sort()).toEqual([...TRIGGER_RULES].sort());
   });
   const cases = TRIGGER_RULES.flatMap((rule) =>
-    PAIRS.map((pair, i) => {
-      const code = EXPECTED[rule].split(' ')[i] as keyof typeof VERDICT;
-      return [rule, STATE[pair[0] as 'S'], STATE[pair[1] as 'S'], VERDICT[code]] as const;
+    PARENT_PAIRS.map((pair) => {
+      const code = expectedCode(rule, pair);
+      return [
+        rule,
+        PARENT_STATE[pair[0] as 'S'],
+        PARENT_STATE[pair[1] as 'S'],
+        VERDICT[code],
+      ] as const;
     }),
   );
   it.each(cases)('%s after %s and %s: %s', (rule, a, b, verdict) => {
