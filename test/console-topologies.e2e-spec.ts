@@ -500,6 +500,70 @@ describe('console topology pages in a browser', () => {
     await page.locator(`tr[data-approval="${rejected}:gate"]`).waitFor({ state: 'detached' });
   });
 
+  it('cancels a run from its page: the finally-node still runs, and the timeline shows it after the cut', async () => {
+    expect(
+      (
+        await api.call('POST', '/v1/topologies', {
+          name: 'console-cancel',
+          nodes: [
+            {
+              key: 'long',
+              task: {
+                create_info: { task_type: 'demo.sleep' },
+                params: { seconds: 600, tick_ms: 200 },
+              },
+            },
+            {
+              key: 'after',
+              depends_on: ['long'],
+              task: { create_info: { task_type: 'demo.echo' } },
+            },
+            {
+              key: 'cleanup',
+              finally: true,
+              task: {
+                create_info: { task_type: 'demo.echo' },
+                params: { outcome: '{{run.outcome}}' },
+              },
+            },
+          ],
+        })
+      ).status,
+    ).toBe(201);
+    const started = await api.call<Run>('POST', '/v1/topologies/console-cancel/runs', {});
+    const id = started.data.run_id;
+    await runSettled(id, 'long under way', (r) => node(r, 'long').status === 'ACTIVE');
+    await page.goto(url(`/topology-runs/${id}`));
+    await heading('console-cancel run').waitFor();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Cancel run?' });
+    await dialog.getByRole('button', { name: 'Cancel run' }).click();
+    const r = await runSettled(id, 'cancelled', (x) => x.status === 'FINISH');
+    expect(r.outcome).toBe('CANCELLED');
+    expect(node(r, 'cleanup')).toMatchObject({
+      status: 'SUCCESS',
+      result: { echo: { outcome: 'CANCELLED' } },
+    });
+    await page
+      .locator('.react-flow [data-node="cleanup"][data-status="SUCCESS"]')
+      .waitFor({ timeout: SETTLE_MS });
+    expect(await graphNode('long').getAttribute('data-status')).toBe('CANCELLED');
+    expect(await graphNode('after').getAttribute('data-status')).toBe('CANCELLED');
+    const timeline = page.getByRole('region', { name: 'Timeline' });
+    await timeline
+      .locator('tr[data-lane="cleanup"]')
+      .getByText('attempt 1 · Succeeded')
+      .waitFor({ timeout: SETTLE_MS });
+    // In words: the cut, then the finally-node's run.
+    await page.getByText(/Every entry, in order/).click();
+    const words = await page.locator('.tl-list li').allTextContents();
+    const cut = words.findIndex((w) => /node long attempt 1: Cancelled/.test(w));
+    const ran = words.findIndex((w) => /node cleanup \(finally\) attempt 1: Succeeded/.test(w));
+    expect(cut).toBeGreaterThanOrEqual(0);
+    expect(ran).toBeGreaterThan(cut);
+    await shot('topology-run-cancelled-finally');
+  });
+
   it('every topology page: no serious or critical axe violation, no sideways scroll on a phone, screenshots', async () => {
     const pages: [string, string, string][] = [
       ['topologies', '/topologies', 'Topologies'],

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RepetitionKind, TaskStatus } from '@baton/task-contract';
+import { CANCELLED_OUTCOME, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { TaskAttemptModel, TaskLogRepository, TaskModel, TasksRepository } from '../task-store';
 import { NodePhase, phaseOf } from './node-kinds';
 import { NodeRow, NodeRowState, NodeStatus } from './node-state';
@@ -224,10 +224,14 @@ export class TopologyHistory {
           live,
         ),
       ];
+    const last = attempts.length - 1;
     return attempts.map((a, k) =>
       entry(
         a.startedAt,
-        a.outcome ?? TaskStatus.RUNNING,
+        // The attempt a cancel ended is recorded failed; the task says it was cancelled.
+        k === last && a.outcome !== null && task.outcome === CANCELLED_OUTCOME
+          ? CANCELLED_OUTCOME
+          : (a.outcome ?? TaskStatus.RUNNING),
         a.attempt,
         a.endedAt,
         a.error,
