@@ -105,6 +105,8 @@ const FOREIGN_BODIES: Record<string, unknown> = {
   'POST /v1/topology-runs/{run_id}/retry': {},
   'POST /v1/topology-runs/{run_id}/nodes/{node}/rerun': {},
   'POST /v1/topology-runs/{run_id}/nodes/{node}/skip': {},
+  'POST /v1/topology-runs/{run_id}/nodes/{node}/approve': { comment: 'beta says yes' },
+  'POST /v1/topology-runs/{run_id}/nodes/{node}/reject': { comment: 'beta says no' },
 };
 
 /** Routes over every tenant's data or the shared fleet: a tenant's key is refused them. */
@@ -358,11 +360,18 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
     );
     expect([task.status, timer.status, rule.status, limits.status]).toEqual([201, 201, 201, 200]);
     expect([hook.status, ping.status]).toEqual([201, 202]);
-    // A definition of alpha's, and a run of it that waits (nothing of it moves during the walk).
+    // A definition of alpha's, and a run of it that waits (nothing of it moves during the walk):
+    // for a signal, and for a person's approval (which beta must neither see nor decide).
     const flow = await keys.alpha.call('POST', '/v1/topologies', {
       name: 'alpha-flow',
       description: 'alpha walked flow',
-      nodes: [{ key: 'approve', wait: { signal: 'approved' } }],
+      nodes: [
+        { key: 'approve', wait: { signal: 'approved' } },
+        {
+          key: 'gate',
+          approval: { timeout_seconds: 3600, on_timeout: 'reject', message: 'alpha asks' },
+        },
+      ],
     });
     const run = await keys.alpha.call<{ run_id: string }>(
       'POST',
@@ -411,6 +420,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       'alpha hook',
       'alpha-flow',
       'alpha walked flow',
+      'alpha asks',
       run.data.run_id,
       '"alpha"',
     ];
@@ -430,6 +440,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
           admin.call('GET', '/v1/topologies/alpha-flow/versions'),
           admin.call('GET', `/v1/topology-runs/${run.data.run_id}`),
           admin.call('GET', '/v1/topology-runs?tenant=alpha'),
+          admin.call('GET', `/v1/topology-runs/${run.data.run_id}/history`),
           admin
             .call<{ key_id: string; name: string; revoked_at: string | null }[]>(
               'GET',
