@@ -515,15 +515,18 @@ describe('topology semantics', () => {
     expect(Date.parse(node(r, 'long').finished_at ?? '')).toBeGreaterThanOrEqual(
       Date.parse(started.deadline_at ?? ''),
     );
-    // A retry has the whole deadline again, from the retry.
+    // A retry has the whole deadline again, from the retry: its nodes run, not cut at once.
     await act(id, 'retry');
     const again = await read(id);
     expect(Date.parse(again.deadline_at ?? '')).toBeGreaterThan(
       Date.parse(started.deadline_at ?? ''),
     );
     expect(again.reason).toBeNull();
+    await until(id, (x) => node(x, 'long').status === 'ACTIVE', 'long running again');
+    expect(node(await read(id), 'after').status).toBe('PENDING');
     await act(id, 'cancel');
-    await finished(id);
+    const cancelled = await finished(id);
+    expect(cancelled.reason).toBe('cancelled');
   });
 
   it('refuses a deadline that is not a whole number of seconds, at save and at start', async () => {
@@ -665,6 +668,31 @@ describe('topology semantics', () => {
         actor: 'key:sem-alice',
         detail: { comment: 'replica lag checked' },
       });
+    });
+
+    it('a viewer named as approver may not decide, and nobody decides once the timeout has passed', async () => {
+      const id = await start(
+        gated({
+          timeout_seconds: 30,
+          on_timeout: 'reject',
+          approvers: { keys: ['sem-viewer', 'sem-alice'] },
+        }),
+      );
+      await until(id, (r) => node(r, 'gate').status === 'ACTIVE', 'waiting for a decision');
+      const asked = await viewer.call<{ items: { run_id: string; may_decide: boolean }[] }>(
+        'GET',
+        '/v1/topology-approvals',
+      );
+      expect(asked.data.items.find((a) => a.run_id === id)).toMatchObject({ may_decide: false });
+      expect((await decide(viewer, id, 'approve')).status).toBe(403);
+      // Past its timeout the decision is the timeout's (refused as such whether or not the run
+      // was looked at again since).
+      await baton.clock.advance(31_000);
+      const late = await decide(alice, id, 'approve');
+      expect(late.status).toBe(409);
+      expect(late.message).toMatch(/its timeout decides \(reject\)|rejected by timeout/);
+      const r = await finished(id);
+      expect(node(r, 'gate').error).toBe('no decision within 30 s: rejected by its timeout');
     });
 
     it('a rejection fails the node with who and why; the run fails and its handler runs', async () => {
@@ -871,7 +899,11 @@ describe('topology semantics', () => {
     expect(r.error).toMatch(/^node c failed: .*; rolled back 2 node task\(s\)$/);
     // The child run was undone as a whole and says so.
     const childRun = await read(node(r, 'sub').task_id as string);
-    expect(childRun).toMatchObject({ status: 'FINISH', outcome: 'ROLLBACK' });
+    expect(childRun).toMatchObject({
+      status: 'FINISH',
+      outcome: 'ROLLBACK',
+      reason: 'rolled_back',
+    });
     expect(states(childRun)).toEqual({ x: 'ROLLED_BACK', y: 'ROLLED_BACK' });
     // In reverse order across the nesting: y, then x (inside the child), then a (before it).
     const asked = async (taskId: string): Promise<number> => {

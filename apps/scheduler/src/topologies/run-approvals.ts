@@ -23,16 +23,18 @@ export interface PendingApproval {
 }
 
 /**
- * Whether `who` may decide an approval that names these approvers: any of the keys named, any of
- * the roles named; none named, any operator or admin. With the API open (no keys) every caller.
+ * Whether `who` may decide an approval that names these approvers: an operator or admin key that
+ * is one of the keys named or of the roles named (none named: any). With the API open (no keys)
+ * every caller.
  */
 export function mayDecide(
   who: Principal | undefined,
   approvers: ApprovalRequest['approvers'],
 ): boolean {
   if (!who?.keyId) return true;
-  if (approvers.keys.length === 0 && approvers.roles.length === 0)
-    return who.role === 'operator' || who.role === 'admin';
+  // A viewer reads; it never decides, even when named.
+  if (who.role !== 'operator' && who.role !== 'admin') return false;
+  if (approvers.keys.length === 0 && approvers.roles.length === 0) return true;
   return approvers.keys.includes(who.name) || approvers.roles.includes(who.role);
 }
 
@@ -84,13 +86,19 @@ export class RunApprovals {
           `node ${key} of run ${runId} is not waiting for a decision${row ? ` (${describe(row.state, row.result)})` : ' (not reached yet)'}`,
           { run_id: runId, node: key },
         );
+      const now = this.clock.now();
+      if (now >= request.until)
+        throw new ContractException(
+          ContractErrorCode.ILLEGAL_TRANSITION,
+          `node ${key} of run ${runId} waited until ${new Date(request.until).toISOString()}: its timeout decides (${request.on_timeout})`,
+          { run_id: runId, node: key },
+        );
       if (!mayDecide(who, request.approvers))
         throw new ContractException(
           ContractErrorCode.FORBIDDEN,
           `${actor} may not decide node ${key}: ${allowedText(node, request)}`,
           { run_id: runId, node: key },
         );
-      const now = this.clock.now();
       const decision: ApprovalDecision = {
         decision: verdict === 'approve' ? 'approved' : 'rejected',
         by: actor,

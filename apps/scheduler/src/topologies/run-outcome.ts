@@ -14,7 +14,7 @@ export function nodeError(v: NodeView): string | null {
   if (!failedStatus(v.status) || v.status === 'ROLLED_BACK') return null;
   if (v.status === 'UPSTREAM_FAILED') return 'not run: a node it needs failed';
   if (v.status === 'CANCELLED') {
-    const reason = v.row?.result?.reason ?? v.row?.result?.stopped;
+    const reason = v.row?.result?.reason ?? v.row?.result?.stopped ?? v.row?.result?.cut;
     if (reason === 'fail_fast') return 'cancelled: the run failed fast';
     if (reason === 'deadline') return "cancelled: the run's deadline passed";
     return 'cancelled';

@@ -90,12 +90,17 @@ export class RunRepairs {
       const wake: NodeRow[] = [];
       const drop: NodeRow[] = [];
       const resume: NodeRow[] = [];
+      const undone: NodeRow[] = [];
       for (const r of rows) {
         const t = r.taskId ? tasks.get(r.taskId) : undefined;
         if (r.state === 'skipped' && r.result?.by === 'api') {
           // Skipped by a person: it stays skipped (a sub-topology too).
         } else if (t?.repetition === RepetitionKind.TOPOLOGY) {
-          if (t.outcome !== TaskStatus.SUCCESS) children.push(t.taskId);
+          if (t.outcome !== TaskStatus.SUCCESS) {
+            children.push(t.taskId);
+            // Rolled back with this run before: a later failure rolls it back again.
+            if (r.result?.rollback !== undefined) undone.push(r);
+          }
         } else if (!t && (handlers.has(r.key) || NOT_RUN.has(r.state) || r.state === 'skipped'))
           // Decided again: a handler or finally-node of any kind, a node that did not run.
           drop.push(r);
@@ -104,7 +109,17 @@ export class RunRepairs {
         else if (t && (t.outcome !== TaskStatus.SUCCESS || r.state !== 'task')) wake.push(r);
         else if (t && handlers.has(r.key)) wake.push(r);
       }
-      await this.keep(m, runId, 'retry', null, actor, [...drop, ...resume, ...wake]);
+      await this.keep(m, runId, 'retry', null, actor, [...drop, ...resume, ...wake, ...undone]);
+      for (const r of undone)
+        await this.runs.moveNode(
+          m,
+          runId,
+          r.key,
+          r.item,
+          r.state,
+          { state: r.state, result: { ...r.result, rollback: undefined } },
+          this.clock.now(),
+        );
       await this.runs.deleteNodes(m, runId, drop);
       // A fork that failing fast stopped starts the rest of its items again.
       for (const r of resume)
@@ -243,6 +258,9 @@ export class RunRepairs {
       const centre = await this.tasks.findById(runId);
       if (!centre || centre.status !== TaskStatus.FINISH) break;
       const now = this.clock.now();
+      // The whole deadline again, before the move: the move's change has the run evaluated at
+      // once (and after a crash), which must not find the old deadline passed.
+      await this.runs.restartDeadline(runId, now);
       const moved = await this.tasks.apply(
         centre,
         {
@@ -265,7 +283,6 @@ export class RunRepairs {
       // the driver evaluate the run, which marks it active again.
       if (moved) {
         await this.runs.setActive(runId, true, now);
-        await this.runs.restartDeadline(runId, now);
         break;
       }
     }

@@ -62,7 +62,9 @@ export class TopologyDriver implements TaskChangeConsumer {
 
   wants(c: NewTaskStatusChange): boolean {
     if (c.task.repetition === RepetitionKind.TOPOLOGY && c.to !== TaskStatus.FINISH)
-      return c.from === null || c.to === TaskStatus.RUNNING;
+      // Started, reopened, or being rolled back with its parent: the change is durable with
+      // the move, so a crash right after it still has the run evaluated (and marked active).
+      return c.from === null || c.to === TaskStatus.RUNNING || c.to === TaskStatus.ROLLBACK;
     return c.task.controlTaskId !== null && c.to === TaskStatus.FINISH;
   }
 

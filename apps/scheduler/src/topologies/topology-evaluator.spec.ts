@@ -537,7 +537,7 @@ describe('evaluate', () => {
     const handlers = sim.step();
     expect(sim.started(handlers)).toEqual(['H']);
     expect(handlers.starts[0].body.params).toEqual({
-      why: "the run's deadline passed: node A: cancelled; node B: cancelled: the run's deadline passed",
+      why: "the run's deadline passed: node A: cancelled: the run's deadline passed; node B: cancelled: the run's deadline passed",
     });
     sim.end('H');
     expect(sim.started(sim.step())).toEqual(['F']);
@@ -547,6 +547,33 @@ describe('evaluate', () => {
       reason: 'deadline',
       failedNodes: ['A', 'B'],
     });
+  });
+
+  it('a deadline that passes while handlers run does not take the blame for what failing fast cancelled', () => {
+    const nodes = [
+      { key: 'A', task: echo() },
+      { key: 'B', task: echo() },
+      { key: 'H', on_failure: true, task: echo({ why: '{{run.error}}' }) },
+    ];
+    const sim = new Sim(
+      parseDefinition({ name: 't', fail_fast: 'cancel', nodes }, ctx),
+      run({ deadlineAt: 5_000 }),
+    );
+    sim.step();
+    sim.end('A', false);
+    expect(sim.step().cancel).toEqual(['T2']);
+    sim.cancelled('B');
+    const handler = sim.step();
+    expect(sim.started(handler)).toEqual(['H']);
+    const why = handler.starts[0].body.params;
+    // The deadline passes while the handler runs: the run's error and reason stay the failure's.
+    sim.r = run({ deadlineAt: 5_000, now: 9_000 });
+    expect(sim.step().cancel).toEqual([]);
+    sim.end('H');
+    const done = sim.step().finish;
+    expect(done).toMatchObject({ outcome: 'FAIL' });
+    expect(done?.reason).toBeUndefined();
+    expect(why).toEqual({ why: done?.error });
   });
 
   it('a deadline that passes after the graph ended cuts nothing and is not the reason', () => {

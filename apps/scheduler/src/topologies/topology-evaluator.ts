@@ -302,7 +302,27 @@ export function evaluate(
   // Once the graph has ended the deadline is over: handlers and finally-nodes are not cut.
   const pastDeadline = run.deadlineAt !== null && run.now >= run.deadlineAt && !ended(main);
   if (pastDeadline) {
-    for (const n of main) stop(n, 'cancelled', 'deadline');
+    for (const n of main) {
+      stop(n, 'cancelled', 'deadline');
+      // A node whose task the deadline cancels says so on its row (`cut`), kept for good: what
+      // the run's end says does not hang on the time of a later evaluation.
+      const row = view(n.key).row;
+      const task = view(n.key).task;
+      if (
+        row &&
+        (row.state === 'task' || row.state === 'rerun') &&
+        task &&
+        task.status !== 'FINISH' &&
+        row.result?.cut !== 'deadline'
+      )
+        plan.rows.push({
+          key: n.key,
+          item: row.item,
+          state: row.state,
+          result: { ...row.result, cut: 'deadline' },
+          from: row.state,
+        });
+    }
     plan.cancel = activeTasks(main)
       .filter((t) => !t.cancelRequested)
       .map((t) => t.taskId);
@@ -331,15 +351,11 @@ export function evaluate(
     return close({ outcome: 'SUCCESS', error: null, ...extra });
   }
   // The deadline cut the graph short: a node it stopped (or whose task it cancelled) ended so.
-  const deadlinePassed = run.deadlineAt !== null && run.now >= run.deadlineAt;
-  const byDeadline =
-    deadlinePassed &&
-    failed.some((n) => {
-      const v = view(n.key);
-      const why = v.row?.result?.reason ?? v.row?.result?.stopped;
-      // Stopped before it started, or its task (or a fork's) cancelled under way.
-      return why === 'deadline' || (v.status === 'CANCELLED' && why !== 'fail_fast');
-    });
+  // Stopped before it started, its fork stopped, or its task cancelled under way: on its row.
+  const byDeadline = failed.some((n) => {
+    const r = view(n.key).row?.result;
+    return r?.reason === 'deadline' || r?.stopped === 'deadline' || r?.cut === 'deadline';
+  });
   const cause = `${byDeadline ? "the run's deadline passed: " : ''}${failureMessage(failed.map((n) => view(n.key)))}`;
   const deadline = byDeadline ? { reason: 'deadline' as const } : {};
   const failedNodes = failed.map((n) => n.key);

@@ -163,7 +163,9 @@ export class TopologyHistory {
         result.approval === true
           ? typeof result.decision === 'string'
             ? `${result.decision} by ${String(result.by)}${result.comment ? `: ${String(result.comment)}` : ''}`
-            : 'waiting for a decision'
+            : row.state === 'waiting'
+              ? 'waiting for a decision'
+              : null
           : null;
       out.push({
         kind: 'decision',

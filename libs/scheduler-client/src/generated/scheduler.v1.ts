@@ -2376,10 +2376,10 @@ export interface components {
             /** @description each node that failed by itself and why (at most five), or "cancelled" */
             error: string | null;
             /**
-             * @description once finished without success, why: node_failed (nodes failed), deadline (the run's deadline passed and cut it short), cancelled (a person cancelled it)
+             * @description once finished without success, why: node_failed (nodes failed), deadline (the run's deadline passed and cut it short), cancelled (a person cancelled it), rolled_back (a child run undone with its parent's rollback)
              * @enum {string|null}
              */
-            reason: "node_failed" | "deadline" | "cancelled" | null;
+            reason: "node_failed" | "deadline" | "cancelled" | "rolled_back" | null;
             /**
              * Format: date-time
              * @description when its deadline passes (from its start, or the retry or re-run that reopened it); null: none

@@ -78,10 +78,10 @@ export class TopologyRunDto {
   error!: string | null;
   @ApiProperty({
     nullable: true,
-    enum: ['node_failed', 'deadline', 'cancelled'],
+    enum: ['node_failed', 'deadline', 'cancelled', 'rolled_back'],
     type: String,
     description:
-      "once finished without success, why: node_failed (nodes failed), deadline (the run's deadline passed and cut it short), cancelled (a person cancelled it)",
+      "once finished without success, why: node_failed (nodes failed), deadline (the run's deadline passed and cut it short), cancelled (a person cancelled it), rolled_back (a child run undone with its parent's rollback)",
   })
   reason!: string | null;
   @ApiProperty({

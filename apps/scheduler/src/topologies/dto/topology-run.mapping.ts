@@ -73,7 +73,12 @@ export function toRunDto(s: RunState): TopologyRunDto {
     outcome: c.outcome,
     cancel_requested: c.cancelRequested,
     error: c.error?.message ?? null,
-    reason: c.status === 'FINISH' && c.outcome !== 'SUCCESS' ? (c.error?.code ?? null) : null,
+    reason:
+      c.status !== 'FINISH' || c.outcome === 'SUCCESS'
+        ? null
+        : c.outcome === 'ROLLBACK'
+          ? 'rolled_back'
+          : (c.error?.code ?? null),
     deadline_at: iso(s.run.deadlineAt),
     failed_nodes: listOf(c.result, 'failed_nodes'),
     optional_failed: listOf(c.result, 'optional_failed'),
