@@ -884,16 +884,15 @@ describe('topology semantics', () => {
         })
       ).message,
     ).toBe('ok');
-    const r = await finished(
-      await start({
-        rollback_on_failure: true,
-        nodes: [
-          { key: 'a', task: undoable },
-          { key: 'sub', depends_on: ['a'], topology: { name: child, input: {} } },
-          { key: 'c', depends_on: ['sub'], task: failing() },
-        ],
-      }),
-    );
+    const parentId = await start({
+      rollback_on_failure: true,
+      nodes: [
+        { key: 'a', task: undoable },
+        { key: 'sub', depends_on: ['a'], topology: { name: child, input: {} } },
+        { key: 'c', depends_on: ['sub'], task: failing() },
+      ],
+    });
+    const r = await finished(parentId);
     expect(states(r)).toEqual({ a: 'ROLLED_BACK', sub: 'ROLLED_BACK', c: 'FAILED' });
     expect(r.outcome).toBe('FAIL');
     expect(r.error).toMatch(/^node c failed: .*; rolled back 2 node task\(s\)$/);
