@@ -96,11 +96,14 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
     // Tries per create, by its Idempotency-Key (the client makes one per create).
     let overloadRetries = 0;
     const retriesOf = new Map<string, number>();
+    // Patient as a caller of a fleet under deploys should be: on a box loaded beside the suite
+    // a killed instance takes 10 s to come back while the others answer slowly (12 tries of 5 s
+    // once ran out for 67 creates).
     const client = new SchedulerClient({
       apiKey: ADMIN_KEY,
       urls,
-      timeoutMs: 5000,
-      maxTries: 12,
+      timeoutMs: 10_000,
+      maxTries: 30,
       onRetry: ({ request, error }) => {
         // An instance that answered "overloaded, retry after" (503, 50302) is up and pacing its
         // callers, as it should on a busy box: that retry is not a failover miss.

@@ -582,10 +582,14 @@ export function schedulerFlowCases(start: () => Promise<FlowBaton>): void {
         starts.push(Date.parse((await h.until(t.task_id)).started_at as string));
       starts.sort((a, b) => a - b);
       // A burst of 4, then 4 a second: no one-second window holds more than 4 + 4 starts,
-      // and the twelfth cannot start before two seconds have passed.
-      for (const s0 of starts)
-        expect(starts.filter((s) => s >= s0 && s < s0 + 1000).length).toBeLessThanOrEqual(8);
-      expect(starts[11] - starts[0]).toBeGreaterThanOrEqual(1900);
+      // and the twelfth cannot start before two seconds have passed. Proven on the ManualClock:
+      // on a loaded box a start is stamped some time after its token was taken, which moves
+      // these spans either way; there the limiter's postponements (below) are the proof.
+      if (!h.realTime) {
+        for (const s0 of starts)
+          expect(starts.filter((s) => s >= s0 && s < s0 + 1000).length).toBeLessThanOrEqual(8);
+        expect(starts[11] - starts[0]).toBeGreaterThanOrEqual(1900);
+      }
       const postponed = await Promise.all(
         res.data.map(async (t) =>
           (await api.events(t.task_id)).some(
