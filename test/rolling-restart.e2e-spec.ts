@@ -136,8 +136,9 @@ describe('rolling restart under load', () => {
       outputs.push(schedulers[i].output());
       const stopped = Date.now() - t0;
       const [held] = await conn.query(
-        "SELECT task_id FROM baton_task WHERE owner = ? AND status <> 'FINISH' AND lease_until > ?",
-        [`roll-${i + 1}`, Date.now()],
+        // The database's own clock: a claim not yet lapsed when the stop was over.
+        "SELECT task_id FROM baton_task WHERE owner = ? AND status <> 'FINISH' AND lease_until > UNIX_TIMESTAMP(NOW(3)) * 1000",
+        [`roll-${i + 1}`],
       );
       stranded.push(...(held as { task_id: string }[]).map((r) => `roll-${i + 1}: ${r.task_id}`));
       const t1 = Date.now();

@@ -379,9 +379,10 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
     const waiter = shared ? holder : createLockProvider(config, still);
     try {
       const lease = await holder.acquire(k, { ttlMs: 20_000 });
+      const timers = still.pending();
       const waiting = waiter.acquire(k, { ttlMs: 5000, waitMs: 15_000 });
-      // Its first try finds the key held (a release before it would only make this weaker).
-      await sleep(500);
+      // Its first try found the key held once it waits on its (still) clock: a timer more.
+      while (still.pending() <= timers) await new Promise((r) => setImmediate(r));
       await lease.release();
       const next = await waiting;
       expect(next.fence).toBeGreaterThan(lease.fence);
