@@ -112,8 +112,10 @@ PATTERN[light]="^(?!.*(${others}))"
 declare -A PID=() RC=()
 rm -f .test-results/*.json .test-results/*.log
 lanes_began=$SECONDS
+# --forceExit: a lane ends once its results are written, even when a failed test left a handle
+# open (a process or a timer it never got to stop); otherwise the run would wait for CI's limit.
 for name in "${LANES[@]}"; do
-  npx jest --runInBand --json --outputFile=".test-results/$name.json" \
+  npx jest --runInBand --forceExit --json --outputFile=".test-results/$name.json" \
     --testPathPattern "${PATTERN[$name]}" "$@" > ".test-results/$name.log" 2>&1 &
   PID[$name]=$!
 done

@@ -83,13 +83,28 @@ export class Clock {
   /**
    * A signal that aborts after `ms` with a `DeadlineError`, and also when `parent` aborts.
    * `cancel()` drops the timer once the guarded work is done (so nothing waits on it).
+   *
+   * Measured in time the process ran: when its timer fires late (the process was stopped,
+   * frozen or starved past `STALL_SLACK_MS`), an answer may have arrived meanwhile and wait
+   * unread in a socket. The deadline then gives the process `STALL_GRACE_MS` of its own time to
+   * read it before it aborts (a few times at most, while the stalls go on).
    */
   deadline(ms: number, parent?: AbortSignal): Deadline {
     const controller = new AbortController();
-    const timer = this.setTimeout(
-      () => controller.abort(new DeadlineError(ms)),
-      Math.max(0, ms),
-    ).unref();
+    let timer: Timer | undefined;
+    let graces = 0;
+    const arm = (wait: number): void => {
+      const due = this.monotonic() + wait;
+      timer = this.setTimeout(() => {
+        if (this.monotonic() - due > STALL_SLACK_MS && graces < STALL_GRACES) {
+          graces++;
+          arm(Math.min(STALL_GRACE_MS, Math.max(1, ms)));
+          return;
+        }
+        controller.abort(new DeadlineError(ms));
+      }, wait).unref();
+    };
+    arm(Math.max(0, ms));
     const onParent = (): void => controller.abort(parent?.reason);
     if (parent?.aborted) onParent();
     else parent?.addEventListener('abort', onParent, { once: true });
@@ -102,6 +117,13 @@ export class Clock {
     };
   }
 }
+
+/** A timer this late (ms) means the process did not run meanwhile: it stalled. */
+export const STALL_SLACK_MS = 500;
+/** Running time a deadline gives the process after a stall, to read what arrived meanwhile. */
+export const STALL_GRACE_MS = 1000;
+/** Graces at most, one per stall that delays the deadline's timer. */
+const STALL_GRACES = 5;
 
 /** A deadline: its signal, and how to drop its timer early. */
 export interface Deadline {

@@ -1,4 +1,4 @@
-import { Clock, DeadlineError } from './clock';
+import { Clock, DeadlineError, STALL_GRACE_MS, STALL_SLACK_MS } from './clock';
 import { ManualClock } from './manual-clock';
 
 describe('ManualClock', () => {
@@ -102,5 +102,34 @@ describe('Clock (the real one)', () => {
     const d = new Clock().deadline(10_000, parent.signal);
     expect((d.signal.reason as Error).message).toBe('stopping');
     d.cancel();
+  });
+
+  it('gives a deadline whose timer fired late after a stall a grace of running time, not an abort', async () => {
+    const clock = new ManualClock(0);
+    const d = clock.deadline(10_000);
+    await clock.advance(2_000);
+    // The process stops for 15 s: its timer is 7 s overdue when it runs again.
+    clock.stall(15_000);
+    await clock.advance(0);
+    expect(d.signal.aborted).toBe(false);
+    // An answer read in the grace cancels it; unread, the deadline aborts once the grace is over.
+    await clock.advance(STALL_GRACE_MS - 1);
+    expect(d.signal.aborted).toBe(false);
+    await clock.advance(1);
+    expect(d.signal.reason).toBeInstanceOf(DeadlineError);
+
+    // Without a stall, the deadline aborts on time; a timer late by less than the slack is no stall.
+    const plain = clock.deadline(1_000);
+    await clock.advance(1_000);
+    expect(plain.signal.aborted).toBe(true);
+    const busy = clock.deadline(1_000);
+    clock.stall(1_000 + STALL_SLACK_MS);
+    await clock.advance(0);
+    expect(busy.signal.aborted).toBe(true);
+    const cancelled = clock.deadline(1_000);
+    clock.stall(5_000);
+    cancelled.cancel();
+    await clock.advance(5_000);
+    expect([cancelled.signal.aborted, clock.pending()]).toEqual([false, 0]);
   });
 });

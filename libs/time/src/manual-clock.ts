@@ -84,7 +84,9 @@ export class ManualClock extends Clock {
       const next = this.first();
       if (!next || next.due > target) break;
       this.current = Math.max(this.current, next.due);
-      if (next.every !== undefined) next.due += next.every;
+      // As Node does: the next round of an interval is a period after this one ran (after a
+      // stall it runs once, late, not once per period missed).
+      if (next.every !== undefined) next.due = this.current + next.every;
       else this.timers.delete(next.id);
       next.fn();
       await this.settle();
@@ -92,6 +94,14 @@ export class ManualClock extends Clock {
     // Never back: another advance may have moved time past `target` meanwhile.
     this.current = Math.max(this.current, target);
     await this.settle();
+  }
+
+  /**
+   * Moves time forward by `ms` without firing a timer, as a process that was stopped (SIGSTOP, a
+   * frozen VM) sees it: the timers that fell due meanwhile fire late, at the next `advance`.
+   */
+  stall(ms: number): void {
+    this.current += Math.max(0, ms);
   }
 
   /** Moves time to `at` (epoch ms), as `advance`. */
