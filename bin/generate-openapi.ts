@@ -13,7 +13,10 @@ import { join } from 'node:path';
 import {
   TaskWorkerModule,
   WORKER_CONTRACT_CHANGELOG,
+  CheckFingerprints,
   breakingChanges,
+  checkChangeProblems,
+  kitFingerprints,
   buildWorkerOpenApi,
   versionProblems,
 } from '@baton/task-contract';
@@ -23,6 +26,8 @@ import { loadSchedulerConfig } from '../apps/scheduler/src/config';
 const ROOT = join(__dirname, '..', '..');
 /** The scheduler client's types, generated from the scheduler's document. */
 const CLIENT_TYPES = 'libs/scheduler-client/src/generated/scheduler.v1.ts';
+/** What each conformance kit check tests (a digest of its code) as of the documents on disk. */
+const CHECK_FINGERPRINTS = 'openapi/worker-contract.checks.json';
 
 /** TypeScript types of a document, by openapi-typescript (its CLI: the package is ESM only). */
 function typesOf(doc: unknown): string {
@@ -94,15 +99,33 @@ function workerDocProblems(next: unknown): string[] {
   return problems;
 }
 
+/** What the kit's checks did when the documents were last written (none before the first). */
+function recordedFingerprints(): CheckFingerprints | undefined {
+  try {
+    const file = JSON.parse(readFileSync(join(ROOT, CHECK_FINGERPRINTS), 'utf8')) as {
+      checks?: CheckFingerprints;
+    };
+    return file.checks;
+  } catch {
+    return undefined;
+  }
+}
+
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   const documents: Record<string, unknown> = {
     'worker.v1.json': await workerDocument(),
     'scheduler.v1.json': await schedulerDoc(),
   };
-  const refused = workerDocProblems(documents['worker.v1.json']);
+  const fingerprints = kitFingerprints();
+  const refused = [
+    ...workerDocProblems(documents['worker.v1.json']),
+    ...checkChangeProblems(recordedFingerprints(), fingerprints, WORKER_CONTRACT_CHANGELOG),
+  ];
   if (refused.length > 0) {
-    console.error(`openapi/worker.v1.json: the worker contract changed incompatibly:`);
+    console.error(
+      `openapi/worker.v1.json: the worker contract changed without a version or changelog line that says so:`,
+    );
     for (const line of refused) console.error(line);
     process.exit(1);
   }
@@ -111,6 +134,10 @@ async function main(): Promise<void> {
     `${JSON.stringify(doc, null, 2)}\n`,
   ]);
   files.push([CLIENT_TYPES, typesOf(documents['scheduler.v1.json'])]);
+  files.push([
+    CHECK_FINGERPRINTS,
+    `${JSON.stringify({ version: WORKER_CONTRACT_CHANGELOG[0].version, checks: fingerprints }, null, 2)}\n`,
+  ]);
   let stale = 0;
   for (const [name, text] of files) {
     const path = join(ROOT, name);

@@ -307,6 +307,7 @@ describe('conformance kit against deliberately broken workers', () => {
     ['transitions', 'illegal transition: refused with 409 and nothing changes'],
     ['envelope', 'unknown task type: 404'],
     ['validation', 'body: unknown field refused with 400'],
+    ['reclean', 'clean: a repeat answers FINISH and changes nothing'],
   ])('fails a worker broken in %s, on the check that names it', async (broken, check) => {
     const worker = await startProcess(PLAIN_WORKER, {
       PORT: '0',

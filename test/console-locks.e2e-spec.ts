@@ -150,6 +150,14 @@ describe('console: the locks of a task', () => {
     const waiting = lockRow(key);
     const link = waiting.getByRole('link', { name: `task ${first}` });
     await link.waitFor();
+    // Why it waits, at the top of its page: the reason and the holder, told once.
+    const why = page.getByRole('status', { name: 'Why it waits' });
+    await why.waitFor();
+    expect(await why.textContent()).toMatch(
+      new RegExp(
+        `^Waiting: lock key held by task ${first}: ${key}, since .+; checked \\d+ times?, last .+\\.$`,
+      ),
+    );
     await waiting.getByRole('cell', { name: String(held.fence), exact: true }).waitFor();
     expect(await waiting.getByText('this task').count()).toBe(0);
     await page.locator('[aria-busy="true"], .state[role="status"]').first().waitFor({

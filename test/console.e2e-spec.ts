@@ -347,6 +347,8 @@ describe('console in a browser', () => {
     await heading('Workers').waitFor();
     const row = page.getByRole('row').filter({ hasText: 'console-worker' });
     await row.getByText('healthy').waitFor();
+    // The worker contract it speaks, as it registered.
+    await row.getByText('contract 1.2.0').waitFor();
     await row.getByRole('button', { name: 'Drain', exact: true }).click();
     await row.getByText('draining since').waitFor();
     const drained = await api.call<{ worker_id: string; draining: boolean }[]>(

@@ -256,6 +256,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
         worker_id: 'walk-fleet',
         url: 'http://127.0.0.1:9/',
         version: '1.0.0',
+        contract_version: '1.2.0',
         capacity: 1,
         task_types: [{ task_type: 'demo.fleet', blocking: 'sync', implements: [] }],
       },
@@ -316,6 +317,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       worker_id: 'walk-registered',
       url: 'http://127.0.0.1:9/',
       version: '1.0.0',
+      contract_version: '1.2.0',
       capacity: 1,
       task_types: [{ task_type: 'demo.walk', blocking: 'sync', implements: [] }],
     };

@@ -92,6 +92,7 @@ describe('the Python example worker under a real scheduler (sqlite + memory)', (
       worker_id: 'py-timing-probe',
       url: worker.url,
       version: '0.1.0',
+      contract_version: '1.2.0',
       capacity: 1,
       task_types: [{ task_type: 'py.timing-probe', blocking: 'async', implements: [] }],
     });

@@ -50,6 +50,8 @@ SCHEDULER_URLS = [u.strip().rstrip("/") for u in os.environ.get("SCHEDULER_URL",
 WORKER_ID = os.environ.get("WORKER_ID", "")
 PUBLIC_URL = os.environ.get("PUBLIC_URL", "")
 WORKER_VERSION = os.environ.get("WORKER_VERSION", "0.1.0")
+# The worker contract this worker speaks (openapi/worker.v1.json info.version).
+CONTRACT_VERSION = "1.2.0"
 CAPACITY = int(os.environ.get("CAPACITY", "64"))
 HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "2000"))
 BROKEN = os.environ.get("BROKEN", "")
@@ -606,6 +608,9 @@ def do_change(t, body):
 
 
 def do_clean(t, _body):
+    # A repeated clean (the scheduler's FINISH write was lost) changes nothing (contract 1.2.0).
+    if t["task_status"] == "FINISH":
+        return
     require_from(t, "clean", ("SUCCESS", "FAIL", "ROLLBACK", "NONE"))
     stop_execution(t["task_id"])
     move(t, "FINISH")
@@ -861,6 +866,7 @@ class Scheduler:
             "worker_id": WORKER_ID,
             "url": PUBLIC_URL,
             "version": WORKER_VERSION,
+            "contract_version": CONTRACT_VERSION,
             "capacity": CAPACITY,
             "task_types": [
                 {"task_type": name, "blocking": spec["blocking"], "implements": implements(spec)}
@@ -871,8 +877,8 @@ class Scheduler:
         if status == 200:
             self.registered = True
             # The scheduler says how often it wants to hear from the worker; follow it.
-            data = envelope.get("data") or {}
-            interval = data.get("heartbeat_interval_ms")
+            timing = (envelope.get("data") or {}).get("timing") or {}
+            interval = timing.get("heartbeat_interval_ms")
             if isinstance(interval, int) and interval > 0:
                 self.heartbeat_s = min(HEARTBEAT_MS, interval) / 1000
         elif status != 0 or self.last_problem != envelope.get("message"):

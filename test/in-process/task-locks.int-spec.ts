@@ -8,6 +8,7 @@ const SETTLE_MS = 90_000;
 interface TaskLock {
   key: string;
   held: boolean;
+  held_by: 'lease' | 'task_state' | null;
   holder: string | null;
   holder_task_id: string | null;
   held_by_this_task: boolean;
@@ -17,6 +18,7 @@ interface TaskLock {
 
 const FREE = {
   held: false,
+  held_by: null,
   holder: null,
   holder_task_id: null,
   held_by_this_task: false,
@@ -114,11 +116,33 @@ describe.each([['embedded (local locks)']])('task locks: %s', () => {
       SETTLE_MS,
       'the second task postponed on the held key',
     );
+    // Told once: the checks that find the same holder count on one row, and the task says why.
+    const told = await waits.eventually(
+      async () => {
+        const rows = (await api.events(second)).filter((e) => /lock key held/.test(e.reason));
+        return rows.length === 1 && rows[0].repeats >= 3 ? rows : undefined;
+      },
+      SETTLE_MS,
+      'the second task checked three times on one row',
+    );
+    expect(told[0]).toMatchObject({
+      from: 'INIT',
+      to: 'POSTPONE',
+      reason: `lock key held by task ${first}: ${key}`,
+    });
+    const waiting = (await api.task(second)).waiting as Record<string, unknown>;
+    expect(waiting).toMatchObject({
+      reason: 'lock_key',
+      message: `lock key held by task ${first}: ${key}`,
+      since: told[0].at,
+    });
+    expect(Number(waiting.checks)).toBeGreaterThanOrEqual(told[0].repeats);
     const seen = await locks(second);
     expect(seen).toEqual([
       {
         key,
         held: true,
+        held_by: 'lease',
         holder: `task ${first} on scheduler locks-${run}`,
         holder_task_id: first,
         held_by_this_task: false,
@@ -205,6 +229,70 @@ describe.each([['embedded (local locks)']])('task locks: %s', () => {
     ]);
     const foreign = await beta.call('GET', `/v1/tasks/${holder}/locks`);
     expect([foreign.status, foreign.code]).toEqual([404, 40401]);
+    // The waiting task's log names the holder as the view does: not which task of another tenant.
+    const told = (await api.events(waiter)).filter((e) => /lock key held/.test(e.reason));
+    for (const e of told)
+      expect(e.reason).toBe(`lock key held by a task of another tenant: ${key}`);
     await until(waiter, 'finished', (t) => t.task_status === 'FINISH');
+  });
+
+  it('holds no key for a task that has not started: one created paused keeps no task of another tenant waiting', async () => {
+    const key = `paused-${run}`;
+    const paused = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'created paused' },
+      process_arg: { task_status: 'PAUSE' },
+      tenant: 'alpha',
+      lock_keys: [key],
+    });
+    const other = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'takes the key' },
+      tenant: 'beta',
+      lock_keys: [key],
+    });
+    await until(other, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
+    const events = await api.events(other);
+    expect(events.filter((e) => /lock key held/.test(e.reason))).toEqual([]);
+    expect((await api.task(paused)).task_status).toBe('PAUSE');
+    await expect(locks(paused)).resolves.toEqual([{ key, ...FREE }]);
+    // Continued, it starts an attempt and takes the key like any other.
+    expect((await api.call('POST', `/v1/tasks/${paused}/continue`, {})).status).toBe(200);
+    await until(paused, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
+  });
+
+  it('shows a key held by a running task whose lease went with its scheduler, as the engine acts on it', async () => {
+    const key = `state-${run}`;
+    const holder = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'runs on past a restart' },
+      params: { seconds: 4, tick_ms: 250 },
+      tenant: 'alpha',
+      lock_keys: [key],
+    });
+    await until(holder, 'running', (t) => t.task_status === 'RUNNING');
+    // The local lock backend lives in the scheduler's process: its leases go with it, while the
+    // task runs on at its worker.
+    await baton.stopScheduler();
+    await baton.startScheduler();
+    const waiter = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'waits for the state' },
+      tenant: 'alpha',
+      lock_keys: [key],
+    });
+    const reason = await waits.eventually(
+      async () => (await api.events(waiter)).find((e) => /lock key held/.test(e.reason))?.reason,
+      SETTLE_MS,
+      'the waiter postponed on the key',
+    );
+    expect(reason).toBe(`lock key held by task ${holder}: ${key}`);
+    const [seen] = await locks(waiter);
+    expect(seen).toMatchObject({
+      key,
+      held: true,
+      holder_task_id: holder,
+      held_by_this_task: false,
+    });
+    // No lease: the view names the task whose state holds the key, as the engine waits for it.
+    expect(seen).toMatchObject({ held_by: 'task_state', holder: `task ${holder}`, fence: null });
+    await until(holder, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
+    await until(waiter, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
   });
 });

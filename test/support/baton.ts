@@ -228,16 +228,8 @@ export class Api {
     return events.filter((e) => e.from !== e.to).map((e) => e.to);
   }
 
-  async events(
-    id: string,
-  ): Promise<
-    { from: string | null; to: string; reason: string; actor: string; attempt: number }[]
-  > {
-    return (
-      await this.call<
-        { from: string | null; to: string; reason: string; actor: string; attempt: number }[]
-      >('GET', `/v1/tasks/${id}/events`)
-    ).data;
+  async events(id: string): Promise<TaskEventRow[]> {
+    return (await this.call<TaskEventRow[]>('GET', `/v1/tasks/${id}/events`)).data;
   }
 
   /** Waits until the task reaches FINISH (or `status`), and returns it. */
@@ -262,4 +254,16 @@ export class Api {
       `${n} healthy workers`,
     );
   }
+}
+
+/** One row of a task's lifecycle (`GET /v1/tasks/{id}/events`). */
+export interface TaskEventRow {
+  from: string | null;
+  to: string;
+  reason: string;
+  actor: string;
+  attempt: number;
+  at: string;
+  repeats: number;
+  last_at: string | null;
 }

@@ -54,6 +54,8 @@ export interface SchedulerConfig {
   workers: {
     /** A worker that has not heartbeated for this long is not picked. */
     staleAfterMs: number;
+    /** The oldest worker contract a registration may speak (older ones are refused). */
+    minContractVersion: string;
     /** Consecutive failures that blacklist a worker, and for how long. */
     blacklistAfter: number;
     blacklistMs: number;
@@ -333,6 +335,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     },
     workers: {
       staleAfterMs: int(env, 'BATON_WORKER_STALE_MS', 30_000, 100, 3_600_000),
+      minContractVersion: minContract(env),
       blacklistAfter: int(env, 'BATON_WORKER_BLACKLIST_AFTER', 3, 1, 1000),
       blacklistMs: int(env, 'BATON_WORKER_BLACKLIST_MS', 30_000, 100, 3_600_000),
       dropGiveUpMs: int(env, 'BATON_DROP_GIVE_UP_MS', 3_600_000, 1000, 7 * 86_400_000),
@@ -380,3 +383,17 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
 }
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
+
+/**
+ * BATON_MIN_WORKER_CONTRACT: the oldest worker contract accepted at registration. 1.1.0 by
+ * default: a worker of 1.0.0 cannot say a run was lost with its process (`execution_lost`), so
+ * such runs would fail by heartbeat timeout instead of being recovered.
+ */
+function minContract(env: Env): string {
+  const value = env.BATON_MIN_WORKER_CONTRACT ?? '1.1.0';
+  if (!/^\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(value))
+    throw new SchedulerConfigError(
+      `BATON_MIN_WORKER_CONTRACT must be a version like 1.1.0, got ${JSON.stringify(value)}`,
+    );
+  return value;
+}

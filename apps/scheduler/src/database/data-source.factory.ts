@@ -21,6 +21,8 @@ import { TaskHistory1765500000000 } from './migrations/1765500000000-TaskHistory
 import { TaskCreatedIndex1765800000000 } from './migrations/1765800000000-TaskCreatedIndex';
 import { TopologyHistory1765900000000 } from './migrations/1765900000000-TopologyHistory';
 import { TopologyRunDeadline1766000000000 } from './migrations/1766000000000-TopologyRunDeadline';
+import { WaitsToldOnce1766100000000 } from './migrations/1766100000000-WaitsToldOnce';
+import { WorkerContractVersion1766200000000 } from './migrations/1766200000000-WorkerContractVersion';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -49,6 +51,8 @@ export const MIGRATIONS = [
   TaskCreatedIndex1765800000000,
   TopologyHistory1765900000000,
   TopologyRunDeadline1766000000000,
+  WaitsToldOnce1766100000000,
+  WorkerContractVersion1766200000000,
 ];
 
 /**

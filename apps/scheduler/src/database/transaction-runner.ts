@@ -16,8 +16,8 @@ function rolledBack(err: unknown): boolean {
  * Runs database transactions. SQLite (better-sqlite3) has one connection, so two transactions
  * may not overlap in a process: they queue here. MySQL gets real concurrency from its pool, and
  * with it deadlocks: a transaction the server chose as the victim (rolled back whole) runs again,
- * a few times, after a short random pause. Work given to `run` is database work only, so running
- * it again is safe.
+ * a few times, after a short random pause. Work given to `run` is database work only, and work
+ * given to `single` one statement, so running it again is safe.
  */
 @Injectable()
 export class TransactionRunner {
@@ -34,11 +34,14 @@ export class TransactionRunner {
 
   /**
    * One statement outside a transaction. On SQLite it still waits for a running transaction:
-   * on the single connection it would otherwise land inside it (and roll back with it).
+   * on the single connection it would otherwise land inside it (and roll back with it). On MySQL
+   * a statement the server rolled back (a deadlock victim, a lock wait that timed out) changed
+   * nothing, so it runs again as a transaction would: a worker's heartbeat or progress must not
+   * come back as a 500 because two writes met.
    */
   single<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    if (!this.serial) return work(this.db.manager);
-    return this.serial.run('sqlite', () => work(this.db.manager));
+    if (this.serial) return this.serial.run('sqlite', () => work(this.db.manager));
+    return this.again(() => work(this.db.manager));
   }
 
   /** One changing statement outside a transaction (as `single`); the rows it changed. */
@@ -66,9 +69,14 @@ export class TransactionRunner {
 
   async run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     if (this.serial) return this.serial.run('sqlite', () => this.once(work));
+    return this.again(() => this.once(work));
+  }
+
+  /** `attempt` again, a few times after a short random pause, while MySQL rolls it back whole. */
+  private async again<T>(attempt: () => Promise<T>): Promise<T> {
     for (let tries = 1; ; tries++) {
       try {
-        return await this.once(work);
+        return await attempt();
       } catch (err) {
         if (tries >= TRIES || !rolledBack(err)) throw err;
         await this.clock.sleep(5 + Math.random() * 20 * tries);

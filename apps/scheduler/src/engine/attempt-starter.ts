@@ -78,7 +78,19 @@ export class AttemptStarter {
   /** The task waits in POSTPONE until `until`, counted by what stands in the way. */
   private wait(t: TaskModel, until: number, reason: WaitReason, why: string): Promise<Step> {
     this.metrics.inc('baton_task_start_waits_total', { task_type: t.taskType, reason });
-    return this.steps.postpone(t, until, why);
+    return this.steps.postpone(t, until, reason, why);
+  }
+
+  /**
+   * The task waits for a lock key that `holder` holds (undefined: a holding that names no task).
+   * Lock keys name real resources, shared by every tenant; another tenant's task is not named.
+   */
+  private async waitOnKey(t: TaskModel, until: number, holder: string | undefined): Promise<Step> {
+    const keys = t.lockKeys.join(', ');
+    if (holder === undefined) return this.wait(t, until, 'lock_key', `lock key held: ${keys}`);
+    const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
+    const who = ours ? `task ${holder}` : 'a task of another tenant';
+    return this.wait(t, until, 'lock_key', `lock key held by ${who}: ${keys}`);
   }
 
   /** INIT, POSTPONE, NONE, or a re-drive of CREATE/PREPARE after a crash: (re)create on a worker and run. */
@@ -154,26 +166,17 @@ export class AttemptStarter {
     }
     if (t.lockKeys.length > 0) {
       const held = await this.leases.acquire(t.taskId, t.lockKeys, (t.lockTimeout ?? 60) * 1000);
-      if (!held)
-        return this.wait(
-          t,
-          startWaitUntil(type, now),
-          'lock_key',
-          `lock key held: ${t.lockKeys.join(', ')}`,
-        );
+      if (!held) {
+        // Named as the locks view names it: the holding's label, read from the lock backend.
+        const holder = await this.leases.holderOf(t.lockKeys);
+        return this.waitOnKey(t, startWaitUntil(type, now), holder);
+      }
       // The lease says no other starter is here now; the rows say whether a task that started
       // before still holds a key (its scheduler died and the lease ran out while it runs on).
       const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId);
       if (holder !== undefined) {
         await this.leases.release(t.taskId);
-        // Lock keys name real resources, shared by every tenant; another tenant's task is not named.
-        const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
-        return this.wait(
-          t,
-          startWaitUntil(type, now),
-          'lock_key',
-          `lock key held by ${ours ? `task ${holder}` : 'a task of another tenant'}: ${t.lockKeys.join(', ')}`,
-        );
+        return this.waitOnKey(t, startWaitUntil(type, now), holder);
       }
     }
     // A re-drive goes back to the worker that already has the attempt, whatever the type's

@@ -140,10 +140,15 @@ export class FailurePolicy {
       err,
       call,
       `${call} on ${worker.workerId} failed: ${message(err)}`,
+      this.clock.now(),
     );
     if (plan.kind === 'stand-down') return REST;
     if (plan.workerFault) await this.workers.reportFailure(worker.workerId);
     if (plan.kind === 'move') return this.move(t, type, plan.why);
+    if (plan.kind === 'unknown') {
+      await this.steps.step(t, plan.change);
+      return REST;
+    }
     return this.failedWith(t, type, plan.failure);
   }
 

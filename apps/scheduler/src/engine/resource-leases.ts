@@ -103,6 +103,19 @@ export class ResourceLeases implements OnApplicationShutdown {
     }));
   }
 
+  /**
+   * The task whose labelled holding keeps one of `keys` now (the first such key); undefined when
+   * none is labelled or the backend cannot say (the caller waits either way).
+   */
+  async holderOf(keys: readonly string[]): Promise<string | undefined> {
+    try {
+      const states = await this.inspect(keys);
+      return states.find((s) => s.holderTaskId !== null)?.holderTaskId ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** `task <id> on scheduler <instance>`, cut to the lock provider's limit. */
   private labelOf(taskId: string): string {
     return `task ${taskId} on scheduler ${this.config.instanceId}`.slice(0, MAX_HOLDER_LABEL);

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ContractCall,
+  IllegalTransitionError,
   NotImplementedError,
   StaleFenceError,
   TaskNotFoundError,
@@ -111,6 +112,9 @@ export class TaskCleanup {
         });
       } catch (err) {
         if (err instanceof StaleFenceError) return REST;
+        // A worker of contract 1.0/1.1 refuses a repeated clean (our FINISH write was lost in a
+        // crash after its clean): the task is clean there, which is what was asked.
+        if (alreadyClean(err)) return this.finish(t, outcome);
         // The worker forgot the task or cannot be reached: nothing of ours to release there.
         if (!(
           err instanceof TaskNotFoundError ||
@@ -123,8 +127,20 @@ export class TaskCleanup {
         );
       }
     }
+    return this.finish(t, outcome);
+  }
+
+  private async finish(t: TaskModel, outcome: TaskOutcome): Promise<Step> {
     await this.leases.release(t.taskId);
     await this.steps.step(t, finishChange(t, outcome, this.clock.now()));
     return REST;
   }
+}
+
+/** The worker refused a clean because it holds the task in FINISH already. */
+function alreadyClean(err: unknown): boolean {
+  return (
+    err instanceof IllegalTransitionError &&
+    (err.data as { from?: unknown } | null)?.from === TaskStatus.FINISH
+  );
 }

@@ -4,7 +4,7 @@ import { Clock, TaskLog } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { TaskChange, TaskModel, TasksRepository } from '../task-store';
 import { REST, Step } from './engine-rules';
-import { postponeChange } from './decide';
+import { WaitReason, postponeChange } from './decide';
 
 /**
  * The engine's writes of the tasks it drives: each a compare-and-set step on the row, made under
@@ -122,8 +122,8 @@ export class TaskSteps {
    * An attempt already bound to its worker (a re-drive of CREATE or PREPARE that cannot go on
    * there) is given up: not counted against max_retry, and its worker is told to drop it.
    */
-  async postpone(t: TaskModel, until: number, why: string): Promise<Step> {
-    await this.step(t, postponeChange(t, until, why));
+  async postpone(t: TaskModel, until: number, code: WaitReason, why: string): Promise<Step> {
+    await this.step(t, postponeChange(t, until, code, why, this.clock.now()));
     return REST;
   }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TaskStatus } from '@baton/task-contract';
 import { Clock } from '../common';
+import { Metrics } from '../metrics';
 import { TaskLogRepository, TaskModel, TasksRepository } from '../task-store';
 import { outcomeChange } from './engine-rules';
 
@@ -15,6 +16,7 @@ export class WorkerReports {
     private readonly tasks: TasksRepository,
     private readonly log: TaskLogRepository,
     private readonly clock: Clock,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -32,9 +34,14 @@ export class WorkerReports {
     for (let tries = 0; tries < 5; tries++) {
       const t = await this.tasks.findById(taskId);
       if (!t) return { verdict: 'unknown' };
-      if (!(await this.isCurrent(t, fence, attempt))) return { verdict: 'stale' };
-      if (t.status !== TaskStatus.RUNNING && t.status !== TaskStatus.PAUSE)
+      if (!(await this.isCurrent(t, fence, attempt))) {
+        await this.conflict(t, fence, attempt, outcome);
+        return { verdict: 'stale' };
+      }
+      if (t.status !== TaskStatus.RUNNING && t.status !== TaskStatus.PAUSE) {
+        await this.conflict(t, fence, attempt, outcome);
         return { verdict: 'already' };
+      }
       const next = await this.tasks.apply(
         t,
         {
@@ -62,6 +69,32 @@ export class WorkerReports {
     // row must still be at this attempt and running (else the attempt ended meanwhile: stale).
     const recorded = await this.tasks.recordBeat(taskId, attempt, this.clock.now(), progress);
     return recorded ? 'accepted' : 'stale';
+  }
+
+  /**
+   * A SUCCESS reported for an attempt this scheduler recorded FAIL (its answer was lost, it came
+   * after a timeout, the worker finished a run it was told to drop): the record stays as it is
+   * (a later attempt may be under way), but it is never dropped silently. An event on the task
+   * says it, and `baton_outcome_conflicts_total` counts it.
+   */
+  private async conflict(
+    t: TaskModel,
+    fence: number,
+    attempt: number,
+    outcome: TaskStatus,
+  ): Promise<void> {
+    if (outcome !== TaskStatus.SUCCESS) return;
+    const recorded = (await this.log.attempts(t.taskId)).find((a) => a.attempt === attempt);
+    // Only the worker that had the attempt: a fence from before the attempt is not its report.
+    if (!recorded || recorded.outcome !== TaskStatus.FAIL || fence < recorded.fence) return;
+    this.metrics.inc('baton_outcome_conflicts_total', { task_type: t.taskType });
+    await this.tasks.note(
+      t.taskId,
+      `outcome conflict: worker ${recorded.workerId ?? '?'} reported SUCCESS for attempt ${attempt}, recorded FAIL (${recorded.error ?? 'no error'}); the record stands`,
+      `worker:${recorded.workerId ?? 'unknown'}`,
+      attempt,
+      this.clock.now(),
+    );
   }
 
   /**

@@ -103,6 +103,14 @@ export const FAMILIES = {
     'Renewals of the claim on a task being driven, by result: renewed, lost (the claim was no longer ours), error.',
     'result',
   ),
+  baton_worker_registrations_refused_total: counter(
+    'Worker registrations refused, by reason: contract_version (the worker speaks a contract older than BATON_MIN_WORKER_CONTRACT). Alert on any: such a worker takes no task.',
+    'reason',
+  ),
+  baton_outcome_conflicts_total: counter(
+    'Outcomes a worker reported that contradict the recorded one (SUCCESS for an attempt recorded FAIL), by type: each is also an event on its task.',
+    'task_type',
+  ),
   baton_task_start_waits_total: counter(
     'Starts put off (the task waits in POSTPONE), by type and reason: start_time, rate_limit, concurrency_limit, lock_key, no_worker.',
     'task_type',

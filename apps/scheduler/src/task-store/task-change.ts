@@ -38,6 +38,11 @@ export interface TaskChange {
    * worker's report that changes what happens next (cancel requested, an alert, a wait).
    */
   note?: boolean;
+  /**
+   * A note that repeats the wait told with these words (`TaskWait.why`): when that is the task's
+   * latest row, it is updated in place (one more repeat, its last time), not a row of its own.
+   */
+  repeatOf?: string;
 }
 
 /** Statuses in which an attempt is under way (its row is open). */
@@ -48,7 +53,17 @@ export const OPEN_ATTEMPT: ReadonlySet<TaskStatus> = new Set([
   TaskStatus.PAUSE,
 ]);
 
-/** Statuses in which a task holds its lock keys (FAIL too, once its outcome is final). */
+/** Statuses of an attempt under way that a PAUSE may come from (and hold its lock keys in). */
+export const MID_ATTEMPT: ReadonlySet<TaskStatus> = new Set([
+  TaskStatus.CREATE,
+  TaskStatus.PREPARE,
+  TaskStatus.RUNNING,
+]);
+
+/**
+ * Statuses in which a task holds its lock keys (FAIL too, once its outcome is final; PAUSE only
+ * when paused in the middle of an attempt: `TasksRepository.lockKeyHolder`).
+ */
 export const HOLDING_STATUSES: ReadonlySet<TaskStatus> = new Set([
   ...OPEN_ATTEMPT,
   TaskStatus.SUCCESS,
@@ -87,6 +102,11 @@ export function casRow(task: TaskModel, change: TaskChange, now: number): CasRow
   if (path.length > 1) {
     set.push(['status', path[path.length - 1]]);
     next.status = path[path.length - 1];
+    // A move ends a wait unless it is one (a wait told as a move sets `waiting` itself).
+    if (task.waiting !== null && !(change.patch && 'waiting' in change.patch)) {
+      set.push(['waiting', null]);
+      next.waiting = null;
+    }
   }
   if (change.bumpFence) {
     set.push(['fence', task.fence + 1]);

@@ -29,4 +29,12 @@ export class TaskEventEntity {
 
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;
+
+  /** The same wait found this many times (the row is updated in place: waits are told once). */
+  @Column({ type: 'int', default: 1 })
+  repeats!: number;
+
+  /** When the wait was last found (null: only at created_at). */
+  @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
+  last_at!: number | null;
 }

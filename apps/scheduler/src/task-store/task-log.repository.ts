@@ -127,7 +127,21 @@ export class TaskLogRepository {
     const changes: NewTaskStatusChange[] = [];
     for (const { task, change, now, next } of won) {
       const path = statusPath(task.status, change);
-      if (path.length > 1 || change.note) {
+      if (path.length === 1 && change.repeatOf !== undefined) {
+        // The same wait found again: its row counts one more (a row of its own if it is gone).
+        if (!(await this.repeat(m, task.taskId, change.repeatOf, now)))
+          events.push(
+            this.event(
+              task.taskId,
+              task.status,
+              task.status,
+              change.reason,
+              change.actor,
+              next.attempt,
+              now,
+            ),
+          );
+      } else if (path.length > 1 || change.note) {
         const moves: [TaskStatus, TaskStatus][] =
           path.length > 1
             ? path.slice(1).map((to, k) => [path[k], to])
@@ -193,6 +207,24 @@ export class TaskLogRepository {
     await this.sql.insertRows(m, 'baton_task_event', [
       this.event(taskId, status, status, reason, actor, attempt, at),
     ]);
+  }
+
+  /**
+   * One more check of the wait told as `why`: the task's latest row counts it (and its time) when
+   * it tells that wait. False when it does not (another row came between, or none is left).
+   */
+  private async repeat(
+    m: EntityManager,
+    taskId: string,
+    why: string,
+    at: number,
+  ): Promise<boolean> {
+    const res = await this.sql.exec(
+      m,
+      'UPDATE baton_task_event SET repeats = repeats + 1, last_at = ? WHERE id = (SELECT id FROM (SELECT MAX(id) AS id FROM baton_task_event WHERE task_id = ?) AS latest) AND reason IN (?, ?)',
+      [at, taskId, clip(why, 1000), clip(`waiting: ${why}`, 1000)],
+    );
+    return res.affected === 1;
   }
 
   private event(

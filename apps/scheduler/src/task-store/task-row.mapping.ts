@@ -22,6 +22,7 @@ export const PATCH_COLUMNS: Readonly<Record<keyof TaskPatch, keyof TaskEntity>> 
   error: 'error',
   progress: 'progress',
   heartbeatAt: 'heartbeat_at',
+  waiting: 'waiting',
   outcome: 'outcome',
   pausedFrom: 'paused_from',
   cancelRequested: 'cancel_requested',
@@ -65,6 +66,7 @@ export function toModel(e: TaskEntity): TaskModel {
     error: e.error,
     progress: e.progress,
     heartbeatAt: e.heartbeat_at,
+    waiting: e.waiting ?? null,
     outcome: e.outcome as TaskOutcome | null,
     pausedFrom: e.paused_from as TaskStatus | null,
     cancelRequested: Boolean(e.cancel_requested),
@@ -112,6 +114,7 @@ export function toEntity(m: TaskModel): TaskEntity {
     error: m.error,
     progress: m.progress,
     heartbeat_at: m.heartbeatAt,
+    waiting: m.waiting,
     outcome: m.outcome,
     paused_from: m.pausedFrom,
     cancel_requested: m.cancelRequested,
@@ -133,6 +136,8 @@ export const eventModel = (e: TaskEventEntity): TaskEventModel => ({
   actor: e.actor,
   attempt: e.attempt,
   at: e.created_at,
+  repeats: Number(e.repeats ?? 1),
+  lastAt: e.last_at ?? null,
 });
 
 const JSON_COLUMNS: ReadonlySet<string> = new Set([
@@ -142,6 +147,7 @@ const JSON_COLUMNS: ReadonlySet<string> = new Set([
   'result',
   'error',
   'progress',
+  'waiting',
 ]);
 const NUMBER_COLUMNS: ReadonlySet<string> = new Set([
   'version',

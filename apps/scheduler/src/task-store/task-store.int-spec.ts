@@ -632,5 +632,20 @@ describe.each([
     await repo.insert(lookalike, 'created', 'test');
     expect(await repo.lockKeyHolder(['dbx1'], 'other')).toBe(lookalike.taskId);
     expect(await repo.lockKeyHolder(['db_1'], running.taskId)).toBeUndefined();
+    // A PAUSE holds only when it was paused in the middle of an attempt.
+    for (const from of [TaskStatus.INIT, TaskStatus.POSTPONE])
+      await repo.insert(
+        newTask({ status: TaskStatus.PAUSE, pausedFrom: from, lockKeys: [`early-${from}`] }),
+        'created',
+        'test',
+      );
+    expect(await repo.lockKeyHolder(['early-INIT', 'early-POSTPONE'], 'other')).toBeUndefined();
+    const mid = newTask({
+      status: TaskStatus.PAUSE,
+      pausedFrom: TaskStatus.RUNNING,
+      lockKeys: ['mid'],
+    });
+    await repo.insert(mid, 'created', 'test');
+    expect(await repo.lockKeyHolder(['mid'], 'other')).toBe(mid.taskId);
   });
 });

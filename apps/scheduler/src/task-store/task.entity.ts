@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { bigintNumber, jsonText } from '../database';
+import type { TaskWait } from './task.model';
 
 /**
  * One task (docs/architecture.md). Never leaves the repository: services see TaskModel. The name
@@ -128,6 +129,10 @@ export class TaskEntity {
 
   @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
   heartbeat_at!: number | null;
+
+  /** What keeps it from starting now, told once (JSON: TaskWait); null when nothing does. */
+  @Column({ type: 'varchar', length: 1500, nullable: true, transformer: jsonText })
+  waiting!: TaskWait | null;
 
   /** SUCCESS, FAIL or ROLLBACK: what the task came to before FINISH. */
   @Column({ type: 'varchar', length: 16, nullable: true })

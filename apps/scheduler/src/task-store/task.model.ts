@@ -39,6 +39,8 @@ export interface TaskModel {
   error: { message: string; code?: string | null } | null;
   progress: { percent: number; step: string | null; message: string | null } | null;
   heartbeatAt: number | null;
+  /** What keeps it from starting now, as it was last checked; null when nothing does. */
+  waiting: TaskWait | null;
   outcome: TaskOutcome | null;
   pausedFrom: TaskStatus | null;
   cancelRequested: boolean;
@@ -70,6 +72,7 @@ export type TaskPatch = Partial<
     | 'error'
     | 'progress'
     | 'heartbeatAt'
+    | 'waiting'
     | 'outcome'
     | 'pausedFrom'
     | 'cancelRequested'
@@ -78,6 +81,22 @@ export type TaskPatch = Partial<
     | 'finishedAt'
   >
 >;
+
+/**
+ * A wait, told once: the same reason found again (`why`, which names the holder) counts a check
+ * on it; another reason starts a new wait.
+ */
+export interface TaskWait {
+  /** What stands in the way: start_time, rate_limit, concurrency_limit, lock_key, no_worker. */
+  code: string;
+  why: string;
+  /** When it was first found. */
+  since: number;
+  /** When it was last found. */
+  last: number;
+  /** How many times it was found. */
+  checks: number;
+}
 
 /** One line of the lifecycle log. */
 export interface TaskEventModel {
@@ -89,6 +108,9 @@ export interface TaskEventModel {
   actor: string;
   attempt: number;
   at: number;
+  /** The same wait found again this many times in all (1: once); `lastAt` the last. */
+  repeats: number;
+  lastAt: number | null;
 }
 
 export interface TaskAttemptModel {

@@ -4,7 +4,8 @@ import { Brackets, DataSource, EntityManager, In, Not } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { GroupCommitWriter } from './group-commit.writer';
 import { isUniqueViolation, SqlRunner } from './sql-runner';
-import { HOLDING_STATUSES, TaskChange } from './task-change';
+import { TaskChange } from './task-change';
+import { lockKeyHolder } from './lock-key-holder';
 import { TaskLogRepository } from './task-log.repository';
 import { entityRow, fromRow, toColumn, toEntity, toModel } from './task-row.mapping';
 import { TaskEntity } from './task.entity';
@@ -321,6 +322,27 @@ export class TasksRepository {
     });
   }
 
+  /** An event that moves nothing, beside whatever status the task is in; false when no such task. */
+  async note(
+    taskId: string,
+    reason: string,
+    actor: string,
+    attempt: number,
+    now: number,
+  ): Promise<boolean> {
+    return this.tx.run(async (m) => {
+      const { records } = await this.sql.exec(
+        m,
+        'SELECT status FROM baton_task WHERE task_id = ?',
+        [taskId],
+      );
+      const row = records[0] as { status?: string } | undefined;
+      if (!row?.status) return false;
+      await this.log.note(m, taskId, row.status as TaskStatus, reason, actor, attempt, now);
+      return true;
+    });
+  }
+
   /** Whether a cancel was asked for (read fresh: see `requestCancel`). */
   async cancelRequested(taskId: string): Promise<boolean> {
     const { records } = await this.sql.exec(
@@ -332,38 +354,9 @@ export class TasksRepository {
     return Boolean(Number(row?.cancel_requested ?? 0));
   }
 
-  /**
-   * Another task that holds one of `keys` by its state: an attempt under way or an outcome not
-   * yet cleaned up (the lock lease of a scheduler that died may have run out, the state has not).
-   */
-  async lockKeyHolder(keys: readonly string[], exceptTaskId: string): Promise<string | undefined> {
-    if (keys.length === 0) return undefined;
-    // Keys are stored as a JSON array of strings with no quotes or backslashes in them.
-    const like = keys.map(() => "t.lock_keys LIKE :k ESCAPE '!'");
-    const row = await this.db.manager
-      .createQueryBuilder(TaskEntity, 't')
-      .select('t.task_id', 'task_id')
-      .where('t.task_id <> :except', { except: exceptTaskId })
-      .andWhere(
-        new Brackets((b) =>
-          b
-            .where('t.status IN (:...holding)', { holding: [...HOLDING_STATUSES] })
-            .orWhere('(t.status = :fail AND t.outcome IS NOT NULL)', { fail: TaskStatus.FAIL }),
-        ),
-      )
-      .andWhere(
-        new Brackets((b) => {
-          keys.forEach((k, i) => {
-            const pattern = `%"${k.replace(/[!%_]/g, (c) => `!${c}`)}"%`;
-            const clause = like[i].replace(':k', `:k${i}`);
-            if (i === 0) b.where(clause, { [`k${i}`]: pattern });
-            else b.orWhere(clause, { [`k${i}`]: pattern });
-          });
-        }),
-      )
-      .limit(1)
-      .getRawOne<{ task_id: string }>();
-    return row?.task_id;
+  /** Another task that holds one of `keys` by its state (`lockKeyHolder` of lock-key-holder.ts). */
+  lockKeyHolder(keys: readonly string[], exceptTaskId: string): Promise<string | undefined> {
+    return lockKeyHolder(this.db, keys, exceptTaskId);
   }
 
   /** Tasks of a type in these statuses (concurrency limits). */

@@ -25,7 +25,12 @@ export class TaskLocksService {
     const states = await this.leases.inspect(task.lockKeys);
     const tenants = new Map<string, string | undefined>();
     const out: TaskLockDto[] = [];
-    for (const s of states) {
+    for (const leased of states) {
+      // A key no lease holds may still be held by a task's state (its attempt under way, its
+      // scheduler gone and the lease run out): the engine waits for that holder, so it shows.
+      const s: LockKeyState & { byState?: boolean } = leased.held
+        ? leased
+        : await this.heldByState(leased, taskId);
       let hidden = false;
       if (tenant !== null && s.held && s.holderTaskId !== taskId) {
         // A labelled holding of a task of another tenant (or of one gone from the database) is
@@ -38,12 +43,26 @@ export class TaskLocksService {
     }
     return out;
   }
+
+  private async heldByState(
+    s: LockKeyState,
+    taskId: string,
+  ): Promise<LockKeyState & { byState?: boolean }> {
+    const holder = await this.repo.lockKeyHolder([s.key], taskId);
+    if (holder === undefined) return s;
+    return { ...s, held: true, holder: `task ${holder}`, holderTaskId: holder, byState: true };
+  }
 }
 
-function toTaskLockDto(s: LockKeyState, taskId: string, hidden: boolean): TaskLockDto {
+function toTaskLockDto(
+  s: LockKeyState & { byState?: boolean },
+  taskId: string,
+  hidden: boolean,
+): TaskLockDto {
   return {
     key: s.key,
     held: s.held,
+    held_by: !s.held ? null : s.byState ? 'task_state' : 'lease',
     holder: hidden ? OTHER_TENANT : s.holder,
     holder_task_id: hidden ? null : s.holderTaskId,
     held_by_this_task: s.held && s.holderTaskId === taskId,

@@ -29,6 +29,7 @@ function toModel(r: Record<string, unknown>): WorkerModel {
     url: String(r.url),
     taskTypes: JSON.parse(String(r.task_types)) as string[],
     version: String(r.version),
+    contractVersion: String(r.contract_version ?? '1.0.0'),
     capacity: Number(r.capacity),
     lastHeartbeatAt: Number(r.last_heartbeat_at),
     consecutiveFailures: Number(r.consecutive_failures),

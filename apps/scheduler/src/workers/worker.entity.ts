@@ -16,6 +16,10 @@ export class WorkerEntity {
   @Column({ type: 'varchar', length: 50 })
   version!: string;
 
+  /** The worker contract it registered with (1.0.0: it named none, as workers of 1.0.0 did). */
+  @Column({ type: 'varchar', length: 20, default: '1.0.0' })
+  contract_version!: string;
+
   /** Most tasks the instance runs at once. */
   @Column({ type: 'int' })
   capacity!: number;

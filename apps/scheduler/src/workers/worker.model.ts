@@ -4,6 +4,8 @@ export interface WorkerModel {
   url: string;
   taskTypes: string[];
   version: string;
+  /** The worker contract it registered with (1.0.0 when it named none). */
+  contractVersion: string;
   capacity: number;
   lastHeartbeatAt: number;
   consecutiveFailures: number;

@@ -10,8 +10,8 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
-import { Clock } from '../common';
+import { ContractErrorCode, Envelope, WorkerAuthGuard, ok } from '@baton/task-contract';
+import { ApiErrors, Clock } from '../common';
 import {
   BlacklistWorkerDto,
   RegisterWorkerDto,
@@ -49,8 +49,11 @@ export class WorkersController {
   @ApiSecurity('hmac')
   @ApiOperation({
     summary: 'register (or re-register) a worker instance and the task types it serves',
+    description:
+      'A worker names the worker contract it speaks (`contract_version`; absent: 1.0.0). One older than the scheduler accepts (BATON_MIN_WORKER_CONTRACT, 1.1.0 unless set) is refused with 409 (40905), counted in `baton_worker_registrations_refused_total{reason="contract_version"}`, and takes no task.',
   })
   @ApiOkResponse({ type: RegisteredWorkerDto })
+  @ApiErrors(ContractErrorCode.CONTRACT_VERSION_UNSUPPORTED)
   async register(@Body() dto: RegisterWorkerDto): Promise<Envelope<RegisteredWorkerDto>> {
     const view = await this.workers.register(dto);
     return ok({ ...this.dto(view), timing: await this.workers.timing(view.worker.taskTypes) });

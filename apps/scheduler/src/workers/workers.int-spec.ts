@@ -17,6 +17,7 @@ import { WorkerControl } from './worker-control';
 import { WorkerHealthWatch } from './worker-health-watch';
 import { WorkersRepository } from './workers.repository';
 import { WorkersService } from './workers.service';
+import { Metrics } from '../metrics';
 
 class HeldClock extends Clock {
   t = Date.UTC(2026, 0, 1);
@@ -31,6 +32,7 @@ const registration = (workerId: string, version: string): RegisterWorkerDto => (
   worker_id: workerId,
   url: `http://${workerId}:3100`,
   version,
+  contract_version: '1.2.0',
   capacity: 4,
   task_types: [{ task_type: TYPE, blocking: BlockingKind.SYNC, implements: [] }],
 });
@@ -56,6 +58,7 @@ describe.each([
   let workers: WorkersService;
   let control: WorkerControl;
   let watch: WorkerHealthWatch;
+  let metrics: Metrics;
 
   beforeAll(async () => {
     testDb = await make();
@@ -76,7 +79,8 @@ describe.each([
     const config = loadSchedulerConfig({ BATON_AUTH_MODE: 'none' });
     const repo = new WorkersRepository(ds);
     types = new TaskTypesService(taskTypesStack(ds).repo, clock);
-    workers = new WorkersService(repo, types, clock, config);
+    metrics = new Metrics();
+    workers = new WorkersService(repo, types, clock, config, metrics);
     control = new WorkerControl(repo, workers, clock);
     watch = new WorkerHealthWatch(new TransactionRunner(ds, systemClock), clock, config);
     await workers.register(registration('old', '1.0.0'));
@@ -211,5 +215,40 @@ describe.each([
     // A drain is not ill health.
     await control.drain('new');
     expect(await watch.passOnce()).toEqual([]);
+  });
+
+  it('refuses a worker of an older contract than its minimum, says why, counts it, and records the version of one it takes', async () => {
+    const refused = (dto: RegisterWorkerDto) =>
+      workers.register(dto).then(
+        () => undefined,
+        (err: { code?: number; message?: string; data?: unknown }) => err,
+      );
+    const older = await refused({ ...registration('w-1-0', '1.0.0'), contract_version: '1.0.0' });
+    expect(older).toMatchObject({
+      code: ContractErrorCode.CONTRACT_VERSION_UNSUPPORTED,
+      data: { contract_version: '1.0.0', min_contract_version: '1.1.0' },
+    });
+    expect(older?.message).toMatch(
+      /speaks worker contract 1\.0\.0; this scheduler accepts 1\.1\.0 or later \(BATON_MIN_WORKER_CONTRACT\)/,
+    );
+    const { contract_version: _none, ...unnamed } = registration('w-none', '1.0.0');
+    expect(await refused(unnamed)).toMatchObject({
+      message: expect.stringMatching(/names no contract_version/),
+    });
+    await expect(workers.get('w-1-0')).rejects.toMatchObject({ code: ContractErrorCode.NOT_FOUND });
+    expect(
+      metrics.get('baton_worker_registrations_refused_total', { reason: 'contract_version' }),
+    ).toBe(2);
+    expect((await workers.get('new')).worker.contractVersion).toBe('1.2.0');
+
+    // An operator who accepts 1.0.0 knowingly gets it, recorded as such.
+    const lenient = new WorkersService(
+      new WorkersRepository(ds),
+      types,
+      clock,
+      loadSchedulerConfig({ BATON_AUTH_MODE: 'none', BATON_MIN_WORKER_CONTRACT: '1.0.0' }),
+      metrics,
+    );
+    expect((await lenient.register(unnamed)).worker.contractVersion).toBe('1.0.0');
   });
 });

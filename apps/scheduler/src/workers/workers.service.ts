@@ -1,7 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ContractErrorCode, ContractException, outgoingUrlProblem } from '@baton/task-contract';
+import {
+  ContractErrorCode,
+  ContractException,
+  compareVersions,
+  outgoingUrlProblem,
+} from '@baton/task-contract';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { Metrics } from '../metrics';
 import { TaskTypesService, WorkerRules, rampSide, versionExclusion } from '../task-types';
 import { ContractTimingDto, RegisterWorkerDto } from './dto/worker.dto';
 import { WorkerHealth, exclusionsOf, healthOf } from './worker-eligibility';
@@ -43,6 +49,7 @@ export class WorkersService {
     private readonly types: TaskTypesService,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   async register(dto: RegisterWorkerDto): Promise<WorkerView> {
@@ -56,6 +63,16 @@ export class WorkersService {
         `url ${problem} (BATON_WORKER_NETWORKS: ${this.config.outgoing.workers.text || 'none'})`,
         { url: dto.url },
       );
+    const contractVersion = dto.contract_version ?? '1.0.0';
+    const min = this.config.workers.minContractVersion;
+    if (compareVersions(contractVersion, min) < 0) {
+      this.metrics.inc('baton_worker_registrations_refused_total', { reason: 'contract_version' });
+      throw new ContractException(
+        ContractErrorCode.CONTRACT_VERSION_UNSUPPORTED,
+        `worker ${dto.worker_id} speaks worker contract ${contractVersion}${dto.contract_version ? '' : ' (its registration names no contract_version, as workers of 1.0.0 did)'}; this scheduler accepts ${min} or later (BATON_MIN_WORKER_CONTRACT): upgrade the worker, or lower the setting knowing what the versions between add (the changelog of docs/worker-contract.md)`,
+        { worker_id: dto.worker_id, contract_version: contractVersion, min_contract_version: min },
+      );
+    }
     const now = this.clock.now();
     const previous = await this.repo.find(dto.worker_id);
     const model: WorkerModel = {
@@ -63,6 +80,7 @@ export class WorkersService {
       url: normalizeUrl(dto.url),
       taskTypes: dto.task_types.map((t) => t.task_type),
       version: dto.version,
+      contractVersion,
       capacity: dto.capacity,
       lastHeartbeatAt: now,
       // A registration comes from a (re)started process: the failures of the one before it say

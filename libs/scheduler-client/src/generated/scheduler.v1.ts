@@ -157,7 +157,10 @@ export interface paths {
         /** list workers with health, load, drain and blacklist, and why each is left out of a type */
         get: operations["WorkersController_list"];
         put?: never;
-        /** register (or re-register) a worker instance and the task types it serves */
+        /**
+         * register (or re-register) a worker instance and the task types it serves
+         * @description A worker names the worker contract it speaks (`contract_version`; absent: 1.0.0). One older than the scheduler accepts (BATON_MIN_WORKER_CONTRACT, 1.1.0 unless set) is refused with 409 (40905), counted in `baton_worker_registrations_refused_total{reason="contract_version"}`, and takes no task.
+         */
         post: operations["WorkersController_register"];
         delete?: never;
         options?: never;
@@ -1496,8 +1499,16 @@ export interface components {
              * @example http://10.0.0.7:3100
              */
             url: string;
-            /** @example 1.4.2 */
+            /**
+             * @description the worker’s own version (its build)
+             * @example 1.4.2
+             */
             version: string;
+            /**
+             * @description the worker contract it speaks (the worker document’s info.version). Absent: taken as 1.0.0, which did not send it. Below the scheduler’s BATON_MIN_WORKER_CONTRACT (1.1.0 unless set) the registration is refused with 409 (40905)
+             * @example 1.2.0
+             */
+            contract_version?: string;
             /** @description most tasks it runs at once */
             capacity: number;
             task_types: components["schemas"]["DeclaredTaskTypeDto"][];
@@ -1533,6 +1544,11 @@ export interface components {
             url: string;
             task_types: string[];
             version: string;
+            /**
+             * @description the worker contract it registered with (1.0.0 when its registration named none, as workers of 1.0.0 did)
+             * @example 1.2.0
+             */
+            contract_version: string;
             capacity: number;
             /** @description tasks this scheduler instance is driving on it */
             inflight: number;
@@ -1572,6 +1588,11 @@ export interface components {
             url: string;
             task_types: string[];
             version: string;
+            /**
+             * @description the worker contract it registered with (1.0.0 when its registration named none, as workers of 1.0.0 did)
+             * @example 1.2.0
+             */
+            contract_version: string;
             capacity: number;
             /** @description tasks this scheduler instance is driving on it */
             inflight: number;
@@ -1689,6 +1710,30 @@ export interface components {
          * @enum {string}
          */
         TaskOutcome: "SUCCESS" | "FAIL" | "ROLLBACK" | "CANCELLED";
+        TaskWaitDto: {
+            /**
+             * @description what stands in the way
+             * @enum {string}
+             */
+            reason: "start_time" | "rate_limit" | "concurrency_limit" | "lock_key" | "no_worker";
+            /**
+             * @description in words, naming the holder of a lock key (`task <id>`, or `a task of another tenant`) or the limit
+             * @example lock key held by task 01JDZ8Q3M4X7J2V9R5T6Y8W0AB: db:orders
+             */
+            message: string;
+            /**
+             * Format: date-time
+             * @description when this wait was first found
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description when it was last checked
+             */
+            last_checked_at: string;
+            /** @description how many times it was checked and found */
+            checks: number;
+        };
         TaskDto: {
             task_id: string;
             task_type: string;
@@ -1744,6 +1789,8 @@ export interface components {
             } | null;
             /** Format: date-time */
             heartbeat_at?: string | null;
+            /** @description what keeps the task from starting now, as last checked (null when nothing does: it is not waiting, or has started) */
+            waiting?: components["schemas"]["TaskWaitDto"] | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1772,6 +1819,13 @@ export interface components {
             attempt: number;
             /** Format: date-time */
             at: string;
+            /** @description a wait is told once: the same wait found again (same reason, same holder) counts here instead of a row of its own; 1 for every other row */
+            repeats: number;
+            /**
+             * Format: date-time
+             * @description when the repeated wait was last found; null when repeats is 1
+             */
+            last_at?: string | null;
         };
         TaskAttemptDto: {
             attempt: number;
@@ -1807,8 +1861,13 @@ export interface components {
         TaskLockDto: {
             /** @description one of the task’s lock_keys */
             key: string;
-            /** @description someone holds the key now */
+            /** @description someone holds the key now: a lease in the lock backend, or a task whose state holds it (an attempt under way or an outcome not yet cleaned up, whose lease ran out with its scheduler); the engine waits for either */
             held: boolean;
+            /**
+             * @description `lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (the engine waits for it as for a lease; fence and expires_at are null); null when free
+             * @enum {string|null}
+             */
+            held_by?: "lease" | "task_state" | null;
             /**
              * @description who holds it: `task <task_id> on scheduler <instance_id>`, or the lock backend’s own token of a holding that carries no such label; `a task of another tenant` for a key of one tenant when the holder is not its own; null when free
              * @example task 01JDZ8Q3M4X7J2V9R5T6Y8W0AB on scheduler sched-1
@@ -2805,6 +2864,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
+        /** @description 40905: scheduler: the registering worker speaks a worker contract older than this scheduler accepts (BATON_MIN_WORKER_CONTRACT) */
+        "error-40905": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
         /** @description 42200: scheduler: this Idempotency-Key was used with a different request body */
         "error-42200": {
             headers: {
@@ -3392,6 +3460,7 @@ export interface operations {
             };
             400: components["responses"]["error-40000-40001"];
             401: components["responses"]["error-40100-40101-40102-40103"];
+            409: components["responses"]["error-40905"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             500: components["responses"]["error-50000"];

@@ -124,7 +124,9 @@ export class JsonHttp {
     let statusCode: number;
     let text: string;
     // A deadline for the whole call, cancelled when it ends: AbortSignal.timeout() would leave one
-    // pending timer per call until it fired (thousands at a time on a busy scheduler).
+    // pending timer per call until it fired (thousands at a time on a busy scheduler). It is the
+    // only bound: undici's own header and body timers would fire after a stall of this process
+    // ahead of an answer already waiting in the socket, which the deadline reads first.
     const deadline = this.clock.deadline(timeout);
     try {
       const res = await this.pool(base.origin).request({
@@ -132,8 +134,8 @@ export class JsonHttp {
         path: pathWithQuery,
         headers,
         body: body === undefined ? undefined : payload,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
+        headersTimeout: 0,
+        bodyTimeout: 0,
         signal: deadline.signal,
       });
       statusCode = res.statusCode;

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { Clock, Timer, systemClock } from '@baton/time';
 import { BlockingKind } from '../enums/task-kind.enum';
 import { errorMessage } from '../util/error-message';
+import { WORKER_CONTRACT_VERSION } from '../openapi/contract-changelog';
 import { NotFoundLikeCodes } from './registration-codes';
 import { JsonHttp, JsonHttpOptions } from './json-http';
 import { SchedulerUrls } from './scheduler-urls';
@@ -150,6 +151,7 @@ export class WorkerRegistration {
           worker_id: o.workerId,
           url: o.publicUrl,
           version: o.version,
+          contract_version: WORKER_CONTRACT_VERSION,
           capacity: o.capacity,
           task_types: o.taskTypes,
         },

@@ -31,7 +31,7 @@ const inSection = (section: ContractSection, checks: readonly Check[]): Check[] 
 const HAPPY_PATH: readonly Check[] = inSection('Calls', LIFECYCLE_CHECKS);
 
 /** Every check, in the order it runs: the rules use the task the happy path left behind. */
-const CHECKS: readonly Check[] = [
+export const CHECKS: readonly Check[] = [
   ...HAPPY_PATH,
   ...inSection('Statuses and transitions', RULE_CHECKS),
   ...inSection('Headers the scheduler sends', AUTH_CHECKS),

@@ -1,7 +1,7 @@
 import { TaskStatus } from '../enums/task-status.enum';
 import { Check } from './conformance-check';
 import { OUTCOMES } from './conformance-probe';
-import { expect, expectStatus, needOutcome } from './expectations';
+import { NotApplicable, expect, expectStatus, needOutcome } from './expectations';
 
 /**
  * The happy path on one task, in order: create (and again: idempotent), query, status, change,
@@ -166,6 +166,23 @@ export const LIFECYCLE_CHECKS: readonly Check[] = [
       const data = await probe.optional(probe.write(main, 'clean', 1), 'clean');
       expectStatus(data, TaskStatus.FINISH, 'clean');
       return 'FINISH';
+    },
+  },
+  {
+    // Contract 1.2.0: a scheduler that crashed after the worker's clean sends it again.
+    name: 'clean: a repeat answers FINISH and changes nothing',
+    section: 'Idempotency and attempts',
+    run: async (ctx) => {
+      const { probe, main } = ctx;
+      needOutcome(ctx.outcome);
+      const before = await probe.ok(probe.read(main, 'status'), 'status');
+      if (before.task_status !== TaskStatus.FINISH)
+        throw new NotApplicable('the task was not cleaned (clean is not implemented)');
+      const data = await probe.optional(probe.write(main, 'clean', 1), 'clean');
+      expectStatus(data, TaskStatus.FINISH, 'a repeated clean');
+      const after = await probe.ok(probe.read(main, 'status'), 'status');
+      expectStatus(after, TaskStatus.FINISH, 'status after a repeated clean');
+      return 'FINISH, unchanged';
     },
   },
 ];

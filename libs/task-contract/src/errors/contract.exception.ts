@@ -21,6 +21,7 @@ export enum ContractErrorCode {
   CREATE_CONFLICT = 40902,
   IDEMPOTENCY_IN_FLIGHT = 40903,
   VERSION_CONFLICT = 40904,
+  CONTRACT_VERSION_UNSUPPORTED = 40905,
   PAYLOAD_TOO_LARGE = 41300,
   URI_TOO_LONG = 41400,
   UNSUPPORTED_MEDIA_TYPE = 41500,
@@ -60,6 +61,8 @@ export const CONTRACT_ERROR_TABLE = {
     'scheduler: a request with this Idempotency-Key is still being processed; retry later',
   [ContractErrorCode.VERSION_CONFLICT]:
     'scheduler: the task changed while the call was being applied; read it again and retry',
+  [ContractErrorCode.CONTRACT_VERSION_UNSUPPORTED]:
+    'scheduler: the registering worker speaks a worker contract older than this scheduler accepts (BATON_MIN_WORKER_CONTRACT)',
   [ContractErrorCode.PAYLOAD_TOO_LARGE]: 'the body is larger than the limit',
   [ContractErrorCode.URI_TOO_LONG]: 'a path parameter is longer than the limit',
   [ContractErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'the body is not application/json',

@@ -74,6 +74,7 @@ export const ERROR_CLASS_BY_CODE = {
   [ContractErrorCode.CREATE_CONFLICT]: CreateConflictError,
   [ContractErrorCode.IDEMPOTENCY_IN_FLIGHT]: WorkerProtocolError,
   [ContractErrorCode.VERSION_CONFLICT]: WorkerProtocolError,
+  [ContractErrorCode.CONTRACT_VERSION_UNSUPPORTED]: WorkerProtocolError,
   [ContractErrorCode.PAYLOAD_TOO_LARGE]: WorkerValidationError,
   [ContractErrorCode.URI_TOO_LONG]: WorkerValidationError,
   [ContractErrorCode.UNSUPPORTED_MEDIA_TYPE]: WorkerValidationError,

@@ -4,6 +4,9 @@ import { TaskStatus } from '../enums/task-status.enum';
 import { CompletionCallbackDto, HeartbeatCallbackDto, ProgressCallbackDto } from '../dto/callback.dto';
 import { CONTRACT_ERROR_TABLE, ContractErrorCode, httpStatusOf } from '../errors/contract.exception';
 import { TRANSITIONS } from '../state-machine/transition-table';
+import { WORKER_CONTRACT_CHANGELOG, WORKER_CONTRACT_VERSION } from './contract-changelog';
+
+export * from './contract-changelog';
 
 function errorTable(): string {
   const rows = (Object.keys(CONTRACT_ERROR_TABLE) as unknown as string[])
@@ -20,46 +23,16 @@ function transitionTable(): string {
   return ['| from | allowed next statuses |', '|---|---|', ...rows].join('\n');
 }
 
-/** One published version of the worker contract. */
-export interface ContractVersion {
-  version: string;
-  date: string;
-  /** A change that a worker or scheduler of the previous version may not survive. */
-  breaking: boolean;
-  changes: string[];
-}
-
-/**
- * The worker contract's versions, newest first. The document's \`info.version\` is the newest;
- * \`npm run openapi\` refuses a breaking change of the document unless the version moved.
- */
-export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
-  {
-    version: '1.1.0',
-    date: '2026-11-26',
-    breaking: false,
-    changes: [
-      'heartbeat answers `execution_lost` (optional): a run that died with an earlier process of the worker',
-      'normative sections: crash recovery, timing, polling, callbacks, pausing',
-      'a repeated create of the attempt held raises the fence when the new one is higher (as workers of 1.0.0 built with the library did)',
-      'a higher attempt is allowed from SUCCESS and FINISH, as the transition table always said',
-      'the HMAC secret and token are at least 16 characters',
-    ],
-  },
-  {
-    version: '1.0.0',
-    date: '2026-11-01',
-    breaking: false,
-    changes: ['the first published worker contract'],
-  },
-];
-
-export const WORKER_CONTRACT_VERSION = WORKER_CONTRACT_CHANGELOG[0].version;
 
 function changelog(): string {
   return WORKER_CONTRACT_CHANGELOG.map(
     (v) =>
-      `- **${v.version}** (${v.date})${v.breaking ? ' — breaking' : ''}: ${v.changes.join('; ')}.`,
+      `- **${v.version}** (${v.date})${v.breaking ? ' — breaking' : ''}:\n${v.changes
+        .map(
+          (c) =>
+            `  - ${c.change}${c.checks.length > 0 ? ` (kit: ${c.checks.map((k) => `“${k}”`).join(', ')})` : ''}`,
+        )
+        .join('\n')}`,
   ).join('\n');
 }
 

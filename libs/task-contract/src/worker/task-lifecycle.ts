@@ -139,7 +139,9 @@ export class TaskLifecycle {
     record.params = handler.change ? await handler.change(toSnapshot(record), params) : params;
   }
 
+  /** A clean of a task already cleaned (FINISH) is a repeat: nothing happens, and it answers as done. */
   async clean(handler: TaskHandler, record: TaskRecord): Promise<void> {
+    if (record.status === TaskStatus.FINISH) return;
     assertTransition(record.status, TaskStatus.FINISH);
     await handler.clean?.(toSnapshot(record));
     this.ledger.move(record, TaskStatus.FINISH);

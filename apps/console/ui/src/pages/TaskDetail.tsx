@@ -125,6 +125,13 @@ export function TaskDetail({ id }: { id: string }) {
         <h1>{t.task_name}</h1>
         <StatusBadge status={t.task_status} outcome={t.outcome} />
       </div>
+      {t.waiting ? (
+        <p className="callout" role="status" aria-label="Why it waits">
+          <strong>Waiting:</strong> {t.waiting.message}, since <Time iso={t.waiting.since} />;
+          checked {t.waiting.checks} {t.waiting.checks === 1 ? 'time' : 'times'}, last{' '}
+          <Time iso={t.waiting.last_checked_at} />.
+        </p>
+      ) : null}
 
       <section aria-labelledby="progress-h" className="card">
         <h2 id="progress-h">Progress</h2>
@@ -261,6 +268,12 @@ export function TaskDetail({ id }: { id: string }) {
                   </>
                 ) : null}
                 <StatusBadge status={e.to} /> {e.reason} <span className="muted">by {e.actor}</span>
+                {e.repeats > 1 ? (
+                  <span className="muted">
+                    {' '}
+                    · found {e.repeats} times, last <Time iso={e.last_at} />
+                  </span>
+                ) : null}
               </li>
             ))}
           </ol>

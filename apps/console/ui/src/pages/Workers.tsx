@@ -75,7 +75,12 @@ export function Workers() {
                     {w.worker_id}
                     <div className="id">{w.url}</div>
                   </td>
-                  <td>{w.version}</td>
+                  <td>
+                    {w.version}
+                    <div className="id" title="the worker contract it speaks">
+                      contract {w.contract_version}
+                    </div>
+                  </td>
                   <td>
                     {w.task_types.map((t) => (
                       <div key={t} title={w.excluded[t] ?? 'takes new tasks of this type'}>

@@ -187,10 +187,69 @@ describe('before a start', () => {
     [TaskStatus.FAIL, { reason: 'waiting: lock key held', note: true }],
     [TaskStatus.NONE, { reason: 'waiting: lock key held', note: true }],
   ] as [TaskStatus, Partial<Change>][])('a wait from %s', (status, expected) => {
-    const change = postponeChange(task({ status }), NOW + 10, 'lock key held');
+    const change = postponeChange(task({ status }), NOW + 10, 'lock_key', 'lock key held', NOW);
     expect(change).toMatchObject(expected);
-    expect(change.patch).toMatchObject({ owner: null, leaseUntil: null });
+    expect(change.patch).toMatchObject({
+      owner: null,
+      leaseUntil: null,
+      waiting: { code: 'lock_key', why: 'lock key held', since: NOW, last: NOW, checks: 1 },
+    });
+    expect(change.repeatOf).toBeUndefined();
     expectAllowed(status, change);
+  });
+
+  const held = (by: string) => `lock key held by task ${by}: db:orders`;
+  const waited = (why: string, checks = 3) => ({
+    code: 'lock_key',
+    why,
+    since: NOW - 5000,
+    last: NOW - 1000,
+    checks,
+  });
+  it.each([
+    [
+      'the same wait again counts on its row',
+      { status: TaskStatus.POSTPONE, waiting: waited(held('A')) },
+      held('A'),
+      {
+        note: true,
+        repeatOf: held('A'),
+        reason: `waiting: ${held('A')}`,
+        patch: { waiting: { ...waited(held('A')), last: NOW, checks: 4 } },
+      },
+    ],
+    [
+      'a retry waiting in FAIL for the same reason too',
+      { status: TaskStatus.FAIL, waiting: waited(held('A')) },
+      held('A'),
+      { note: true, repeatOf: held('A'), patch: { waiting: { checks: 4, since: NOW - 5000 } } },
+    ],
+    [
+      'another holder is a new wait: a row of its own',
+      { status: TaskStatus.POSTPONE, waiting: waited(held('A')) },
+      held('B'),
+      {
+        note: true,
+        reason: `waiting: ${held('B')}`,
+        patch: { waiting: { why: held('B'), since: NOW, checks: 1 } },
+      },
+    ],
+    [
+      'a wait after the task waited no more (INIT again): a move',
+      { status: TaskStatus.INIT, waiting: null },
+      held('A'),
+      { to: TaskStatus.POSTPONE, patch: { waiting: { checks: 1 } } },
+    ],
+    [
+      'an attempt bound to its worker is given up, whatever it waited for before',
+      { status: TaskStatus.CREATE, waiting: waited(held('A')) },
+      held('A'),
+      { to: TaskStatus.POSTPONE, patch: { waiting: { checks: 1, since: NOW } } },
+    ],
+  ] as [string, Partial<TaskModel>, string, object][])('%s', (_name, over, why, expected) => {
+    const change = postponeChange(task(over), NOW + 10, 'lock_key', why, NOW);
+    expect(change).toMatchObject(expected);
+    if (!('repeatOf' in expected)) expect(change.repeatOf).toBeUndefined();
   });
 });
 
@@ -429,15 +488,54 @@ describe('decideCallFailure: what a failed call to a worker leads to', () => {
     ['a create that timed out moves', timeout, 'create', {}, { kind: 'move', workerFault: true }],
     ['a create refused for its state moves', illegal, 'create', {}, { kind: 'move' }],
     [
-      'a run that timed out fails, retryable',
+      'a run that timed out has an unknown outcome: the worker is asked, nothing is failed',
       timeout,
       'run',
+      { status: TaskStatus.RUNNING, heartbeatAt: NOW - 60_000 },
+      {
+        kind: 'unknown',
+        workerFault: true,
+        change: {
+          note: true,
+          reason: 'why; the outcome is unknown: the worker is asked',
+          patch: { dueAt: NOW, heartbeatAt: NOW, owner: null },
+        },
+      },
+    ],
+    [
+      'a create-and-run that timed out too, RUNNING already',
+      timeout,
+      'create and run',
+      { status: TaskStatus.RUNNING },
+      { kind: 'unknown', change: { note: true } },
+    ],
+    [
+      'an async run call that timed out from CREATE: RUNNING, for the poll to ask',
+      timeout,
+      'run',
+      { status: TaskStatus.CREATE, startedAt: null },
+      {
+        kind: 'unknown',
+        change: { to: TaskStatus.RUNNING, patch: { startedAt: NOW, dueAt: NOW } },
+      },
+    ],
+    [
+      'a reset after sending the run: unknown as well',
+      reset,
+      'run',
+      { status: TaskStatus.RUNNING },
+      { kind: 'unknown', workerFault: true },
+    ],
+    [
+      'a prepare that timed out fails, retryable',
+      timeout,
+      'prepare',
       {},
       { kind: 'fail', workerFault: true, failure: { retryable: true, drop: true } },
     ],
     [
-      'a reset after sending fails, retryable',
-      reset,
+      'a 5xx answer to the run is an answer: fails, retryable',
+      new WorkerUnavailableError('down', ContractErrorCode.WORKER_UNAVAILABLE, 503),
       'run',
       {},
       { kind: 'fail', workerFault: true, failure: { retryable: true } },
@@ -472,7 +570,7 @@ describe('decideCallFailure: what a failed call to a worker leads to', () => {
     ],
   ];
   it.each(rows)('%s', (_name, err, call, over, expected) => {
-    expect(decideCallFailure(task(over), err, call, 'why')).toMatchObject(expected);
+    expect(decideCallFailure(task(over), err, call, 'why', NOW)).toMatchObject(expected);
   });
 });
 
@@ -530,10 +628,18 @@ describe('decidePoll: a RUNNING task is due', () => {
       { kind: 'ask', what: 'query' },
     ],
     [
-      'past its deadline: tell the worker, then the deadline policy',
+      'past its deadline: still ask the worker first',
       { deadlineSecond: 4 },
       {},
       { kind: 'before-query' },
+      false,
+      { kind: 'ask', what: 'query' },
+    ],
+    [
+      'past its deadline and still running: tell the worker, then the deadline policy',
+      { deadlineSecond: 4 },
+      {},
+      { kind: 'query', task: view(TaskStatus.RUNNING) },
       false,
       {
         kind: 'deadline',
@@ -541,10 +647,34 @@ describe('decidePoll: a RUNNING task is due', () => {
       },
     ],
     [
+      'past its deadline with an outcome at the worker: the outcome (the work was done)',
+      { deadlineSecond: 4 },
+      {},
+      { kind: 'query', task: view(TaskStatus.SUCCESS) },
+      false,
+      { kind: 'outcome', outcome: TaskStatus.SUCCESS },
+    ],
+    [
+      'past its deadline and unreachable: its outcome is unknown, so the heartbeat timeout decides',
+      { deadlineSecond: 4 },
+      {},
+      { kind: 'unreachable', error: 'ECONNREFUSED' },
+      false,
+      { kind: 'again', change: { reason: 'poll failed' } },
+    ],
+    [
+      'past its deadline, the worker knows no such attempt: the deadline policy',
+      { deadlineSecond: 4 },
+      {},
+      { kind: 'query', task: undefined },
+      true,
+      { kind: 'deadline' },
+    ],
+    [
       'a sync run is bounded by 300 s without a deadline',
       { startedAt: NOW - 301_000 },
       { blocking: BlockingKind.SYNC },
-      { kind: 'before-query' },
+      { kind: 'query', task: view(TaskStatus.RUNNING) },
       false,
       { kind: 'deadline' },
     ],
@@ -552,9 +682,9 @@ describe('decidePoll: a RUNNING task is due', () => {
       'an async run without a deadline is not',
       { startedAt: NOW - 301_000 },
       {},
-      { kind: 'before-query' },
+      { kind: 'query', task: view(TaskStatus.RUNNING) },
       false,
-      { kind: 'ask' },
+      { kind: 'ask', what: 'heartbeat' },
     ],
     [
       'an unknown task created and run in one call is sent again',

@@ -189,7 +189,17 @@ export type CallFailurePlan =
   /** The attempt goes to another worker, not counted against max_retry. */
   | { kind: 'move'; why: string; workerFault: boolean }
   /** The attempt failed under the retry rules; its worker is told to drop it. */
-  | { kind: 'fail'; failure: Failure; workerFault: boolean };
+  | { kind: 'fail'; failure: Failure; workerFault: boolean }
+  /**
+   * The run call reached the worker but its answer did not come back (a timeout, a connection
+   * lost after sending): the run may have ended either way. Nothing is decided: the task is
+   * RUNNING and due, so the poll asks the worker (TaskPoller), which records what it says, or a
+   * timeout once it stays unreachable past the heartbeat timeout.
+   */
+  | { kind: 'unknown'; change: Change; workerFault: true };
+
+/** Calls whose outcome is the run's: an answer that did not come back leaves it unknown. */
+const RUN_CALLS = new Set(['run', 'create and run']);
 
 /**
  * A call to the worker failed. A call that never reached the worker (refused, no such host, not
@@ -203,6 +213,7 @@ export function decideCallFailure(
   err: unknown,
   call: string,
   why: string,
+  now: number,
 ): CallFailurePlan {
   if (err instanceof StaleFenceError) return { kind: 'stand-down' };
   const workerFault = err instanceof WorkerUnavailableError || err instanceof WorkerTimeoutError;
@@ -213,9 +224,25 @@ export function decideCallFailure(
         err instanceof WorkerUnavailableError ||
         err instanceof IllegalTransitionError));
   if (unsent && !t.cancelRequested) return { kind: 'move', why, workerFault };
+  const unanswered =
+    err instanceof WorkerTimeoutError ||
+    (err instanceof WorkerUnavailableError && err.httpStatus === 0);
+  if (!unsent && unanswered && RUN_CALLS.has(call))
+    return { kind: 'unknown', workerFault: true, change: outcomeUnknownChange(t, why, now) };
   return {
     kind: 'fail',
     workerFault,
     failure: { why, retryable: !(err instanceof WorkerCallError) || workerFault, drop: true },
   };
+}
+
+/**
+ * The run's answer did not come back: RUNNING (the run call was sent), due now, with a heartbeat
+ * timeout counted from now, for the poll to ask the worker what became of it.
+ */
+export function outcomeUnknownChange(t: TaskModel, why: string, now: number): Change {
+  const patch: TaskPatch = { dueAt: now, owner: null, leaseUntil: null, heartbeatAt: now };
+  const reason = `${why}; the outcome is unknown: the worker is asked`;
+  if (t.status === TaskStatus.RUNNING) return { patch, reason, note: true };
+  return { to: TaskStatus.RUNNING, patch: { ...patch, startedAt: t.startedAt ?? now }, reason };
 }

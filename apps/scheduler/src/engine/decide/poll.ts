@@ -76,8 +76,11 @@ export type PollPlan =
   | { kind: 'again'; change: Change };
 
 /**
- * A RUNNING task is due. Its deadline first (a sync run has one even without a deadline: the
- * bound its run call got), then the worker's word: its query, then its heartbeat.
+ * A RUNNING task is due. The worker's word first: an outcome it has is the outcome, even when it
+ * came after the deadline (the work was done or failed; a "failed" for work that happened is
+ * worse than late). Then the deadline (a sync run has one even without a deadline: the bound its
+ * run call got), when the worker has no outcome; then its heartbeat. A worker that cannot be
+ * reached is failed by the heartbeat timeout alone: what became of its run is not known.
  */
 export function decidePoll(
   t: TaskModel,
@@ -88,24 +91,20 @@ export function decidePoll(
   createsAndRuns: boolean,
 ): PollPlan {
   const deadlineS = deadlineSeconds(t, type);
-  if (
-    seen.kind === 'before-query' &&
-    deadlineS !== null &&
-    t.startedAt !== null &&
-    now - t.startedAt > deadlineS * 1000
-  ) {
-    return {
-      kind: 'deadline',
-      notifyDeadline: true,
-      timeout: decideTimeout(
-        type.timeoutPolicy.deadline,
-        `ran past its deadline of ${deadlineS} s`,
-        'deadline_timeout',
-        now,
-        pollIntervalMs,
-      ),
-    };
-  }
+  const pastDeadline: PollPlan | undefined =
+    deadlineS !== null && t.startedAt !== null && now - t.startedAt > deadlineS * 1000
+      ? {
+          kind: 'deadline',
+          notifyDeadline: true,
+          timeout: decideTimeout(
+            type.timeoutPolicy.deadline,
+            `ran past its deadline of ${deadlineS} s`,
+            'deadline_timeout',
+            now,
+            pollIntervalMs,
+          ),
+        }
+      : undefined;
   const again = (reason: string, patch: TaskPatch = {}): PollPlan => ({
     kind: 'again',
     change: {
@@ -117,6 +116,8 @@ export function decidePoll(
     case 'before-query':
       return { kind: 'ask', what: 'query' };
     case 'unreachable': {
+      // Not the deadline: the run may have ended either way, and nothing can be told to stop. An
+      // unreachable worker is given up on only past the heartbeat timeout.
       const lastBeat = t.heartbeatAt ?? t.startedAt ?? now;
       if (now - lastBeat > type.heartbeatTimeoutMs) {
         return {
@@ -134,6 +135,10 @@ export function decidePoll(
     }
     case 'query': {
       const task = seen.task;
+      const held = task !== undefined && task.attempt === t.attempt;
+      if (held && (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL))
+        return { kind: 'outcome', outcome: task.task_status };
+      if (pastDeadline) return pastDeadline;
       // Created and run in one call that never reached the worker (the scheduler died first).
       if (!task && createsAndRuns) return { kind: 'resume-run', create: true };
       if (!task) return { kind: 'worker-lost', why: 'the worker does not know the task' };
@@ -146,8 +151,6 @@ export function decidePoll(
       // between its RUNNING write and the call): the attempt has not started there, so run it.
       if (task.task_status === TaskStatus.CREATE || task.task_status === TaskStatus.PREPARE)
         return { kind: 'resume-run', create: false };
-      if (task.task_status === TaskStatus.SUCCESS || task.task_status === TaskStatus.FAIL)
-        return { kind: 'outcome', outcome: task.task_status };
       return { kind: 'ask', what: 'heartbeat' };
     }
     case 'heartbeat': {

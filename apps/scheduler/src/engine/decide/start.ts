@@ -1,5 +1,5 @@
 import { TaskStatus, canTransition } from '@baton/task-contract';
-import { TaskModel, TaskPatch } from '../../task-store';
+import { TaskModel, TaskPatch, TaskWait } from '../../task-store';
 import { TaskTypeModel } from '../../task-types';
 import { EARLY_CLAIM_MS, backoff } from '../engine-rules';
 
@@ -60,14 +60,28 @@ export function sameAttempt(t: TaskModel): boolean {
  * logged as an event either way. An attempt already bound to its worker (CREATE, PREPARE) is
  * given up: not counted against max_retry, and its worker is told to drop it.
  */
-export function postponeChange(t: TaskModel, until: number, why: string): Change {
+export function postponeChange(
+  t: TaskModel,
+  until: number,
+  code: WaitReason,
+  why: string,
+  now: number,
+): Change {
   const bound = sameAttempt(t);
+  // Told once: the same wait found again (same reason, same holder: `why` names both) is a check
+  // counted on the row that told it, not a row of its own.
+  const again = !bound && t.waiting !== null && t.waiting.why === why;
+  const waiting: TaskWait = again
+    ? { ...t.waiting!, last: now, checks: t.waiting!.checks + 1 }
+    : { code, why: clipWhy(why), since: now, last: now, checks: 1 };
   const patch: TaskPatch = {
     dueAt: until,
     owner: null,
     leaseUntil: null,
+    waiting,
     ...(bound ? { moves: t.moves + 1 } : {}),
   };
+  if (again) return { patch, reason: `waiting: ${why}`, note: true, repeatOf: why };
   return canTransition(t.status, TaskStatus.POSTPONE)
     ? {
         to: TaskStatus.POSTPONE,
@@ -77,3 +91,6 @@ export function postponeChange(t: TaskModel, until: number, why: string): Change
       }
     : { patch, reason: `waiting: ${why}`, note: true };
 }
+
+/** A reason kept on the task row (the log keeps it whole). */
+const clipWhy = (why: string): string => (why.length > 1000 ? `${why.slice(0, 999)}…` : why);

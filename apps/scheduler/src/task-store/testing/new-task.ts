@@ -41,6 +41,7 @@ export function newTask(over: Partial<TaskModel> = {}): TaskModel {
     error: null,
     progress: null,
     heartbeatAt: null,
+    waiting: null,
     outcome: null,
     pausedFrom: null,
     cancelRequested: false,

@@ -3,7 +3,18 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 /** One lock key of a task and who holds it, as the lock backend answers now. */
 export class TaskLockDto {
   @ApiProperty({ description: 'one of the task’s lock_keys' }) key!: string;
-  @ApiProperty({ description: 'someone holds the key now' }) held!: boolean;
+  @ApiProperty({
+    description:
+      'someone holds the key now: a lease in the lock backend, or a task whose state holds it (an attempt under way or an outcome not yet cleaned up, whose lease ran out with its scheduler); the engine waits for either',
+  })
+  held!: boolean;
+  @ApiPropertyOptional({
+    nullable: true,
+    enum: ['lease', 'task_state'],
+    description:
+      '`lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (the engine waits for it as for a lease; fence and expires_at are null); null when free',
+  })
+  held_by!: 'lease' | 'task_state' | null;
   @ApiPropertyOptional({
     nullable: true,
     type: String,

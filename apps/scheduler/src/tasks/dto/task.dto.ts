@@ -10,6 +10,27 @@ import { TaskAttemptModel, TaskEventModel, TaskModel } from '../../task-store';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+/** What a task waits for, told once however often it is checked. */
+export class TaskWaitDto {
+  @ApiProperty({
+    enum: ['start_time', 'rate_limit', 'concurrency_limit', 'lock_key', 'no_worker'],
+    description: 'what stands in the way',
+  })
+  reason!: string;
+  @ApiProperty({
+    description:
+      'in words, naming the holder of a lock key (`task <id>`, or `a task of another tenant`) or the limit',
+    example: 'lock key held by task 01JDZ8Q3M4X7J2V9R5T6Y8W0AB: db:orders',
+  })
+  message!: string;
+  @ApiProperty({ format: 'date-time', description: 'when this wait was first found' })
+  since!: string;
+  @ApiProperty({ format: 'date-time', description: 'when it was last checked' })
+  last_checked_at!: string;
+  @ApiProperty({ type: 'integer', description: 'how many times it was checked and found' })
+  checks!: number;
+}
+
 export class TaskDto {
   @ApiProperty() task_id!: string;
   @ApiProperty() task_type!: string;
@@ -78,6 +99,13 @@ export class TaskDto {
   progress!: TaskModel['progress'];
   @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' }) heartbeat_at!:
     string | null;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: () => TaskWaitDto,
+    description:
+      'what keeps the task from starting now, as last checked (null when nothing does: it is not waiting, or has started)',
+  })
+  waiting!: TaskWaitDto | null;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
   @ApiPropertyOptional({ nullable: true, type: String, format: 'date-time' }) started_at!:
@@ -121,6 +149,13 @@ export function toTaskDto(t: TaskModel): TaskDto {
     error: t.error,
     progress: t.progress,
     heartbeat_at: iso(t.heartbeatAt),
+    waiting: t.waiting && {
+      reason: t.waiting.code,
+      message: t.waiting.why,
+      since: iso(t.waiting.since) as string,
+      last_checked_at: iso(t.waiting.last) as string,
+      checks: t.waiting.checks,
+    },
     created_at: iso(t.createdAt) as string,
     updated_at: iso(t.updatedAt) as string,
     started_at: iso(t.startedAt),
@@ -146,6 +181,19 @@ export class TaskEventDto {
   @ApiProperty() actor!: string;
   @ApiProperty({ type: 'integer' }) attempt!: number;
   @ApiProperty({ format: 'date-time' }) at!: string;
+  @ApiProperty({
+    type: 'integer',
+    description:
+      'a wait is told once: the same wait found again (same reason, same holder) counts here instead of a row of its own; 1 for every other row',
+  })
+  repeats!: number;
+  @ApiPropertyOptional({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description: 'when the repeated wait was last found; null when repeats is 1',
+  })
+  last_at!: string | null;
 }
 
 export const toEventDto = (e: TaskEventModel): TaskEventDto => ({
@@ -156,6 +204,8 @@ export const toEventDto = (e: TaskEventModel): TaskEventDto => ({
   actor: e.actor,
   attempt: e.attempt,
   at: iso(e.at) as string,
+  repeats: e.repeats,
+  last_at: iso(e.lastAt),
 });
 
 export class TaskAttemptDto {

@@ -71,10 +71,22 @@ export class RegisterWorkerDto {
   @MaxLength(500)
   url!: string;
 
-  @ApiProperty({ example: '1.4.2' })
+  @ApiProperty({ example: '1.4.2', description: 'the worker’s own version (its build)' })
   @IsString()
   @MaxLength(50)
   version!: string;
+
+  @ApiPropertyOptional({
+    example: '1.2.0',
+    pattern: '^\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}$',
+    description:
+      'the worker contract it speaks (the worker document’s info.version). Absent: taken as 1.0.0, which did not send it. Below the scheduler’s BATON_MIN_WORKER_CONTRACT (1.1.0 unless set) the registration is refused with 409 (40905)',
+  })
+  @IsOptional()
+  @Matches(/^\d{1,3}\.\d{1,3}\.\d{1,3}$/, {
+    message: 'contract_version must be a version like 1.2.0',
+  })
+  contract_version?: string;
 
   @ApiProperty({
     type: 'integer',
@@ -134,6 +146,12 @@ export class WorkerDto {
   @ApiProperty() url!: string;
   @ApiProperty({ type: [String] }) task_types!: string[];
   @ApiProperty() version!: string;
+  @ApiProperty({
+    example: '1.2.0',
+    description:
+      'the worker contract it registered with (1.0.0 when its registration named none, as workers of 1.0.0 did)',
+  })
+  contract_version!: string;
   @ApiProperty({ type: 'integer' }) capacity!: number;
   @ApiProperty({ type: 'integer', description: 'tasks this scheduler instance is driving on it' })
   inflight!: number;
@@ -230,6 +248,7 @@ export function toWorkerDto(
     url: m.url,
     task_types: m.taskTypes,
     version: m.version,
+    contract_version: m.contractVersion,
     capacity: m.capacity,
     inflight,
     last_heartbeat_at: new Date(m.lastHeartbeatAt).toISOString(),

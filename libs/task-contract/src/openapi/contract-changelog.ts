@@ -1,0 +1,97 @@
+/*
+ * The worker contract's versions and what changed in each, with the kit checks that test it.
+ * Plain data (no framework): the registration client reads the version from here.
+ */
+
+/**
+ * One behaviour change of a version, with the conformance kit checks that test it (by name).
+ * `npm run openapi` refuses a kit check added, changed or removed that no line of the newest
+ * version names (see `checkChangeProblems`). A change no kit check can see (a document section,
+ * a configuration rule) says so with `untested` and why.
+ */
+export interface ContractChange {
+  change: string;
+  checks: readonly string[];
+  untested?: string;
+}
+
+/** One published version of the worker contract. */
+export interface ContractVersion {
+  version: string;
+  date: string;
+  /** A change that a worker or scheduler of the previous version may not survive. */
+  breaking: boolean;
+  changes: readonly ContractChange[];
+}
+
+/**
+ * The worker contract's versions, newest first. The document's \`info.version\` is the newest;
+ * \`npm run openapi\` refuses a breaking change of the document unless the version moved.
+ */
+export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
+  {
+    version: '1.2.0',
+    date: '2026-11-28',
+    breaking: false,
+    changes: [
+      {
+        change:
+          'a clean of a task already in FINISH is a repeat: it answers FINISH and changes nothing (before: refused with 409, which a scheduler that crashed between the clean and its own FINISH met)',
+        checks: ['clean: a repeat answers FINISH and changes nothing'],
+      },
+      {
+        change:
+          'registration (`POST /v1/workers` of the scheduler) carries `contract_version`; a scheduler refuses a worker below its minimum (1.1.0 unless set otherwise), and takes a registration without it as 1.0.0',
+        checks: [],
+        untested: 'a call the worker makes to the scheduler: the scheduler\'s own tests cover it',
+      },
+      {
+        change:
+          '`execution_lost` is required, not optional: a scheduler recovers a run lost with the worker\'s process only through it (a worker without it has such runs fail by heartbeat timeout)',
+        checks: ['restart: the worker keeps its tasks and says which runs it lost'],
+      },
+    ],
+  },
+  {
+    version: '1.1.0',
+    date: '2026-11-26',
+    breaking: false,
+    changes: [
+      {
+        change:
+          'heartbeat answers `execution_lost`: a run that died with an earlier process of the worker',
+        checks: ['restart: the worker keeps its tasks and says which runs it lost'],
+      },
+      {
+        change: 'normative sections: crash recovery, timing, polling, callbacks, pausing',
+        checks: [],
+        untested: 'words of the document',
+      },
+      {
+        change:
+          'a repeated create of the attempt held raises the fence when the new one is higher (as workers of 1.0.0 built with the library did)',
+        checks: [
+          're-sent create: the same attempt answers what is there; a newer one replaces an attempt that never ran',
+        ],
+      },
+      {
+        change:
+          'a higher attempt re-creates the task from SUCCESS and FINISH (1.0.0 refused it from FINISH)',
+        checks: ['re-run: a higher attempt re-creates a finished task'],
+      },
+      {
+        change: 'the HMAC secret and token are at least 16 characters',
+        checks: [],
+        untested: 'a rule of configuration, which no call shows',
+      },
+    ],
+  },
+  {
+    version: '1.0.0',
+    date: '2026-11-01',
+    breaking: false,
+    changes: [{ change: 'the first published worker contract', checks: [], untested: 'the start' }],
+  },
+];
+
+export const WORKER_CONTRACT_VERSION = WORKER_CONTRACT_CHANGELOG[0].version;
