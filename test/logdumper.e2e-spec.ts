@@ -21,6 +21,9 @@ import {
 } from './support/baton';
 import { RunningProcess, eventually, schedule } from './support/processes';
 
+// Each case waits for a final state with a deadline a loaded box meets (90 s a wait).
+jest.setTimeout(300_000);
+
 interface TaskRow {
   task_id: string;
   idempotency_key: string | null;
@@ -62,7 +65,7 @@ async function expectExactlyOnce(api: Api, source: string, jobs: number[]): Prom
       const t = await tasksOf(api, source);
       return t.length >= jobs.length ? t : undefined;
     },
-    25_000,
+    90_000,
     `${jobs.length} tasks from ${source}`,
   );
   const keys = tasks.map((t) => t.idempotency_key);
@@ -352,7 +355,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     await eventually(
       async () =>
         (await tasksOf(api, 'file:app')).some((t) => Number(t.params.job) >= 60) ? true : undefined,
-      10_000,
+      90_000,
       'a task from a line after the rotation',
     );
     // kill -9 while lines are still being written.
@@ -392,7 +395,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
     await add(0, 80);
     await eventually(
       async () => ((await tasksOf(api, 'stream:events')).length > 0 ? true : undefined),
-      10_000,
+      90_000,
       'first stream tasks',
     );
     // kill -9 while entries are still being added; more arrive while it is down.
@@ -407,7 +410,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
         const pending = (await redis.xpending(streamKey, 'baton-logdumper')) as [number];
         return pending[0] === 0 ? true : undefined;
       },
-      10_000,
+      90_000,
       'empty pending list',
     );
     const stats = await api.call<{ sources: Record<string, Record<string, number>> }>(
@@ -526,7 +529,7 @@ describe('LogDumper file and stream sources on mariadb + redis', () => {
         const pending = (await redis.xpending(crashStreamKey, 'baton-logdumper')) as [number];
         return pending[0] === 0 ? true : undefined;
       },
-      10_000,
+      90_000,
       'empty pending list',
     );
   });
