@@ -221,13 +221,18 @@ export async function waitForHealthyWorker(scheduler: string, workerId: string):
 }
 
 /** `tasks` sync `demo.echo` creates named `<prefix><i>`, in batches of at most `batch`. */
-export function taskBatches(prefix: string, tasks: number, batch: number): CreateTask[][] {
+export function taskBatches(
+  prefix: string,
+  tasks: number,
+  batch: number,
+  params: Record<string, unknown> = {},
+): CreateTask[][] {
   const out: CreateTask[][] = [];
   for (let i = 0; i < tasks; i += batch) {
     out.push(
       Array.from({ length: Math.min(batch, tasks - i) }, (_, k) => ({
         create_info: { task_type: 'demo.echo', task_name: `${prefix}${i + k}` },
-        params: { i: i + k },
+        params: { i: i + k, ...params },
       })),
     );
   }

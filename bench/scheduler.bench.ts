@@ -20,7 +20,8 @@
  * BENCH_CONCURRENCY (runner concurrency = BullMQ worker concurrency, 256), BENCH_POOL (MySQL pool
  * of each system, 20), BENCH_SYSTEMS (baton,bullmq), BENCH_CPU_PROF (a directory: the scheduler
  * and the worker run with --cpu-prof and write their profiles there, the worker's when the bench
- * ends), BENCH_WEBHOOK (`500` or `hang`: a webhook subscription to BENCH_WEBHOOK_EVENTS, default
+ * ends), BENCH_LOG_LINES (10: a second Baton run whose tasks each log that many lines; 0: none),
+ * BENCH_WEBHOOK (`500` or `hang`: a webhook subscription to BENCH_WEBHOOK_EVENTS, default
  * `task.finished`, at a receiver in this process that answers 500 to every delivery, or never
  * answers; the run then shows what a dead receiver costs task processing). Any BATON_* variable
  * set in the environment overrides the scheduler setting of the same name.
@@ -73,6 +74,8 @@ const POOL = int('BENCH_POOL', 20);
 const TIME_LIMIT_MS = int('BENCH_TIME_LIMIT_MS', 600_000);
 const SYSTEMS = (env.BENCH_SYSTEMS ?? 'baton,bullmq').split(',');
 const PROFILE_DIR = env.BENCH_CPU_PROF ?? '';
+/** Lines each task of a second Baton run logs (0: no such run). */
+const LOG_LINES = int('BENCH_LOG_LINES', 10, 0);
 
 const RUN_ID = randomBytes(4).toString('hex');
 const SECRET = `bench-${randomBytes(16).toString('hex')}`;
@@ -163,9 +166,10 @@ async function runBaton(
   prefix: string,
   tasks: number,
   finishedBefore: number,
+  params: Record<string, unknown> = {},
 ): Promise<Figures> {
   deadline.check(`baton ${prefix}`);
-  const work = taskBatches(prefix, tasks, BATCH);
+  const work = taskBatches(prefix, tasks, BATCH, params);
   const counters0 = await dbCounters(db);
   const cpu0 = cpuSnapshot(probe);
   const startedAt = Date.now();
@@ -363,6 +367,18 @@ async function main(): Promise<void> {
     const m = await runBaton(scheduler, probe, db, 'm-', TASKS, WARMUP);
     console.log(line('Baton', m));
     results.push(m);
+    if (LOG_LINES > 0) {
+      // The same tasks, each logging LOG_LINES lines its worker ships to the scheduler.
+      const l = await runBaton(scheduler, probe, db, 'l-', TASKS, WARMUP + TASKS, {
+        log_lines: LOG_LINES,
+      });
+      console.log(line(`Baton, ${LOG_LINES} log lines a task`, l));
+      const share = l.tasksPerS / m.tasksPerS;
+      console.log(
+        `worker logs: ${f0(l.tasksPerS)} tasks/s with ${LOG_LINES} lines a task against ${f0(m.tasksPerS)} without, ` +
+          `${f2(share)}x (target >= 0.90: ${share >= 0.9 ? 'MET' : 'NOT MET'})`,
+      );
+    }
     const status = {
       data: await client(scheduler.url).call<{ counters: Record<string, number> }>({
         method: 'GET',

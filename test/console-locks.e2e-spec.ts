@@ -206,6 +206,53 @@ describe('console: the locks of a task', () => {
     expect(await page.getByRole('heading', { level: 2, name: 'Locks' }).count()).toBe(0);
     expect(pageErrors).toEqual([]);
   });
+
+  // Last: it kills the worker.
+  it('shows what the worker logs while the task runs, and keeps it once the worker is killed', async () => {
+    const id = await api.create({
+      create_info: { task_type: 'demo.sleep', task_name: 'ui logs live' },
+      // Long enough to be seen running: the page shows lines as they come.
+      params: { seconds: 600, tick_ms: 250 },
+    });
+    await until(id, 'running', (t) => t.task_status === 'RUNNING');
+    await page.goto(url(`/tasks/${id}`));
+    const log = page.getByRole('list', { name: 'Log of attempt 1' });
+    await log.getByText('sleeping 600 s in ticks of 250 ms').waitFor({ timeout: SETTLE_MS });
+    // Live: a tick logged after the page opened shows up without a reload.
+    const seen = await log.getByRole('listitem').count();
+    await eventually(
+      async () => ((await log.getByRole('listitem').count()) > seen + 2 ? true : undefined),
+      SETTLE_MS,
+      'new lines on the open page',
+    );
+    expect((await api.task(id)).task_status).toBe('RUNNING');
+    await page.screenshot({ path: join(SHOTS, 'task-log-live.png'), fullPage: true });
+    // Filters: warn and above hides the ticks; words find one.
+    await page.getByLabel('Level').selectOption('warn');
+    await page.getByText('The worker has logged nothing in attempt 1.').waitFor();
+    await page.getByLabel('Level').selectOption('debug');
+    await page.getByLabel('Search').fill('tick 2:');
+    await log.getByText('tick 2: slept 500 of 600000 ms').waitFor();
+    expect(await log.getByRole('listitem').count()).toBe(1);
+    await page.getByLabel('Search').fill('');
+
+    // The worker dies; what it logged stays, on a page opened afresh.
+    const before = (
+      await api.call<{ items: unknown[] }>('GET', `/v1/tasks/${id}/attempts/1/logs?limit=1000`)
+    ).data.items.length;
+    await worker.kill9();
+    await page.reload();
+    await page
+      .getByRole('list', { name: 'Log of attempt 1' })
+      .getByText('sleeping 600 s in ticks of 250 ms')
+      .waitFor({ timeout: SETTLE_MS });
+    const after = (
+      await api.call<{ items: unknown[] }>('GET', `/v1/tasks/${id}/attempts/1/logs?limit=1000`)
+    ).data.items.length;
+    expect(after).toBeGreaterThanOrEqual(before);
+    expect(await axeViolations(page)).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
 });
 
 /** The serious and critical accessibility violations axe finds on the page as it is now. */

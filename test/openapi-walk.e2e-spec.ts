@@ -392,6 +392,18 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
         ...(await callback(s.callbacks, { percent: 42, step: 'walking' })),
         path: `/v1/tasks/${s.callbacks}/progress`,
       }),
+      'PUT /v1/tasks/{task_id}/logs': async () => ({
+        ...(await callback(s.callbacks, {
+          lines: [{ seq: 900, at: new Date().toISOString(), level: 'info', message: 'walked' }],
+        })),
+        path: `/v1/tasks/${s.callbacks}/logs`,
+      }),
+      'GET /v1/tasks/{task_id}/attempts/{attempt}/logs': () => ({
+        path: `/v1/tasks/${s.done}/attempts/1/logs?limit=5&level=debug`,
+      }),
+      'GET /v1/tasks/{task_id}/attempts/{attempt}/logs/stream': () => ({
+        path: `/v1/tasks/${s.done}/attempts/1/logs/stream?max_seconds=1`,
+      }),
       'POST /v1/timers': () => ({ path: '/v1/timers' }),
       'POST /v1/timers/preview': () => ({ path: '/v1/timers/preview' }),
       'GET /v1/timers': () => ({ path: '/v1/timers' }),

@@ -166,6 +166,17 @@ describe('the Python example worker under a real scheduler (sqlite + memory)', (
       10_000,
       'the completion callback accepted',
     );
+    // And its log: every tick, in order, sent before the outcome.
+    const log = await api.call<{ items: { seq: number; message: string }[] }>(
+      'GET',
+      `/v1/tasks/${id}/attempts/1/logs`,
+    );
+    expect(log.data.items.map((l) => l.message)).toEqual([
+      'sleeping 300 ms in ticks of 50 ms',
+      ...[50, 100, 150, 200, 250, 300].map((ms) => `slept ${ms} of 300 ms`),
+      'done: slept 300 ms',
+    ]);
+    expect(log.data.items.map((l) => l.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
 
   it('cancels a running task: CANCELLED, not retried, and no outcome reported for the stop', async () => {

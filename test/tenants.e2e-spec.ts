@@ -406,6 +406,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
       topology: 'alpha-flow',
       run_id: run.data.run_id,
       node: 'approve',
+      attempt: '1',
     };
     // What no answer to beta may hold: alpha's ids and names.
     const secrets = [
@@ -493,7 +494,7 @@ describe('tenants: a key of one tenant sees and changes only its own', () => {
             body: true,
           });
         // The live stream is ended by the scheduler after a second, so its answer can be read.
-        const query = name === 'GET /v1/task-changes/stream' ? '?max_seconds=1' : '';
+        const query = name.endsWith('/stream') ? '?max_seconds=1' : '';
         const res = await key.call(
           r.method,
           `${path}${query}`,

@@ -393,6 +393,9 @@ class Execution:
         self.total_ms = params.get("ms", 300)
         self.tick_ms = params.get("tick_ms", 100)
         self.done_ms = 0
+        # The run's own log, shipped to the scheduler in batches (PUT /v1/tasks/{id}/logs).
+        self.log_seq = 0
+        self.log_pending = []
         self.stopped = False  # cancelled, superseded or ended: the thread writes nothing more
         self.running = threading.Event()  # clear while paused
         self.dead = dead
@@ -402,8 +405,13 @@ class Execution:
     def start(self):
         threading.Thread(target=self.loop, name=f"run-{self.task_id}", daemon=True).start()
 
+    def log(self, level, message):
+        self.log_pending.append({"seq": self.log_seq, "at": now_iso(), "level": level, "message": message})
+        self.log_seq += 1
+
     def loop(self):
         last_report = 0.0
+        self.log("info", f"sleeping {self.total_ms} ms in ticks of {self.tick_ms} ms")
         while True:
             if not self.running.wait(0.05):
                 if self.stopped:
@@ -420,6 +428,7 @@ class Execution:
                     continue  # paused during the sleep: this tick counts when it resumes
                 self.done_ms += step
                 t["heartbeat_at"] = now_iso()
+                self.log("info", f"slept {self.done_ms} of {self.total_ms} ms")
                 if self.done_ms >= self.total_ms:
                     self.stopped = True
                     del EXECUTIONS[self.task_id]
@@ -432,6 +441,7 @@ class Execution:
                     save()
                     completion = {"attempt": t["attempt"], "task_status": "SUCCESS", "result": t["result"]}
                     fence = t["fence"]
+                    self.log("info", f"done: slept {self.total_ms} ms")
                     break
                 percent = min(99, int(self.done_ms * 100 / self.total_ms)) if self.total_ms else 99
                 t["progress"] = {"percent": percent, "step": "sleeping", "message": f"{self.done_ms} of {self.total_ms} ms", "updated_at": t["heartbeat_at"]}
@@ -440,6 +450,8 @@ class Execution:
                     report = ({"attempt": t["attempt"], "percent": percent, "step": "sleeping"}, t["fence"])
             if report:
                 SCHEDULER.report_progress(self.task_id, *report)
+                SCHEDULER.send_logs(self, report[1])
+        SCHEDULER.send_logs(self, fence)
         SCHEDULER.report_outcome(self.task_id, completion, fence)
 
 
@@ -913,6 +925,23 @@ class Scheduler:
         status, envelope = self.call("PUT", f"/v1/tasks/{urllib.parse.quote(task_id, safe='')}/progress", body, fence)
         if status not in (200, 409):
             log(f"progress of {task_id}: {status} {envelope.get('message')}")
+
+    def send_logs(self, execution, fence):
+        """What the run logged since the last batch that went; kept for the next try when the
+        scheduler cannot be reached (a line sent twice is kept once, by its seq)."""
+        if not self.urls:
+            execution.log_pending.clear()
+            return
+        while execution.log_pending:
+            batch = execution.log_pending[:500]
+            path = f"/v1/tasks/{urllib.parse.quote(execution.task_id, safe='')}/logs"
+            status, envelope = self.call("PUT", path, {"attempt": execution.attempt, "lines": batch}, fence)
+            if status == 200:
+                del execution.log_pending[: len(batch)]
+            elif 400 <= status < 500:  # 409: not this attempt's scheduler any more; 404: unknown
+                execution.log_pending.clear()
+            else:
+                return  # kept: the next report sends them again
 
     def report_outcome(self, task_id, body, fence):
         """The outcome of an async run. 409: another attempt owns the task now, drop it."""

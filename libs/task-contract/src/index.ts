@@ -26,6 +26,7 @@ export * from './util/validate';
 export * from './util/wait-until';
 export * from './worker/auth/request-auth';
 export * from './worker/task-handler.interface';
+export type { RunLog } from './worker/attempt-log-shipper';
 export * from './worker/task-record';
 export * from './worker/task-worker.service';
 export * from './worker/task-worker.module';

@@ -5,6 +5,7 @@ type Schemas = components['schemas'];
 export type Task = Schemas['TaskDto'];
 export type TaskPage = Schemas['TaskPageDto'];
 export type TaskEvent = Schemas['TaskEventDto'];
+export type AttemptLogPage = Schemas['AttemptLogPageDto'];
 export type TaskAttempt = Schemas['TaskAttemptDto'];
 export type TaskType = Schemas['TaskTypeDto'];
 export type TaskCount = Schemas['TaskCountDto'];

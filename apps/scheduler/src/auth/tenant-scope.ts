@@ -31,10 +31,11 @@ interface Owned {
 
 /**
  * Route parameters that name something every tenant sees alike: task types, workers, and API keys
- * (whose routes are for admins, and admin keys span every tenant); and a node's key, which names
- * nothing by itself (its run, `{run_id}` on the same route, is the tenant's).
+ * (whose routes are for admins, and admin keys span every tenant); and a node's key or an
+ * attempt's number, which name nothing by themselves (their run or task, `{run_id}` or
+ * `{task_id}` on the same route, is the tenant's).
  */
-const SHARED_PARAMS = new Set(['task_type', 'worker_id', 'key_id', 'node']);
+const SHARED_PARAMS = new Set(['task_type', 'worker_id', 'key_id', 'node', 'attempt']);
 
 /**
  * The route parameters the API knows, and what each says about tenants: the id of a resource of

@@ -37,3 +37,13 @@ export function required(env: Env, name: string, why: string): string {
   if (!v) throw new SchedulerConfigError(`${name} is required ${why}`);
   return v;
 }
+
+/** A version like 1.1.0 (major.minor.patch). */
+export function semver(env: Env, name: string, fallback: string): string {
+  const value = env[name] ?? fallback;
+  if (!/^\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(value))
+    throw new SchedulerConfigError(
+      `${name} must be a version like 1.1.0, got ${JSON.stringify(value)}`,
+    );
+  return value;
+}

@@ -6,7 +6,7 @@ import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
 import { OutgoingConfig, outgoingConfig } from './outgoing.config';
 import { ApiAuthConfig, apiAuthConfig } from './api-auth.config';
 import { LogConfig, logConfig } from './log.config';
-import { Env, SchedulerConfigError, int, oneOf, required } from './env-values';
+import { Env, SchedulerConfigError, int, oneOf, required, semver } from './env-values';
 
 export { SchedulerConfigError };
 
@@ -96,6 +96,11 @@ export interface SchedulerConfig {
     streamMaxSeconds: number;
   };
   logdumper: LogDumperConfig;
+  /** What workers send of their own log, per attempt of a task (oldest lines dropped past it). */
+  attemptLogs: {
+    maxLines: number;
+    maxBytes: number;
+  };
   retention: {
     /** Days a FINISH task is kept when its type says nothing; 0: kept forever. */
     defaultDays: number;
@@ -335,7 +340,8 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     },
     workers: {
       staleAfterMs: int(env, 'BATON_WORKER_STALE_MS', 30_000, 100, 3_600_000),
-      minContractVersion: minContract(env),
+      // 1.1.0: a 1.0.0 worker cannot say a run died with its process (`execution_lost`).
+      minContractVersion: semver(env, 'BATON_MIN_WORKER_CONTRACT', '1.1.0'),
       blacklistAfter: int(env, 'BATON_WORKER_BLACKLIST_AFTER', 3, 1, 1000),
       blacklistMs: int(env, 'BATON_WORKER_BLACKLIST_MS', 30_000, 100, 3_600_000),
       dropGiveUpMs: int(env, 'BATON_DROP_GIVE_UP_MS', 3_600_000, 1000, 7 * 86_400_000),
@@ -364,6 +370,10 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     logdumper: logdumper(env),
     outgoing: outgoingConfig(env),
     apiAuth: apiAuthConfig(env),
+    attemptLogs: {
+      maxLines: int(env, 'BATON_ATTEMPT_LOG_MAX_LINES', 10_000, 10, 1_000_000),
+      maxBytes: int(env, 'BATON_ATTEMPT_LOG_MAX_BYTES', 1_048_576, 1024, 1_073_741_824),
+    },
     retention: {
       defaultDays: int(env, 'BATON_RETENTION_DAYS', 30, 0, 36_500),
       intervalMs: int(env, 'BATON_RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
@@ -383,17 +393,3 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
 }
 
 export const SCHEDULER_CONFIG = Symbol('SCHEDULER_CONFIG');
-
-/**
- * BATON_MIN_WORKER_CONTRACT: the oldest worker contract accepted at registration. 1.1.0 by
- * default: a worker of 1.0.0 cannot say a run was lost with its process (`execution_lost`), so
- * such runs would fail by heartbeat timeout instead of being recovered.
- */
-function minContract(env: Env): string {
-  const value = env.BATON_MIN_WORKER_CONTRACT ?? '1.1.0';
-  if (!/^\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(value))
-    throw new SchedulerConfigError(
-      `BATON_MIN_WORKER_CONTRACT must be a version like 1.1.0, got ${JSON.stringify(value)}`,
-    );
-  return value;
-}

@@ -23,6 +23,7 @@ import { TopologyHistory1765900000000 } from './migrations/1765900000000-Topolog
 import { TopologyRunDeadline1766000000000 } from './migrations/1766000000000-TopologyRunDeadline';
 import { WaitsToldOnce1766100000000 } from './migrations/1766100000000-WaitsToldOnce';
 import { WorkerContractVersion1766200000000 } from './migrations/1766200000000-WorkerContractVersion';
+import { AttemptLogs1766300000000 } from './migrations/1766300000000-AttemptLogs';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   TopologyRunDeadline1766000000000,
   WaitsToldOnce1766100000000,
   WorkerContractVersion1766200000000,
+  AttemptLogs1766300000000,
 ];
 
 /**

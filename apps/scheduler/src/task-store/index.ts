@@ -1,4 +1,5 @@
 import { TaskAttemptEntity } from './task-attempt.entity';
+import { TaskLogLineEntity, TaskLogUsageEntity } from './attempt-log.entity';
 import { TaskChangeEntity } from './task-change.entity';
 import { TaskEventEntity } from './task-event.entity';
 import { TaskLabelEntity } from './task-label.entity';
@@ -15,6 +16,7 @@ export { TaskChangeFeed } from './task-change-feed';
 export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
 export { isUniqueViolation } from './sql-runner';
 export * from './attempt-drops.repository';
+export * from './attempt-logs.repository';
 export * from './task-log.repository';
 export * from './task-purge.repository';
 export * from './task-counts.repository';
@@ -33,4 +35,6 @@ export const TASK_STORE_ENTITIES = [
   TaskLabelEntity,
   TaskAttemptEntity,
   TaskChangeEntity,
+  TaskLogLineEntity,
+  TaskLogUsageEntity,
 ];

@@ -87,7 +87,13 @@ export class TaskPurgeRepository {
       if (doomed.length === 0) return 0;
       const doomedIds = doomed.map((d) => d.task_id);
       const q = marks(doomedIds.length);
-      for (const table of ['baton_task_event', 'baton_task_attempt', 'baton_task_label'])
+      for (const table of [
+        'baton_task_event',
+        'baton_task_attempt',
+        'baton_task_label',
+        'baton_task_log_line',
+        'baton_task_log_usage',
+      ])
         await this.sql.exec(m, `DELETE FROM ${table} WHERE task_id IN (${q})`, doomedIds);
       await this.deleteIdempotency(
         m,

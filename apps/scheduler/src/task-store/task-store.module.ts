@@ -1,4 +1,5 @@
 import { Module, OnModuleInit } from '@nestjs/common';
+import { AttemptLogsRepository } from './attempt-logs.repository';
 import { AttemptDropsRepository } from './attempt-drops.repository';
 import { GroupCommitWriter } from './group-commit.writer';
 import { SqlRunner } from './sql-runner';
@@ -22,6 +23,7 @@ import { TasksRepository } from './tasks.repository';
 @Module({
   providers: [
     AttemptDropsRepository,
+    AttemptLogsRepository,
     SqlRunner,
     TaskChangeFeed,
     TaskChangeRelay,
@@ -34,6 +36,7 @@ import { TasksRepository } from './tasks.repository';
     TaskHistoryRepository,
   ],
   exports: [
+    AttemptLogsRepository,
     TaskEventTail,
     TaskCountsRepository,
     TaskHistoryRepository,

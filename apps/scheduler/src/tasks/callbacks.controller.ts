@@ -7,6 +7,7 @@ import {
   Envelope,
   HEADER,
   HeartbeatCallbackDto,
+  LogBatchDto,
   ProgressCallbackDto,
   WorkerAuthGuard,
   ok,
@@ -15,6 +16,7 @@ import {
 import { TaskEngine, WorkerReports } from '../engine';
 import { Access } from '../auth';
 import { ApiErrors } from '../common';
+import { AttemptLogsService } from './attempt-logs.service';
 
 function fenceOf(value: string | undefined): number {
   const fence = parseFence(value);
@@ -55,6 +57,16 @@ const CALLBACK_ANSWER = {
   },
 };
 
+const LOG_ANSWER = {
+  type: 'object',
+  required: ['task_id', 'accepted', 'duplicates'],
+  properties: {
+    task_id: { type: 'string' },
+    accepted: { type: 'integer', description: 'lines kept now' },
+    duplicates: { type: 'integer', description: 'lines sent before (same seq), kept once' },
+  },
+};
+
 /** Where async workers report back (docs/architecture.md). Signed like every contract call, and fenced. */
 @ApiTags('worker callbacks')
 @ApiSecurity('hmac')
@@ -70,6 +82,7 @@ export class CallbacksController {
   constructor(
     private readonly reports: WorkerReports,
     private readonly engine: TaskEngine,
+    private readonly attemptLogs: AttemptLogsService,
   ) {}
 
   @Put('notify')
@@ -127,5 +140,24 @@ export class CallbacksController {
       taskId,
       await this.reports.beatFromWorker(taskId, fenceOf(fence), dto.attempt, progress),
     );
+  }
+
+  @Put('logs')
+  @ApiOperation({
+    summary: 'a worker sends lines it logged while it ran an attempt',
+    description:
+      'Any worker, sync or async, while the attempt runs or after it ended. A batch of up to 500 lines, each with its seq within the attempt (from 0, one more per line): a line sent again is kept once, so a batch is retried whole on a network error, a timeout or a 5xx. X-Baton-Fence: a fence the attempt was driven with. 409 (40901): the attempt is not one the scheduler gave the task, or the fence is not one it was driven with: drop the batch. The scheduler keeps at most BATON_ATTEMPT_LOG_MAX_LINES lines and _MAX_BYTES bytes per attempt, dropping the oldest past them.',
+  })
+  @ApiOkResponse({ schema: LOG_ANSWER })
+  @ApiErrors(ContractErrorCode.MISSING_FENCE, ContractErrorCode.STALE_FENCE)
+  async logs(
+    @Param('task_id') taskId: string,
+    @Headers(HEADER.FENCE) fence: string | undefined,
+    @Body() dto: LogBatchDto,
+  ): Promise<Envelope<{ task_id: string; accepted: number; duplicates: number }>> {
+    const verdict = await this.attemptLogs.fromWorker(taskId, fenceOf(fence), dto);
+    if (verdict === 'unknown' || verdict === 'stale') answer(taskId, verdict);
+    const kept = verdict as { accepted: number; duplicates: number };
+    return ok({ task_id: taskId, accepted: kept.accepted, duplicates: kept.duplicates });
   }
 }

@@ -3,15 +3,11 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagg
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ContractErrorCode } from '@baton/task-contract';
 import { Access, TenantFields } from '../auth';
-import { ApiErrors, Clock, Timer } from '../common';
+import { ApiErrors, Clock } from '../common';
+import { EventStreamReply } from './event-stream-reply';
 import { TailedTaskEvent } from '../task-store';
 import { TaskChangesQuery } from './dto/task-changes.query';
 import { TaskChangeStream, TaskChangeWatcher } from './task-change-stream';
-
-/** A comment line now and then keeps proxies from closing a quiet stream. */
-const KEEPALIVE_MS = 15_000;
-/** A client this far behind (bytes not taken by its socket) is cut off; it reconnects and resumes. */
-const MAX_BUFFERED = 1024 * 1024;
 
 /** An event as the stream sends it (`data:` of an `event: task`). */
 function wire(e: TailedTaskEvent): Record<string, unknown> {
@@ -94,56 +90,5 @@ export class TaskChangesController {
     const leave = await this.stream.join(watcher, resumeFrom);
     out.write(''); // the headers go now, even with nothing to tell yet
     out.live(leave, 1000 * Math.min(q.max_seconds ?? Infinity, this.stream.maxSeconds));
-  }
-}
-
-/** The raw answer of one stream: headers on the first write, keep-alive comments, its end. */
-class EventStreamReply {
-  private started = false;
-  private ended = false;
-  private readonly timers: Timer[] = [];
-  private leave: (() => void) | undefined;
-
-  constructor(
-    private readonly reply: FastifyReply,
-    private readonly clock: Clock,
-  ) {}
-
-  write(text: string): void {
-    if (this.ended) return;
-    const raw = this.reply.raw;
-    if (!this.started) {
-      this.started = true;
-      this.reply.hijack();
-      raw.writeHead(200, {
-        ...(this.reply.getHeaders() as Record<string, string>),
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-        connection: 'keep-alive',
-      });
-      raw.write('retry: 2000\n\n');
-    }
-    if (text) raw.write(text);
-    if (raw.writableLength > MAX_BUFFERED) this.end();
-  }
-
-  /** Joined: `leave` is called at the end, which comes after `lifeMs` at the latest. */
-  live(leave: () => void, lifeMs: number): void {
-    this.leave = leave;
-    if (this.ended) return leave(); // the client went while it joined
-    const keepalive = this.clock.setInterval(() => this.write(': keepalive\n\n'), KEEPALIVE_MS);
-    const life = this.clock.setTimeout(() => this.end(), lifeMs);
-    keepalive.unref();
-    life.unref();
-    this.timers.push(keepalive, life);
-  }
-
-  end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    for (const t of this.timers) this.clock.clearTimeout(t);
-    this.leave?.();
-    if (this.started) this.reply.raw.end();
   }
 }

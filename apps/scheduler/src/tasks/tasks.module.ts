@@ -7,6 +7,8 @@ import { TaskStoreModule, TasksRepository } from '../task-store';
 import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
+import { AttemptLogsController } from './attempt-logs.controller';
+import { AttemptLogsService } from './attempt-logs.service';
 import { IdempotencyService } from './idempotency.service';
 import { TaskChangeStream } from './task-change-stream';
 import { TaskChangesController } from './task-changes.controller';
@@ -42,6 +44,7 @@ import { TasksService } from './tasks.service';
     TaskCountsController,
     TaskChangesController,
     CallbacksController,
+    AttemptLogsController,
   ],
   providers: [
     TaskFactory,
@@ -54,6 +57,7 @@ import { TasksService } from './tasks.service';
     TaskLocksService,
     TaskChangeStream,
     TaskOverviewService,
+    AttemptLogsService,
   ],
   exports: [TasksService, TaskActionsService],
 })

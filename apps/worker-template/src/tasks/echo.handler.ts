@@ -6,7 +6,10 @@ import {
   TaskSnapshot,
 } from '@baton/task-contract';
 
-/** `demo.echo`: sync; the outcome is its params. The smallest possible task, used by benchmarks. */
+/**
+ * `demo.echo`: sync; the outcome is its params. The smallest possible task, used by benchmarks.
+ * `params.log_lines` (0 to 1000): logs that many lines first (what a bench of logs sends).
+ */
 export class EchoHandler implements TaskHandler {
   readonly type = 'demo.echo';
   readonly blocking = BlockingKind.SYNC;
@@ -14,6 +17,10 @@ export class EchoHandler implements TaskHandler {
   create(_task: TaskSnapshot): void {}
 
   async run(ctx: RunContext): Promise<RunOutcome> {
+    const n = ctx.task.params.log_lines;
+    if (typeof n === 'number' && Number.isInteger(n) && n > 0)
+      for (let i = 0; i < Math.min(n, 1000); i++)
+        ctx.log.info(`echo line ${i + 1} of ${n}`, { line: i + 1 });
     return { result: { echo: ctx.task.params } };
   }
 

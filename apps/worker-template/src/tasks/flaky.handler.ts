@@ -43,8 +43,10 @@ export class FlakyHandler implements TaskHandler {
     const failTimes =
       typeof raw === 'number' && Number.isInteger(raw) && raw >= 0 ? raw : this.defaultFailures;
     if (ctx.task.attempt <= failTimes) {
+      ctx.log.error(`attempt ${ctx.task.attempt} fails: this type fails its first ${failTimes}`);
       throw new Error(`flaky: attempt ${ctx.task.attempt} fails (fails the first ${failTimes})`);
     }
+    ctx.log.info(`attempt ${ctx.task.attempt} succeeds (after ${failTimes} failure(s))`);
     return { result: { succeeded_on_attempt: ctx.task.attempt } };
   }
 }

@@ -59,6 +59,7 @@ export class SleepHandler implements TaskHandler {
     const totalMs = seconds * 1000;
     let sleptMs = 0;
     let ticks = 0;
+    ctx.log.info(`sleeping ${seconds} s in ticks of ${tickMs} ms`, { attempt: ctx.task.attempt });
     while (sleptMs < totalMs) {
       await ctx.checkpoint();
       const step = Math.min(tickMs, totalMs - sleptMs);
@@ -66,6 +67,9 @@ export class SleepHandler implements TaskHandler {
       await this.clock.sleep(step, ctx.signal).catch(() => undefined);
       sleptMs += step;
       ticks++;
+      if (ctx.signal.aborted)
+        ctx.log.warn(`stopped after ${sleptMs} ms: ${String(ctx.signal.reason)}`);
+      else ctx.log.info(`tick ${ticks}: slept ${sleptMs} of ${totalMs} ms`);
       await ctx.progress(
         (sleptMs / totalMs) * 100,
         `tick ${ticks}`,
@@ -73,6 +77,7 @@ export class SleepHandler implements TaskHandler {
       );
     }
     await ctx.checkpoint();
+    ctx.log.info(`done: slept ${sleptMs} ms in ${ticks} tick(s)`);
     return { result: { slept_ms: sleptMs, ticks } };
   }
 

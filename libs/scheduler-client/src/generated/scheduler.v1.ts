@@ -609,6 +609,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * a worker sends lines it logged while it ran an attempt
+         * @description Any worker, sync or async, while the attempt runs or after it ended. A batch of up to 500 lines, each with its seq within the attempt (from 0, one more per line): a line sent again is kept once, so a batch is retried whole on a network error, a timeout or a 5xx. X-Baton-Fence: a fence the attempt was driven with. 409 (40901): the attempt is not one the scheduler gave the task, or the fence is not one it was driven with: drop the batch. The scheduler keeps at most BATON_ATTEMPT_LOG_MAX_LINES lines and _MAX_BYTES bytes per attempt, dropping the oldest past them.
+         */
+        put: operations["CallbacksController_logs"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{task_id}/attempts/{attempt}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * what the worker logged in an attempt, oldest first, a page at a time
+         * @description Lines the worker sent for the attempt (the worker library ships what handlers log with `ctx.log`), in the order it logged them, paged by `after` (a line’s seq). The lines of a worker that died stay. An attempt keeps at most BATON_ATTEMPT_LOG_MAX_LINES lines and _MAX_BYTES bytes; past them its oldest lines are dropped, and `dropped` says how many. An attempt with no lines (or none yet) answers an empty page.
+         */
+        get: operations["AttemptLogsController_page"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{task_id}/attempts/{attempt}/logs/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * a server-sent-events stream of what the worker logs in an attempt, as it comes
+         * @description Each line as `event: log` with the line as JSON in `data:` and its seq as the message `id:`: the lines after `after` (or `Last-Event-ID` on a reconnect) first, then new ones as the scheduler receives them (looked for every second). `level` and `q` filter as on the page. The scheduler ends a stream after `max_seconds` or BATON_STREAM_MAX_SECONDS (then reconnect).
+         */
+        get: operations["AttemptLogsController_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/timers": {
         parameters: {
             query?: never;
@@ -1951,6 +2011,51 @@ export interface components {
             step?: string;
             message?: string;
         };
+        LogLineDto: {
+            /** @description the line’s number within the attempt, from 0, one more per line: a line sent again with the same seq is kept once */
+            seq: number;
+            /**
+             * Format: date-time
+             * @description when the worker logged it
+             */
+            at: string;
+            /** @enum {string} */
+            level: "debug" | "info" | "warn" | "error";
+            /** @description the text (a longer line is cut by the worker) */
+            message: string;
+            /** @description structured fields of the line */
+            fields?: {
+                [key: string]: unknown;
+            };
+        };
+        LogBatchDto: {
+            attempt: number;
+            lines: components["schemas"]["LogLineDto"][];
+        };
+        AttemptLogLineDto: {
+            /** @description the line’s number within the attempt */
+            seq: number;
+            /** Format: date-time */
+            at: string;
+            /** @enum {string} */
+            level: "debug" | "info" | "warn" | "error";
+            message: string;
+            fields?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        AttemptLogPageDto: {
+            task_id: string;
+            attempt: number;
+            /** @description oldest first */
+            items: components["schemas"]["AttemptLogLineDto"][];
+            /** @description pass as `after` for what comes next (more of this page, or lines logged later) */
+            next_after: number;
+            /** @description more lines are kept after this page already */
+            has_more: boolean;
+            /** @description how many of the attempt’s oldest lines were dropped to keep it within its caps (BATON_ATTEMPT_LOG_MAX_LINES, _MAX_BYTES) */
+            dropped: number;
+        };
         ScheduleDto: {
             /** @enum {string} */
             kind: "cron" | "interval" | "once";
@@ -2945,8 +3050,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40904: scheduler: the task changed while the call was being applied; read it again and retry */
-        "error-40904": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
+        "error-40000-40003": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2954,8 +3059,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
-        "error-40000-40003": {
+        /** @description 40904: scheduler: the task changed while the call was being applied; read it again and retry */
+        "error-40904": {
             headers: {
                 [name: string]: unknown;
             };
@@ -4509,6 +4614,141 @@ export interface operations {
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             500: components["responses"]["error-50000"];
+        };
+    };
+    CallbacksController_logs: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the fence the worker was called with; an old one is refused (409) */
+                "X-Baton-Fence": string;
+            };
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogBatchDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            task_id: string;
+                            /** @description lines kept now */
+                            accepted: number;
+                            /** @description lines sent before (same seq), kept once */
+                            duplicates: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001-40002-40003"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            404: components["responses"]["error-40401"];
+            409: components["responses"]["error-40901"];
+            413: components["responses"]["error-41300"];
+            414: components["responses"]["error-41400"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
+        };
+    };
+    AttemptLogsController_page: {
+        parameters: {
+            query?: {
+                /** @description lines after this seq (next_after of the page before); -1 or absent: from the start */
+                after?: number;
+                limit?: number;
+                /** @description lines at this level or above (warn: warn and error) */
+                level?: "debug" | "info" | "warn" | "error";
+                /** @description lines whose message contains this, any case */
+                q?: string;
+                /** @description the stream only: end it after this many seconds (at most BATON_STREAM_MAX_SECONDS) */
+                max_seconds?: number;
+            };
+            header?: never;
+            path: {
+                task_id: string;
+                attempt: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["AttemptLogPageDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
+        };
+    };
+    AttemptLogsController_stream: {
+        parameters: {
+            query?: {
+                /** @description lines after this seq (next_after of the page before); -1 or absent: from the start */
+                after?: number;
+                limit?: number;
+                /** @description lines at this level or above (warn: warn and error) */
+                level?: "debug" | "info" | "warn" | "error";
+                /** @description lines whose message contains this, any case */
+                q?: string;
+                /** @description the stream only: end it after this many seconds (at most BATON_STREAM_MAX_SECONDS) */
+                max_seconds?: number;
+            };
+            header?: never;
+            path: {
+                task_id: string;
+                attempt: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream, open until the client or the server ends it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["error-40000-40003"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40401"];
+            414: components["responses"]["error-41400"];
+            429: components["responses"]["error-42900"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50302"];
         };
     };
     TimersController_list: {

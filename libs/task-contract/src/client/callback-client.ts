@@ -3,6 +3,8 @@ import { TaskStatus } from '../enums/task-status.enum';
 import {
   CompletionCallbackDto,
   HeartbeatCallbackDto,
+  LogBatchDto,
+  LogLineDto,
   ProgressCallbackDto,
 } from '../dto/callback.dto';
 import {
@@ -102,6 +104,14 @@ export class CallbackClient implements WorkerCallbacks {
       this.urls.call((url) =>
         this.http.call('PUT', url, taskPath(taskId, 'progress'), {}, body, { fence }),
       ),
+    );
+  }
+
+  /** Lines of an attempt's log; the caller retries a failure (a 409 or 404: drop them). */
+  async logs(taskId: string, attempt: number, fence: number, lines: LogLineDto[]): Promise<void> {
+    const body: LogBatchDto = { attempt, lines };
+    await this.urls.call((url) =>
+      this.http.call('PUT', url, taskPath(taskId, 'logs'), {}, body, { fence }),
     );
   }
 

@@ -1,6 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsISO8601,
   IsIn,
   IsInt,
   IsNumber,
@@ -89,4 +93,64 @@ export class ProgressCallbackDto {
   @IsString()
   @MaxLength(2000)
   message?: string;
+}
+
+/** Levels of a line a worker logs, least severe first. */
+export const LOG_LINE_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+/** One line a worker logged while it ran an attempt. */
+export class LogLineDto {
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description:
+      'the line’s number within the attempt, from 0, one more per line: a line sent again with the same seq is kept once',
+  })
+  @IsInt()
+  @Min(0)
+  @Max(2_000_000_000)
+  seq!: number;
+
+  @ApiProperty({ format: 'date-time', description: 'when the worker logged it' })
+  @IsISO8601({ strict: true })
+  at!: string;
+
+  @ApiProperty({ enum: LOG_LINE_LEVELS })
+  @IsIn(LOG_LINE_LEVELS as readonly string[])
+  level!: (typeof LOG_LINE_LEVELS)[number];
+
+  @ApiProperty({ maxLength: 4000, description: 'the text (a longer line is cut by the worker)' })
+  @IsString()
+  @MaxLength(4000)
+  message!: string;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'structured fields of the line',
+  })
+  @IsOptional()
+  @IsObject()
+  fields?: Record<string, unknown>;
+}
+
+/**
+ * Body of `PUT /v1/tasks/{task_id}/logs` on the scheduler: lines a worker logged while it ran an
+ * attempt, in a batch. Sent with the X-Baton-Fence the attempt was driven with; lines of an
+ * attempt that has ended are taken too (they are shipped after it).
+ */
+export class LogBatchDto {
+  @ApiProperty({ type: 'integer', minimum: 1 })
+  @IsInt()
+  @Min(1)
+  attempt!: number;
+
+  @ApiProperty({ type: [LogLineDto], minItems: 1, maxItems: 500 })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(500)
+  @IsObject({ each: true, message: 'each of lines must be an object' })
+  @ValidateNested({ each: true })
+  @Type(() => LogLineDto)
+  lines!: LogLineDto[];
 }

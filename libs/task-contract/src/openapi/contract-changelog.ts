@@ -47,6 +47,20 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
       },
       {
         change:
+          'logs: a worker may send the lines it logged for an attempt (`PUT {scheduler}/v1/tasks/{task_id}/logs`, LogBatchDto), signed and fenced like the other callbacks, numbered by `seq` so a resend is kept once; the scheduler keeps them per attempt within its caps',
+        checks: [],
+        untested:
+          'a call the worker makes to the scheduler: the scheduler\'s own suite covers it (test/in-process/attempt-logs.int-spec.ts)',
+      },
+      {
+        change:
+          'a run call that timed out has an unknown outcome: the scheduler asks the worker (query, heartbeat) before it records anything, and records what the worker has, SUCCESS included, even past the deadline',
+        checks: [],
+        untested:
+          'what the scheduler does: its own suite covers it (test/outcome-unknown.e2e-spec.ts); a worker answers query as before',
+      },
+      {
+        change:
           '`execution_lost` is required, not optional: a scheduler recovers a run lost with the worker\'s process only through it (a worker without it has such runs fail by heartbeat timeout)',
         checks: ['restart: the worker keeps its tasks and says which runs it lost'],
       },

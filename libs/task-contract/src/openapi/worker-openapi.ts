@@ -1,7 +1,13 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { TaskStatus } from '../enums/task-status.enum';
-import { CompletionCallbackDto, HeartbeatCallbackDto, ProgressCallbackDto } from '../dto/callback.dto';
+import {
+  CompletionCallbackDto,
+  HeartbeatCallbackDto,
+  LogBatchDto,
+  LogLineDto,
+  ProgressCallbackDto,
+} from '../dto/callback.dto';
 import { CONTRACT_ERROR_TABLE, ContractErrorCode, httpStatusOf } from '../errors/contract.exception';
 import { TRANSITIONS } from '../state-machine/transition-table';
 import { WORKER_CONTRACT_CHANGELOG, WORKER_CONTRACT_VERSION } from './contract-changelog';
@@ -188,6 +194,16 @@ FAIL, with result or error), \`.../heartbeat\` (HeartbeatCallbackDto) and \`.../
 - **Stops the scheduler asked for are not reported**: a run stopped by \`notify\` cancel or
   deadline, or by a new attempt, has its outcome in the answer to that call; the scheduler does
   not wait for a callback.
+- **Logs** (1.2.0, any worker, sync or async): \`PUT {scheduler}/v1/tasks/{task_id}/logs\`
+  (LogBatchDto: the attempt and up to 500 lines, each with its \`seq\` within the attempt from 0,
+  \`at\`, \`level\` debug/info/warn/error, \`message\` and optional \`fields\`), signed and fenced
+  like the other callbacks, with the fence the attempt was driven with. Lines of an attempt that
+  has ended are taken (they ship after it); a line sent again with the same seq is kept once, so
+  a batch is retried whole, in order, on a network error, a timeout or a 5xx, for as long as the
+  worker lives (the library keeps them across a scheduler restart). 409 (40901): the fence is older
+  than the attempt or the attempt is not one the scheduler gave this task: drop the batch. The
+  answer: \`{"task_id", "accepted", "duplicates"}\`. The scheduler keeps at most its caps per
+  attempt (by default 10,000 lines and 1 MiB) and drops the oldest past them, saying how many.
 
 ## Pausing
 Before its run, every task can be paused: the scheduler holds it and does not start the
@@ -218,6 +234,8 @@ const STRICT_SCHEMAS = [
   'CallbackErrorDto',
   'HeartbeatCallbackDto',
   'ProgressCallbackDto',
+  'LogBatchDto',
+  'LogLineDto',
 ];
 
 export function buildWorkerOpenApi(app: INestApplication): OpenAPIObject {
@@ -241,7 +259,13 @@ export function buildWorkerOpenApi(app: INestApplication): OpenAPIObject {
     .build();
   const doc = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controller, method) => method,
-    extraModels: [CompletionCallbackDto, HeartbeatCallbackDto, ProgressCallbackDto],
+    extraModels: [
+      CompletionCallbackDto,
+      HeartbeatCallbackDto,
+      ProgressCallbackDto,
+      LogBatchDto,
+      LogLineDto,
+    ],
   });
   const schemas = doc.components?.schemas ?? {};
   for (const name of STRICT_SCHEMAS) {

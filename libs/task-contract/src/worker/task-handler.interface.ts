@@ -1,3 +1,4 @@
+import type { RunLog } from './attempt-log-shipper';
 import { BlockingKind, NotifyEvent } from '../enums/task-kind.enum';
 import { TaskStatus } from '../enums/task-status.enum';
 
@@ -36,6 +37,12 @@ export interface RunContext {
    * throws TaskCancelledError when it was cancelled. Pausable handlers call it between steps.
    */
   checkpoint(): Promise<void>;
+  /**
+   * The attempt's own log: lines go to the scheduler in batches and are kept with the attempt
+   * (`GET /v1/tasks/{id}/attempts/{n}/logs`, the console's task page), even if this worker dies
+   * after they went. `log.pipe(child)` logs a child process's output.
+   */
+  readonly log: RunLog;
 }
 
 /** What a successful run returns; a failed run throws (any error becomes FAIL with its message). */

@@ -6,6 +6,7 @@ import { ContractErrorCode, ContractException } from '../errors/contract.excepti
 import { assertTransition } from '../state-machine/transition-table';
 import { TaskViewDto } from '../dto/worker-responses.dto';
 import { errorMessage } from '../util/error-message';
+import { AttemptLogShipper, RunLog } from './attempt-log-shipper';
 import { RunReporter } from './run-reporter';
 import { TaskExecution } from './task-execution';
 import {
@@ -34,6 +35,8 @@ const RUNNABLE_FROM: ReadonlySet<TaskStatus> = new Set([TaskStatus.CREATE, TaskS
 export class TaskRunner {
   private readonly logger = new Logger('TaskWorker');
   private readonly executions = new Map<string, TaskExecution>();
+  /** Ships what runs log to the scheduler (none without a scheduler to send to). */
+  private readonly shipper: AttemptLogShipper | undefined;
 
   constructor(
     private readonly ledger: TaskLedger,
@@ -41,7 +44,10 @@ export class TaskRunner {
     private readonly callbacks: WorkerCallbacks | undefined,
     /** Bounds the waits for runs to stop (a handler may ignore its abort signal). */
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    const logs = callbacks?.logs?.bind(callbacks);
+    this.shipper = logs && new AttemptLogShipper({ logs }, clock, this.logger);
+  }
 
   /** Runs going on in this process, by task type. */
   runningByType(): Map<string, number> {
@@ -127,7 +133,7 @@ export class TaskRunner {
     ]);
   }
 
-  /** Cancels every run and waits for them to stop, a while at most. */
+  /** Cancels every run and waits for them to stop, a while at most; then sends what they logged. */
   async stopAll(): Promise<void> {
     for (const execution of this.executions.values()) execution.shutdown('worker shutting down');
     // A handler that ignores its abort signal must not hold the shutdown forever.
@@ -135,6 +141,11 @@ export class TaskRunner {
       Promise.allSettled([...this.executions.values()].map((e) => e.done)),
       this.clock.sleep(SHUTDOWN_WAIT_MS, undefined, { unref: true }),
     ]);
+    if (this.shipper)
+      await Promise.race([
+        this.shipper.close(),
+        this.clock.sleep(SHUTDOWN_WAIT_MS, undefined, { unref: true }),
+      ]);
   }
 
   /** Runs the handler and writes its outcome. Never rejects. */
@@ -197,6 +208,7 @@ export class TaskRunner {
       this.logger.error(`could not record the outcome of ${record.task_id}: ${errorMessage(err)}`);
     } finally {
       this.executions.delete(record.task_id);
+      this.shipper?.ended(record.task_id, execution.attempt);
       this.runLog?.runEnded({
         task_id: record.task_id,
         task_type: record.task_type,
@@ -247,10 +259,41 @@ export class TaskRunner {
     };
     return {
       task: toSnapshot(record),
+      log:
+        this.shipper?.open(record.task_id, execution.attempt, execution.fence) ??
+        localRunLog(this.logger, record.task_id, execution.attempt),
       signal: execution.abort.signal,
       progress: (percent, step, message) => beat({ percent, step, message }),
       heartbeat: () => beat(),
       checkpoint: () => execution.checkpoint(),
     };
   }
+}
+
+/** A run's log when there is no scheduler to send it to: this process's own log. */
+function localRunLog(logger: Logger, taskId: string, attempt: number): RunLog {
+  const line =
+    (level: 'debug' | 'log' | 'warn' | 'error') =>
+    (message: string, fields?: Record<string, unknown>): void =>
+      logger[level](
+        `${taskId}/${attempt}: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`,
+      );
+  return {
+    debug: line('debug'),
+    info: line('log'),
+    warn: line('warn'),
+    error: line('error'),
+    pipe: async (child) => {
+      const { createInterface } = await import('node:readline');
+      const follow = (s: NodeJS.ReadableStream | null, level: 'log' | 'warn'): Promise<void> =>
+        s
+          ? new Promise((resolve) =>
+              createInterface({ input: s, crlfDelay: Infinity })
+                .on('line', (l) => line(level)(l))
+                .once('close', () => resolve()),
+            )
+          : Promise.resolve();
+      await Promise.all([follow(child.stdout, 'log'), follow(child.stderr, 'warn')]);
+    },
+  };
 }

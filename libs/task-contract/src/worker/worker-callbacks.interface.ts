@@ -1,3 +1,4 @@
+import { LogLineDto } from '../dto/callback.dto';
 import { TaskRecord } from './task-record';
 
 /**
@@ -13,4 +14,6 @@ export interface WorkerCallbacks {
     fence: number,
     progress: { percent: number; step?: string; message?: string },
   ): Promise<void>;
+  /** Lines a run logged (any type); retried by the caller until it goes or is refused (409). */
+  logs?(taskId: string, attempt: number, fence: number, lines: LogLineDto[]): Promise<void>;
 }

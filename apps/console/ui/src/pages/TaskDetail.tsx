@@ -18,6 +18,7 @@ import {
 } from '../components';
 import { Link } from '../router';
 import { TaskLocks } from './TaskLocks';
+import { AttemptLog } from './AttemptLog';
 import { Delivery, Task, TaskAttempt, TaskEvent, TaskType, progressOf } from '../types';
 import { keys } from '../query-keys';
 
@@ -322,6 +323,11 @@ export function TaskDetail({ id }: { id: string }) {
             </table>
           </div>
         )}
+      </section>
+
+      <section aria-labelledby="log-h">
+        <h2 id="log-h">Worker log</h2>
+        <AttemptLog taskId={id} attempts={(attempts.data ?? []).map((a) => a.attempt)} />
       </section>
 
       <section aria-labelledby="deliveries-h">

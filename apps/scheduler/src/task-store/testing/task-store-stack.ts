@@ -2,6 +2,7 @@ import { systemClock } from '@baton/time';
 import { DataSource } from 'typeorm';
 import { TransactionRunner } from '../../database';
 import { Metrics } from '../../metrics';
+import { AttemptLogsRepository } from '../attempt-logs.repository';
 import { GroupCommitWriter } from '../group-commit.writer';
 import { SqlRunner } from '../sql-runner';
 import { TaskChangeFeed } from '../task-change-feed';
@@ -25,6 +26,7 @@ export function taskStoreStack(ds: DataSource, metrics = new Metrics()) {
   return {
     tasks: new TasksRepository(ds, tx, sql, writer, log),
     log,
+    attemptLogs: new AttemptLogsRepository(ds, sql, tx),
     purge: new TaskPurgeRepository(tx, sql, counts, ds),
     counts,
     history,

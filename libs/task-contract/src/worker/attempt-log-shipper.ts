@@ -1,0 +1,191 @@
+import { Logger } from '@nestjs/common';
+import { Clock, Timer } from '@baton/time';
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { LogLineDto } from '../dto/callback.dto';
+import { StaleFenceError, TaskNotFoundError } from '../errors/worker-call.errors';
+import { errorMessage } from '../util/error-message';
+import { WorkerCallbacks } from './worker-callbacks.interface';
+
+/** What a handler logs with: lines that go to the scheduler, kept with the attempt. */
+export interface RunLog {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+  /**
+   * Logs a child process's output line by line: stdout as info, stderr as warn. Resolves when
+   * both streams have ended.
+   */
+  pipe(child: ChildProcess): Promise<void>;
+}
+
+type Level = LogLineDto['level'];
+
+/** Lines sent in one call at most (the contract's limit). */
+const BATCH = 500;
+/** Lines waiting to go, per attempt, at most: past it the oldest are dropped (and said so). */
+const MAX_PENDING = 10_000;
+/** How often waiting lines go out; at once when a batch is full. */
+const FLUSH_MS = 500;
+/** The longest wait between tries while the scheduler cannot be reached. */
+const RETRY_MAX_MS = 30_000;
+/** The longest line kept: the contract's limit. */
+const MAX_MESSAGE = 4000;
+
+interface Pending {
+  taskId: string;
+  attempt: number;
+  fence: number;
+  next: number;
+  lines: LogLineDto[];
+  /** Lines dropped here since the last that went out (the scheduler could not be reached). */
+  dropped: number;
+}
+
+/**
+ * Ships what handlers log to the scheduler (`PUT /v1/tasks/{id}/logs`), per attempt, in order,
+ * in batches: every half second, or at once when a batch is full. A batch that fails on the
+ * network or a 5xx is sent again, whole and in order, with backoff, for as long as this process
+ * lives: the scheduler keeps a line once by its seq, so a restart of the scheduler loses none.
+ * A 409 or 404 drops the attempt's lines (the attempt is not the scheduler's any more).
+ */
+export class AttemptLogShipper {
+  private readonly pending = new Map<string, Pending>();
+  /** Attempts whose run ended: forgotten once their last lines went. */
+  private readonly finished = new Set<string>();
+  private timer: Timer | undefined;
+  private sending: Promise<void> | undefined;
+  private failures = 0;
+  private retryAt = 0;
+
+  constructor(
+    private readonly callbacks: Required<Pick<WorkerCallbacks, 'logs'>>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The log of one attempt (its lines numbered on from where an earlier one left off). */
+  open(taskId: string, attempt: number, fence: number): RunLog {
+    const key = `${taskId}/${attempt}`;
+    const p = this.pending.get(key) ?? {
+      taskId,
+      attempt,
+      fence,
+      next: 0,
+      lines: [],
+      dropped: 0,
+    };
+    p.fence = Math.max(p.fence, fence);
+    this.pending.set(key, p);
+    const line =
+      (level: Level) =>
+      (message: string, fields?: Record<string, unknown>): void =>
+        this.add(p, level, message, fields);
+    return {
+      debug: line('debug'),
+      info: line('info'),
+      warn: line('warn'),
+      error: line('error'),
+      pipe: (child) => this.pipe(p, child),
+    };
+  }
+
+  /** Sends what waits now; resolves when it went (or failed this time). */
+  async flush(): Promise<void> {
+    while (this.sending) await this.sending;
+    this.sending = this.sendAll().finally(() => (this.sending = undefined));
+    await this.sending;
+  }
+
+  /** Stops the timer; lines still waiting are sent once more (bounded by the caller). */
+  async close(): Promise<void> {
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.retryAt = 0;
+    await this.flush();
+  }
+
+  private add(p: Pending, level: Level, message: string, fields?: Record<string, unknown>): void {
+    const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 1)}…` : message;
+    if (p.lines.length >= MAX_PENDING) {
+      p.lines.shift();
+      p.dropped++;
+    }
+    p.lines.push({
+      seq: p.next++,
+      at: this.clock.date().toISOString(),
+      level,
+      message: text,
+      ...(fields && Object.keys(fields).length > 0 ? { fields } : {}),
+    });
+    this.schedule(p.lines.length >= BATCH ? 0 : FLUSH_MS);
+  }
+
+  private pipe(p: Pending, child: ChildProcess): Promise<void> {
+    const follow = (stream: NodeJS.ReadableStream | null, level: Level): Promise<void> => {
+      if (!stream) return Promise.resolve();
+      const lines = createInterface({ input: stream, crlfDelay: Infinity });
+      lines.on('line', (l) => this.add(p, level, l));
+      return new Promise((resolve) => lines.once('close', () => resolve()));
+    };
+    return Promise.all([follow(child.stdout, 'info'), follow(child.stderr, 'warn')]).then(
+      () => undefined,
+    );
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) return;
+    const wait = Math.max(ms, this.retryAt - this.clock.now());
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, wait);
+    this.timer.unref();
+  }
+
+  private async sendAll(): Promise<void> {
+    for (const [key, p] of this.pending) {
+      while (p.lines.length > 0) {
+        if (p.dropped > 0) {
+          // Said in the attempt's own log, where the gap is: the worker kept no more.
+          p.lines[0] = {
+            ...p.lines[0],
+            message: `[${p.dropped} earlier line(s) dropped by the worker: the scheduler could not be reached] ${p.lines[0].message}`,
+          };
+          p.dropped = 0;
+        }
+        const batch = p.lines.slice(0, BATCH);
+        try {
+          await this.callbacks.logs(p.taskId, p.attempt, p.fence, batch);
+          this.failures = 0;
+          this.retryAt = 0;
+        } catch (err) {
+          if (err instanceof StaleFenceError || err instanceof TaskNotFoundError) {
+            this.pending.delete(key);
+            break;
+          }
+          // Kept, in order, and sent again later: a scheduler that restarts gets them then.
+          this.failures++;
+          if (this.failures === 1)
+            this.logger.warn(`sending logs of ${p.taskId} failed (${errorMessage(err)}): retrying`);
+          this.retryAt =
+            this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
+          this.schedule(0);
+          return;
+        }
+        p.lines.splice(0, batch.length);
+      }
+      if (p.lines.length === 0 && this.finished.delete(key)) this.pending.delete(key);
+    }
+  }
+
+  /** The run of this attempt ended: once its lines went, nothing of it is kept. */
+  ended(taskId: string, attempt: number): void {
+    const key = `${taskId}/${attempt}`;
+    const p = this.pending.get(key);
+    if (!p) return;
+    if (p.lines.length === 0) this.pending.delete(key);
+    else this.finished.add(key);
+  }
+}
