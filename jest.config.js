@@ -17,8 +17,9 @@ const moduleNameMapper = {
 const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: __dirname };
 
 module.exports = {
-  // Hooks start real processes and servers; a loaded 2-core machine needs more than Jest's 5 s.
-  testTimeout: 60_000,
+  // Hooks start real processes and servers, and tests wait for final states: on a 2-core machine
+  // loaded by the other lanes a start alone may take 20 s or more (a start has 90 s).
+  testTimeout: 180_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts'] },
     {
