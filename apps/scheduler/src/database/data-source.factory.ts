@@ -24,6 +24,7 @@ import { TopologyRunDeadline1766000000000 } from './migrations/1766000000000-Top
 import { WaitsToldOnce1766100000000 } from './migrations/1766100000000-WaitsToldOnce';
 import { WorkerContractVersion1766200000000 } from './migrations/1766200000000-WorkerContractVersion';
 import { AttemptLogs1766300000000 } from './migrations/1766300000000-AttemptLogs';
+import { TypeWorkerLost1766400000000 } from './migrations/1766400000000-TypeWorkerLost';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   WaitsToldOnce1766100000000,
   WorkerContractVersion1766200000000,
   AttemptLogs1766300000000,
+  TypeWorkerLost1766400000000,
 ];
 
 /**

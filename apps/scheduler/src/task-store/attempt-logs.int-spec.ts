@@ -133,6 +133,28 @@ describe.each([
     expect(big.dropped).toBe(5);
   });
 
+  it('writes appends that arrive together in shared transactions, each answered for itself', async () => {
+    const logs = store.attemptLogs;
+    const caps = { maxLines: 4, maxBytes: 1_000_000 };
+    // 60 attempts at once, one of them sent twice and one over its cap.
+    const sent = Array.from({ length: 60 }, (_, i) =>
+      logs.append(`T-group-${i}`, 1, [line(0), line(1), line(2)], caps),
+    );
+    sent.push(logs.append('T-group-7', 1, [line(1), line(2), line(3)], caps));
+    sent.push(logs.append('T-group-9', 1, [line(3), line(4), line(5)], caps));
+    const answers = await Promise.all(sent);
+    expect(answers.slice(0, 60).every((a) => a.accepted + a.duplicates === 3)).toBe(true);
+    expect(answers[60]).toEqual({ accepted: 1, duplicates: 2 });
+    expect(answers[61]).toEqual({ accepted: 3, duplicates: 0 });
+    expect(
+      (await logs.page('T-group-7', 1, { after: -1, limit: 10 })).lines.map((l) => l.seq),
+    ).toEqual([0, 1, 2, 3]);
+    const capped = await logs.page('T-group-9', 1, { after: -1, limit: 10 });
+    expect([capped.lines.map((l) => l.seq), capped.dropped]).toEqual([[2, 3, 4, 5], 2]);
+    for (const i of [0, 33, 59])
+      expect((await logs.page(`T-group-${i}`, 1, { after: -1, limit: 10 })).lines).toHaveLength(3);
+  });
+
   it('goes with its task when the task is purged', async () => {
     const t = newTask({ status: 'FINISH' as never, finishedAt: 1 });
     await store.tasks.insert(t, 'made', 'test');

@@ -32,6 +32,19 @@ export interface AttemptLogPage {
   dropped: number;
 }
 
+/** Lines written in one transaction at most (the appends of a group add up to this). */
+const GROUP_LINES = 2000;
+
+type AppendResult = { accepted: number; duplicates: number };
+interface Append {
+  taskId: string;
+  attempt: number;
+  lines: readonly AttemptLogLine[];
+  caps: AttemptLogCaps;
+  resolve(r: AppendResult): void;
+  reject(err: unknown): void;
+}
+
 const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 const bytesOf = (l: AttemptLogLine, fields: string | null): number =>
   Buffer.byteLength(l.message) + (fields ? Buffer.byteLength(fields) : 0) + 32;
@@ -49,90 +62,170 @@ export class AttemptLogsRepository {
     private readonly tx: TransactionRunner,
   ) {}
 
-  /** Keeps the lines not kept yet; how many were new, and how many were sent before. */
-  async append(
+  /**
+   * Keeps the lines not kept yet; how many were new, and how many were sent before. Appends that
+   * arrive while one is being written share the next transaction (one statement per step for all
+   * of them), so many workers' batches cost what a few do: no wait is added to the first.
+   */
+  append(
     taskId: string,
     attempt: number,
     lines: readonly AttemptLogLine[],
     caps: AttemptLogCaps,
   ): Promise<{ accepted: number; duplicates: number }> {
-    // A line sent twice at once by two schedulers' retries: the unique key refuses the second
-    // whole transaction, which runs again and finds them kept.
+    return new Promise((resolve, reject) => {
+      this.queue.push({ taskId, attempt, lines, caps, resolve, reject });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private readonly queue: Append[] = [];
+  private writing = false;
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length > 0) {
+        // A group of at most GROUP_LINES lines (an append's lines never split).
+        let n = 0;
+        let lines = 0;
+        while (
+          n < this.queue.length &&
+          (n === 0 || lines + this.queue[n].lines.length <= GROUP_LINES)
+        )
+          lines += this.queue[n++].lines.length;
+        const group = this.queue.splice(0, n);
+        try {
+          const results = await this.writeGroup(group);
+          group.forEach((a, i) => a.resolve(results[i]));
+        } catch (err) {
+          for (const a of group) a.reject(err);
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /**
+   * One transaction for a group of appends. A line sent twice at once through two schedulers
+   * makes the unique key refuse the second whole transaction, which runs again and finds it kept.
+   */
+  private async writeGroup(group: readonly Append[]): Promise<AppendResult[]> {
     for (let tries = 1; ; tries++) {
       try {
-        return await this.tx.run((m) => this.appendIn(m, taskId, attempt, lines, caps));
+        return await this.tx.run((m) => this.writeIn(m, group));
       } catch (err) {
         if (tries >= 3 || !isUniqueViolation(err)) throw err;
       }
     }
   }
 
-  private async appendIn(
-    m: EntityManager,
-    taskId: string,
-    attempt: number,
-    lines: readonly AttemptLogLine[],
-    caps: AttemptLogCaps,
-  ): Promise<{ accepted: number; duplicates: number }> {
-    const seqs = [...new Set(lines.map((l) => l.seq))];
-    const { records } = await this.sql.exec(
-      m,
-      `SELECT seq FROM baton_task_log_line WHERE task_id = ? AND attempt = ? AND seq IN (${marks(seqs.length)})`,
-      [taskId, attempt, ...seqs],
-    );
-    const kept = new Set((records as { seq: unknown }[]).map((r) => Number(r.seq)));
-    const fresh = new Map<number, AttemptLogLine>();
-    for (const l of lines) if (!kept.has(l.seq) && !fresh.has(l.seq)) fresh.set(l.seq, l);
-    const duplicates = lines.length - fresh.size;
-    if (fresh.size === 0) return { accepted: 0, duplicates };
-    let bytes = 0;
-    const rows = [...fresh.values()].map((l) => {
-      const fields = l.fields ? JSON.stringify(l.fields) : null;
-      const size = bytesOf(l, fields);
-      bytes += size;
-      return {
-        task_id: taskId,
-        attempt,
-        seq: l.seq,
-        at: l.at,
-        level: l.level,
-        message: l.message,
-        fields,
-        bytes: size,
-      };
+  private async writeIn(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {
+    const kept = await this.keptSeqs(m, group);
+    const rows: Record<string, unknown>[] = [];
+    const usage = new Map<
+      string,
+      { taskId: string; attempt: number; lines: number; bytes: number; caps: AttemptLogCaps }
+    >();
+    const results = group.map((a) => {
+      let accepted = 0;
+      for (const l of a.lines) {
+        const key = `${a.taskId}/${a.attempt}/${l.seq}`;
+        if (kept.has(key)) continue;
+        kept.add(key);
+        accepted++;
+        const fields = l.fields ? JSON.stringify(l.fields) : null;
+        const size = bytesOf(l, fields);
+        rows.push({
+          task_id: a.taskId,
+          attempt: a.attempt,
+          seq: l.seq,
+          at: l.at,
+          level: l.level,
+          message: l.message,
+          fields,
+          bytes: size,
+        });
+        const u = usage.get(`${a.taskId}/${a.attempt}`) ?? {
+          taskId: a.taskId,
+          attempt: a.attempt,
+          lines: 0,
+          bytes: 0,
+          caps: a.caps,
+        };
+        u.lines++;
+        u.bytes += size;
+        usage.set(`${a.taskId}/${a.attempt}`, u);
+      }
+      return { accepted, duplicates: a.lines.length - accepted };
     });
+    if (rows.length === 0) return results;
     await this.sql.insertRows(m, 'baton_task_log_line', rows);
-    const usage = await this.addUsage(m, taskId, attempt, rows.length, bytes);
-    if (usage.lines > caps.maxLines || usage.bytes > caps.maxBytes)
-      await this.dropOldest(m, taskId, attempt, usage, caps);
-    return { accepted: rows.length, duplicates };
+    const totals = await this.addUsage(m, [...usage.values()]);
+    for (const u of usage.values()) {
+      const t = totals.get(`${u.taskId}/${u.attempt}`);
+      if (t && (t.lines > u.caps.maxLines || t.bytes > u.caps.maxBytes))
+        await this.dropOldest(m, u.taskId, u.attempt, t, u.caps);
+    }
+    return results;
   }
 
-  /** Counts the new lines on the attempt's usage row (made on its first lines); the totals after. */
+  /** The seqs already kept of the group's lines, as `task/attempt/seq`. */
+  private async keptSeqs(m: EntityManager, group: readonly Append[]): Promise<Set<string>> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    for (const a of group) {
+      const seqs = [...new Set(a.lines.map((l) => l.seq))];
+      where.push(`(task_id = ? AND attempt = ? AND seq IN (${marks(seqs.length)}))`);
+      params.push(a.taskId, a.attempt, ...seqs);
+    }
+    const { records } = await this.sql.exec(
+      m,
+      `SELECT task_id, attempt, seq FROM baton_task_log_line WHERE ${where.join(' OR ')}`,
+      params,
+    );
+    return new Set(
+      (records as { task_id: string; attempt: unknown; seq: unknown }[]).map(
+        (r) => `${r.task_id}/${Number(r.attempt)}/${Number(r.seq)}`,
+      ),
+    );
+  }
+
+  /** Counts the new lines on each attempt's usage row (made on its first lines); the totals after. */
   private async addUsage(
     m: EntityManager,
-    taskId: string,
-    attempt: number,
-    lines: number,
-    bytes: number,
-  ): Promise<{ lines: number; bytes: number }> {
+    added: readonly { taskId: string; attempt: number; lines: number; bytes: number }[],
+  ): Promise<Map<string, { lines: number; bytes: number }>> {
     const mysql = this.db.options.type !== 'better-sqlite3';
+    const values = added.map(() => '(?, ?, ?, ?, 0)').join(', ');
+    const params = added.flatMap((u) => [u.taskId, u.attempt, u.lines, u.bytes]);
     await this.sql.exec(
       m,
       mysql
-        ? `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES (?, ?, ?, ?, 0)
+        ? `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES ${values}
             ON DUPLICATE KEY UPDATE line_count = line_count + VALUES(line_count), byte_count = byte_count + VALUES(byte_count)`
-        : `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES (?, ?, ?, ?, 0)
+        : `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES ${values}
             ON CONFLICT (task_id, attempt) DO UPDATE SET line_count = line_count + excluded.line_count, byte_count = byte_count + excluded.byte_count`,
-      [taskId, attempt, lines, bytes],
+      params,
     );
     const { records } = await this.sql.exec(
       m,
-      'SELECT line_count, byte_count FROM baton_task_log_usage WHERE task_id = ? AND attempt = ?',
-      [taskId, attempt],
+      `SELECT task_id, attempt, line_count, byte_count FROM baton_task_log_usage WHERE ${added.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
+      added.flatMap((u) => [u.taskId, u.attempt]),
     );
-    const row = records[0] as { line_count: unknown; byte_count: unknown };
-    return { lines: Number(row.line_count), bytes: Number(row.byte_count) };
+    const out = new Map<string, { lines: number; bytes: number }>();
+    for (const r of records as {
+      task_id: string;
+      attempt: unknown;
+      line_count: unknown;
+      byte_count: unknown;
+    }[])
+      out.set(`${r.task_id}/${Number(r.attempt)}`, {
+        lines: Number(r.line_count),
+        bytes: Number(r.byte_count),
+      });
+    return out;
   }
 
   /** Drops the attempt's oldest lines until it is within its caps, and counts them. */

@@ -50,6 +50,10 @@ export class TaskTypeEntity {
   @Column({ type: 'boolean' })
   rollback_on_fail!: boolean;
 
+  /** What an attempt on a worker that stays unreachable past the heartbeat timeout comes to. */
+  @Column({ type: 'varchar', length: 8, default: 'fail' })
+  on_worker_lost!: WorkerLostPolicy;
+
   /** Most starts per second over all scheduler instances; null: no limit. */
   @Column({ type: 'int', nullable: true })
   rate_limit_per_sec!: number | null;
@@ -68,3 +72,9 @@ export class TaskTypeEntity {
   @Column({ type: 'bigint', transformer: bigintNumber })
   updated_at!: number;
 }
+
+/**
+ * What a lost worker means for its attempt: `fail` (the heartbeat timeout's policy), or `recover`
+ * (another attempt on another worker, not counted against max_retry: for work safe to repeat).
+ */
+export type WorkerLostPolicy = 'fail' | 'recover';

@@ -1,5 +1,5 @@
 import { BlockingKind, ContractCall } from '@baton/task-contract';
-import { TimeoutPolicy } from './task-type.entity';
+import { TimeoutPolicy, WorkerLostPolicy } from './task-type.entity';
 import { WorkerRules } from './worker-rules';
 
 /** A task type as services see it. */
@@ -17,6 +17,8 @@ export interface TaskTypeModel {
   timeoutPolicy: { queue: TimeoutPolicy; heartbeat: TimeoutPolicy; deadline: TimeoutPolicy };
   concurrencyLimit: number | null;
   rollbackOnFail: boolean;
+  /** An attempt whose worker stays unreachable past the heartbeat timeout: failed, or recovered. */
+  onWorkerLost: WorkerLostPolicy;
   /** Most starts per second over all scheduler instances; null: none. */
   rateLimitPerSec: number | null;
   /** Days a FINISH task of this type is kept before it is purged; null: the instance's default, 0: kept. */
@@ -38,6 +40,7 @@ export const TASK_TYPE_DEFAULTS = {
   timeoutPolicy: { queue: 'fail', heartbeat: 'retry', deadline: 'fail' },
   concurrencyLimit: null,
   rollbackOnFail: false,
+  onWorkerLost: 'fail',
   rateLimitPerSec: null,
   retentionDays: null,
   workerRules: null,

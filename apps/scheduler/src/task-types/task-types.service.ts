@@ -116,6 +116,7 @@ export class TaskTypesService {
       concurrencyLimit:
         dto.concurrency_limit !== undefined ? dto.concurrency_limit : current.concurrencyLimit,
       rollbackOnFail: dto.rollback_on_fail ?? current.rollbackOnFail,
+      onWorkerLost: dto.on_worker_lost ?? current.onWorkerLost,
       rateLimitPerSec:
         dto.rate_limit_per_sec !== undefined ? dto.rate_limit_per_sec : current.rateLimitPerSec,
       retentionDays: dto.retention_days !== undefined ? dto.retention_days : current.retentionDays,

@@ -1492,6 +1492,11 @@ export interface components {
             timeout_policy: components["schemas"]["TimeoutPolicyDto"];
             concurrency_limit?: number | null;
             rollback_on_fail: boolean;
+            /**
+             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)
+             * @enum {string}
+             */
+            on_worker_lost: "fail" | "recover";
             /** @description most starts per second over all scheduler instances */
             rate_limit_per_sec?: number | null;
             /** @description days a FINISH task of this type is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever */
@@ -1509,6 +1514,11 @@ export interface components {
             timeout_policy?: components["schemas"]["TimeoutPolicyDto"];
             concurrency_limit?: number | null;
             rollback_on_fail?: boolean;
+            /**
+             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)
+             * @enum {string}
+             */
+            on_worker_lost?: "fail" | "recover";
             /** @description most starts per second over all scheduler instances; null: no limit */
             rate_limit_per_sec?: number | null;
             /** @description days a FINISH task of this type (with its events, attempts, labels and idempotency record) is kept before it is purged; null: the instance's default (BATON_RETENTION_DAYS), 0: kept forever */

@@ -30,6 +30,8 @@ const MAX_PENDING = 10_000;
 const FLUSH_MS = 500;
 /** The longest wait between tries while the scheduler cannot be reached. */
 const RETRY_MAX_MS = 30_000;
+/** Attempts whose lines are sent at once (each attempt's own lines go in order). */
+const IN_FLIGHT = 8;
 /** The longest line kept: the contract's limit. */
 const MAX_MESSAGE = 4000;
 
@@ -144,40 +146,55 @@ export class AttemptLogShipper {
     this.timer.unref();
   }
 
+  /** Every attempt's waiting lines, a few attempts at a time (each attempt's in order). */
   private async sendAll(): Promise<void> {
-    for (const [key, p] of this.pending) {
-      while (p.lines.length > 0) {
-        if (p.dropped > 0) {
-          // Said in the attempt's own log, where the gap is: the worker kept no more.
-          p.lines[0] = {
-            ...p.lines[0],
-            message: `[${p.dropped} earlier line(s) dropped by the worker: the scheduler could not be reached] ${p.lines[0].message}`,
-          };
-          p.dropped = 0;
-        }
-        const batch = p.lines.slice(0, BATCH);
-        try {
-          await this.callbacks.logs(p.taskId, p.attempt, p.fence, batch);
-          this.failures = 0;
-          this.retryAt = 0;
-        } catch (err) {
-          if (err instanceof StaleFenceError || err instanceof TaskNotFoundError) {
-            this.pending.delete(key);
-            break;
-          }
-          // Kept, in order, and sent again later: a scheduler that restarts gets them then.
-          this.failures++;
-          if (this.failures === 1)
-            this.logger.warn(`sending logs of ${p.taskId} failed (${errorMessage(err)}): retrying`);
-          this.retryAt =
-            this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
-          this.schedule(0);
-          return;
-        }
-        p.lines.splice(0, batch.length);
+    const attempts = [...this.pending.entries()].filter(([, p]) => p.lines.length > 0);
+    let failed = false;
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (!failed && next < attempts.length) {
+        const [key, p] = attempts[next++];
+        if (!(await this.sendAttempt(key, p))) failed = true;
       }
+    };
+    await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+    for (const [key, p] of attempts)
       if (p.lines.length === 0 && this.finished.delete(key)) this.pending.delete(key);
+  }
+
+  /** One attempt's waiting lines, in order; false when the scheduler could not be reached. */
+  private async sendAttempt(key: string, p: Pending): Promise<boolean> {
+    while (p.lines.length > 0) {
+      if (p.dropped > 0) {
+        // Said in the attempt's own log, where the gap is: the worker kept no more.
+        p.lines[0] = {
+          ...p.lines[0],
+          message: `[${p.dropped} earlier line(s) dropped by the worker: the scheduler could not be reached] ${p.lines[0].message}`,
+        };
+        p.dropped = 0;
+      }
+      const batch = p.lines.slice(0, BATCH);
+      try {
+        await this.callbacks.logs(p.taskId, p.attempt, p.fence, batch);
+        this.failures = 0;
+        this.retryAt = 0;
+      } catch (err) {
+        if (err instanceof StaleFenceError || err instanceof TaskNotFoundError) {
+          this.pending.delete(key);
+          return true;
+        }
+        // Kept, in order, and sent again later: a scheduler that restarts gets them then.
+        this.failures++;
+        if (this.failures === 1)
+          this.logger.warn(`sending logs of ${p.taskId} failed (${errorMessage(err)}): retrying`);
+        this.retryAt =
+          this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
+        this.schedule(0);
+        return false;
+      }
+      p.lines.splice(0, batch.length);
     }
+    return true;
   }
 
   /** The run of this attempt ended: once its lines went, nothing of it is kept. */

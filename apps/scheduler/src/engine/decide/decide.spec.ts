@@ -806,6 +806,25 @@ describe('decidePoll: a RUNNING task is due', () => {
       },
     ],
     [
+      'unreachable past the heartbeat timeout, a type that recovers a lost worker: recover',
+      { heartbeatAt: NOW - 40_000 },
+      { onWorkerLost: 'recover' },
+      { kind: 'unreachable', error: 'ECONNREFUSED' },
+      false,
+      {
+        kind: 'recover',
+        why: expect.stringMatching(/unreachable for 40000 ms .*on_worker_lost: recover/),
+      },
+    ],
+    [
+      'a worker that answers but whose run stopped beating is not lost: its timeout policy',
+      { heartbeatAt: NOW - 31_000 },
+      { onWorkerLost: 'recover' },
+      { kind: 'heartbeat', task: view(TaskStatus.RUNNING), heartbeat: { alive: false } },
+      false,
+      { kind: 'heartbeat-timeout' },
+    ],
+    [
       'unreachable within it: look again',
       {},
       {},

@@ -120,6 +120,12 @@ export function decidePoll(
       // unreachable worker is given up on only past the heartbeat timeout.
       const lastBeat = t.heartbeatAt ?? t.startedAt ?? now;
       if (now - lastBeat > type.heartbeatTimeoutMs) {
+        // A worker that never came back: its type says whether the attempt may run elsewhere.
+        if (type.onWorkerLost === 'recover')
+          return {
+            kind: 'recover',
+            why: `worker ${t.workerId ?? '?'} of attempt ${t.attempt} unreachable for ${now - lastBeat} ms (${seen.error}); the type recovers a lost worker's attempts (on_worker_lost: recover)`,
+          };
         return {
           kind: 'heartbeat-timeout',
           timeout: decideTimeout(

@@ -20,6 +20,10 @@ import { TIMEOUT_POLICIES, TimeoutPolicy } from '../task-type.entity';
 import { TaskTypeModel } from '../task-type.model';
 import { WorkerRules } from '../worker-rules';
 
+/** What `on_worker_lost` means, as the API documents say it. */
+const ON_WORKER_LOST =
+  'what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)';
+
 export class TimeoutPolicyDto {
   @ApiProperty({
     enum: TIMEOUT_POLICIES,
@@ -129,6 +133,8 @@ export class TaskTypeDto {
   @ApiProperty({ type: TimeoutPolicyDto }) timeout_policy!: TimeoutPolicyDto;
   @ApiPropertyOptional({ type: 'integer', nullable: true }) concurrency_limit!: number | null;
   @ApiProperty() rollback_on_fail!: boolean;
+  @ApiProperty({ enum: ['fail', 'recover'], description: ON_WORKER_LOST })
+  on_worker_lost!: 'fail' | 'recover';
   @ApiPropertyOptional({
     type: 'integer',
     nullable: true,
@@ -164,6 +170,7 @@ export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
     timeout_policy: m.timeoutPolicy,
     concurrency_limit: m.concurrencyLimit,
     rollback_on_fail: m.rollbackOnFail,
+    on_worker_lost: m.onWorkerLost,
     rate_limit_per_sec: m.rateLimitPerSec,
     retention_days: m.retentionDays,
     worker_rules: m.workerRules ? toWorkerRulesDto(m.workerRules) : null,
@@ -232,6 +239,11 @@ export class UpdateTaskTypeDto {
   @IsOptional()
   @IsBoolean()
   rollback_on_fail?: boolean;
+
+  @ApiPropertyOptional({ enum: ['fail', 'recover'], description: ON_WORKER_LOST })
+  @IsOptional()
+  @IsIn(['fail', 'recover'])
+  on_worker_lost?: 'fail' | 'recover';
 
   @ApiPropertyOptional({
     type: 'integer',
