@@ -483,6 +483,7 @@ describe('conformance kit against the Python example (examples/python-worker)', 
     ],
     ['forget', 'restart: the worker keeps its tasks and says which runs it lost'],
     ['restart-alive', 'restart: the worker keeps its tasks and says which runs it lost'],
+    ['lost-alive', 'heartbeat of a run going on: alive, and not execution_lost'],
   ])('fails a Python worker broken in %s, on the check that names it', async (broken, check) => {
     const worker = restartablePython({
       AUTH_MODE: 'hmac',

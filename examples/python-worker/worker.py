@@ -50,8 +50,13 @@ SCHEDULER_URLS = [u.strip().rstrip("/") for u in os.environ.get("SCHEDULER_URL",
 WORKER_ID = os.environ.get("WORKER_ID", "")
 PUBLIC_URL = os.environ.get("PUBLIC_URL", "")
 WORKER_VERSION = os.environ.get("WORKER_VERSION", "0.1.0")
-# The worker contract this worker speaks (openapi/worker.v1.json info.version).
-CONTRACT_VERSION = "1.2.0"
+# The worker contract this worker speaks (openapi/worker.v1.json info.version). 1.0.0 plays a
+# worker of that version, for the tests of how a scheduler treats one: its registration names no
+# contract version, and it never says a run was lost (execution_lost came with 1.1.0).
+CONTRACT_VERSION = os.environ.get("CONTRACT_VERSION", "1.2.0")
+if CONTRACT_VERSION not in ("1.0.0", "1.2.0"):
+    sys.stderr.write(f"CONTRACT_VERSION must be 1.2.0 (or 1.0.0 to play one), not {CONTRACT_VERSION}\n")
+    sys.exit(2)
 CAPACITY = int(os.environ.get("CAPACITY", "64"))
 HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "2000"))
 BROKEN = os.environ.get("BROKEN", "")
@@ -73,6 +78,7 @@ KNOWN_BROKEN = {
     "body-limit",  # no body size limit
     "forget",  # keeps nothing across a restart, whatever STATE_FILE says
     "restart-alive",  # after a restart, says alive for runs that died with the old process
+    "lost-alive",  # says execution_lost of runs that are going on
 }
 
 
@@ -685,7 +691,8 @@ def read(task_type, query):
             return {"task_id": task_id, "alive": False, "task_status": "NONE", "heartbeat_at": None}
         answer = {"task_id": task_id, "alive": is_alive(t), "task_status": t["task_status"], "heartbeat_at": t["heartbeat_at"]}
         execution = EXECUTIONS.get(task_id)
-        if t["task_status"] == "RUNNING" and (execution is None or execution.attempt != t["attempt"]):
+        lost = execution is None or execution.attempt != t["attempt"] or BROKEN == "lost-alive"
+        if t["task_status"] == "RUNNING" and lost and CONTRACT_VERSION != "1.0.0":
             # The run died with an earlier process of this worker: nothing will end it here.
             answer["execution_lost"] = True
         return answer
@@ -878,7 +885,7 @@ class Scheduler:
             "worker_id": WORKER_ID,
             "url": PUBLIC_URL,
             "version": WORKER_VERSION,
-            "contract_version": CONTRACT_VERSION,
+            **({"contract_version": CONTRACT_VERSION} if CONTRACT_VERSION != "1.0.0" else {}),
             "capacity": CAPACITY,
             "task_types": [
                 {"task_type": name, "blocking": spec["blocking"], "implements": implements(spec)}

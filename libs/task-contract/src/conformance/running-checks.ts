@@ -84,6 +84,26 @@ export const RUNNING_CHECKS: readonly Check[] = [
     },
   },
   {
+    // Contract 1.2.0: a scheduler recovers (runs again elsewhere) an attempt answered lost.
+    name: 'heartbeat of a run going on: alive, and not execution_lost',
+    section: 'Crash recovery',
+    run: async ({ probe }) => {
+      const id = await probe.startLongRun('alive-run', 1);
+      try {
+        const beat = await probe.ok(probe.read(id, 'heartbeat'), 'heartbeat');
+        expectStatus(beat, TaskStatus.RUNNING, 'heartbeat of a running task');
+        expect(beat.alive === true, 'a run going on is answered not alive');
+        expect(
+          beat.execution_lost !== true,
+          'a run going on is answered execution_lost: true (the scheduler would run it again elsewhere)',
+        );
+      } finally {
+        await probe.write(id, undefined, 1, { event: 'cancel' });
+      }
+      return 'RUNNING, alive, not lost';
+    },
+  },
+  {
     name: 'cancel of a running task: FAIL, and the run stops',
     section: 'Statuses and transitions',
     run: async ({ probe }) => {

@@ -62,7 +62,10 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
       {
         change:
           '`execution_lost` is required, not optional: a scheduler recovers a run lost with the worker\'s process only through it (a worker without it has such runs fail by heartbeat timeout)',
-        checks: ['restart: the worker keeps its tasks and says which runs it lost'],
+        checks: [
+          'restart: the worker keeps its tasks and says which runs it lost',
+          'heartbeat of a run going on: alive, and not execution_lost',
+        ],
       },
     ],
   },
