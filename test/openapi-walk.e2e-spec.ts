@@ -394,7 +394,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       }),
       'PUT /v1/tasks/{task_id}/logs': async () => ({
         ...(await callback(s.callbacks, {
-          lines: [{ seq: 900, at: new Date().toISOString(), level: 'info', message: 'walked' }],
+          lines: [{ seq: 900, at: '2026-01-01T00:00:00.000Z', level: 'info', message: 'walked' }],
         })),
         path: `/v1/tasks/${s.callbacks}/logs`,
       }),

@@ -1,6 +1,7 @@
 import { Connection, createConnection } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 import { systemClock } from '@baton/time';
+import { eventually } from '../../../../test/support/processes';
 import { mysqlTestDatabase, TestDatabase } from './testing/test-databases';
 import { createDataSource } from './data-source.factory';
 import { TransactionRunner } from './transaction-runner';
@@ -61,15 +62,14 @@ describe('TransactionRunner on MySQL', () => {
     await other.query('SELECT v FROM t WHERE id = 2 FOR UPDATE');
     // Locks row 1, then waits for row 2.
     const single = runner.single((m) => m.query('UPDATE t SET v = v + 10 WHERE id IN (1, 2)'));
-    // Waits for the state (the statement waiting on row 2), however long a busy box takes.
-    let seen = false;
-    const until = systemClock.monotonic() + 60_000;
-    while (!seen && systemClock.monotonic() < until) {
-      seen = (await lockWaits()) > 0;
-      // MariaDB refreshes INNODB_TRX only when it was last read over 100 ms ago.
-      if (!seen) await systemClock.sleep(250);
-    }
-    expect(seen).toBe(true);
+    // Waits for the state: the statement waiting on row 2. MariaDB refreshes INNODB_TRX only
+    // when it was last read over 100 ms ago, so it is asked every 250 ms.
+    await eventually(
+      async () => ((await lockWaits()) > 0 ? true : undefined),
+      60_000,
+      'the single statement waiting for row 2',
+      250,
+    );
     // Row 1 is held by the single statement: a cycle; the single statement is rolled back.
     await other.query('UPDATE t SET v = v + 1 WHERE id = 1');
     await other.query('COMMIT');

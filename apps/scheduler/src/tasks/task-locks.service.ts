@@ -4,6 +4,9 @@ import { TasksRepository } from '../task-store';
 import { TaskLockDto } from './dto/task-lock.dto';
 import { TasksService } from './tasks.service';
 
+/** A key's state, held by a lease or (`byState`) by a task's state where no lease is. */
+type KeyHolding = LockKeyState & { byState?: boolean };
+
 /** Shown instead of a holder a key of one tenant may not see (as the task's log says it). */
 const OTHER_TENANT = 'a task of another tenant';
 
@@ -28,9 +31,7 @@ export class TaskLocksService {
     for (const leased of states) {
       // A key no lease holds may still be held by a task's state (its attempt under way, its
       // scheduler gone and the lease run out): the engine waits for that holder, so it shows.
-      const s: LockKeyState & { byState?: boolean } = leased.held
-        ? leased
-        : await this.heldByState(leased, taskId);
+      const s: KeyHolding = leased.held ? leased : await this.heldByState(leased, taskId);
       let hidden = false;
       if (tenant !== null && s.held && s.holderTaskId !== taskId) {
         // A labelled holding of a task of another tenant (or of one gone from the database) is
@@ -44,21 +45,14 @@ export class TaskLocksService {
     return out;
   }
 
-  private async heldByState(
-    s: LockKeyState,
-    taskId: string,
-  ): Promise<LockKeyState & { byState?: boolean }> {
+  private async heldByState(s: LockKeyState, taskId: string): Promise<KeyHolding> {
     const holder = await this.repo.lockKeyHolder([s.key], taskId);
     if (holder === undefined) return s;
     return { ...s, held: true, holder: `task ${holder}`, holderTaskId: holder, byState: true };
   }
 }
 
-function toTaskLockDto(
-  s: LockKeyState & { byState?: boolean },
-  taskId: string,
-  hidden: boolean,
-): TaskLockDto {
+function toTaskLockDto(s: KeyHolding, taskId: string, hidden: boolean): TaskLockDto {
   return {
     key: s.key,
     held: s.held,

@@ -1493,7 +1493,7 @@ export interface components {
             concurrency_limit?: number | null;
             rollback_on_fail: boolean;
             /**
-             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)
+             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again; never for a task with lock_keys, whose lost run may still hold them)
              * @enum {string}
              */
             on_worker_lost: "fail" | "recover";
@@ -1515,7 +1515,7 @@ export interface components {
             concurrency_limit?: number | null;
             rollback_on_fail?: boolean;
             /**
-             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)
+             * @description what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again; never for a task with lock_keys, whose lost run may still hold them)
              * @enum {string}
              */
             on_worker_lost?: "fail" | "recover";

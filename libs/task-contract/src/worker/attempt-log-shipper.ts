@@ -125,15 +125,7 @@ export class AttemptLogShipper {
   }
 
   private pipe(p: Pending, child: ChildProcess): Promise<void> {
-    const follow = (stream: NodeJS.ReadableStream | null, level: Level): Promise<void> => {
-      if (!stream) return Promise.resolve();
-      const lines = createInterface({ input: stream, crlfDelay: Infinity });
-      lines.on('line', (l) => this.add(p, level, l));
-      return new Promise((resolve) => lines.once('close', () => resolve()));
-    };
-    return Promise.all([follow(child.stdout, 'info'), follow(child.stderr, 'warn')]).then(
-      () => undefined,
-    );
+    return followOutput(child, (level, line) => this.add(p, level, line));
   }
 
   private schedule(ms: number): void {
@@ -205,4 +197,20 @@ export class AttemptLogShipper {
     if (p.lines.length === 0) this.pending.delete(key);
     else this.finished.add(key);
   }
+}
+
+/** A child process's output, line by line (stdout as info, stderr as warn), until both end. */
+export async function followOutput(
+  child: ChildProcess,
+  onLine: (level: 'info' | 'warn', line: string) => void,
+): Promise<void> {
+  const follow = (stream: NodeJS.ReadableStream | null, level: 'info' | 'warn'): Promise<void> =>
+    stream
+      ? new Promise((resolve) =>
+          createInterface({ input: stream, crlfDelay: Infinity })
+            .on('line', (l) => onLine(level, l))
+            .once('close', () => resolve()),
+        )
+      : Promise.resolve();
+  await Promise.all([follow(child.stdout, 'info'), follow(child.stderr, 'warn')]);
 }

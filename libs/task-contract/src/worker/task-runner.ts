@@ -6,7 +6,7 @@ import { ContractErrorCode, ContractException } from '../errors/contract.excepti
 import { assertTransition } from '../state-machine/transition-table';
 import { TaskViewDto } from '../dto/worker-responses.dto';
 import { errorMessage } from '../util/error-message';
-import { AttemptLogShipper, RunLog } from './attempt-log-shipper';
+import { AttemptLogShipper, RunLog, followOutput } from './attempt-log-shipper';
 import { RunReporter } from './run-reporter';
 import { TaskExecution } from './task-execution';
 import {
@@ -283,17 +283,7 @@ function localRunLog(logger: Logger, taskId: string, attempt: number): RunLog {
     info: line('log'),
     warn: line('warn'),
     error: line('error'),
-    pipe: async (child) => {
-      const { createInterface } = await import('node:readline');
-      const follow = (s: NodeJS.ReadableStream | null, level: 'log' | 'warn'): Promise<void> =>
-        s
-          ? new Promise((resolve) =>
-              createInterface({ input: s, crlfDelay: Infinity })
-                .on('line', (l) => line(level)(l))
-                .once('close', () => resolve()),
-            )
-          : Promise.resolve();
-      await Promise.all([follow(child.stdout, 'log'), follow(child.stderr, 'warn')]);
-    },
+    pipe: (child) =>
+      followOutput(child, (level, l) => (level === 'warn' ? line('warn')(l) : line('log')(l))),
   };
 }

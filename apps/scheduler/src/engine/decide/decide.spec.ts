@@ -817,6 +817,14 @@ describe('decidePoll: a RUNNING task is due', () => {
       },
     ],
     [
+      'recover is not for a task with lock keys: its run may still hold them, so its timeout policy',
+      { heartbeatAt: NOW - 40_000, lockKeys: ['db:orders'] },
+      { onWorkerLost: 'recover' },
+      { kind: 'unreachable', error: 'ECONNREFUSED' },
+      false,
+      { kind: 'heartbeat-timeout' },
+    ],
+    [
       'a worker that answers but whose run stopped beating is not lost: its timeout policy',
       { heartbeatAt: NOW - 31_000 },
       { onWorkerLost: 'recover' },

@@ -121,7 +121,9 @@ export function decidePoll(
       const lastBeat = t.heartbeatAt ?? t.startedAt ?? now;
       if (now - lastBeat > type.heartbeatTimeoutMs) {
         // A worker that never came back: its type says whether the attempt may run elsewhere.
-        if (type.onWorkerLost === 'recover')
+        // Not a task with lock keys: the lost run may still hold its resources, and a new attempt
+        // would free them (by its state) to other tasks while it goes on.
+        if (type.onWorkerLost === 'recover' && t.lockKeys.length === 0)
           return {
             kind: 'recover',
             why: `worker ${t.workerId ?? '?'} of attempt ${t.attempt} unreachable for ${now - lastBeat} ms (${seen.error}); the type recovers a lost worker's attempts (on_worker_lost: recover)`,

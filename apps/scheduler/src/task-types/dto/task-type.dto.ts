@@ -22,7 +22,7 @@ import { WorkerRules } from '../worker-rules';
 
 /** What `on_worker_lost` means, as the API documents say it. */
 const ON_WORKER_LOST =
-  'what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again)';
+  'what an attempt comes to when its worker stays unreachable past the heartbeat timeout (it never comes back): `fail` (the default: the heartbeat timeout policy; the work may still be running somewhere the scheduler cannot see, and running it again could do it twice) or `recover` (another attempt on another eligible worker, not counted against max_retry: for work that is safe to run again; never for a task with lock_keys, whose lost run may still hold them)';
 
 export class TimeoutPolicyDto {
   @ApiProperty({
