@@ -135,12 +135,22 @@ describe('rolling restart under load', () => {
       procs.delete(schedulers[i]);
       outputs.push(schedulers[i].output());
       const stopped = Date.now() - t0;
+      // What the stop said about the drives under way (printed with the figures below).
+      const shutdown =
+        outputs[i].match(
+          /[^\n]*(still under way|handing back the claim|drives under way finished)[^\n]*/g,
+        ) ?? [];
       const [held] = await conn.query(
         // The database's own clock: a claim not yet lapsed when the stop was over.
-        "SELECT task_id FROM baton_task WHERE owner = ? AND status <> 'FINISH' AND lease_until > UNIX_TIMESTAMP(NOW(3)) * 1000",
+        "SELECT task_id, status, lease_until - UNIX_TIMESTAMP(NOW(3)) * 1000 AS left_ms FROM baton_task WHERE owner = ? AND status <> 'FINISH' AND lease_until > UNIX_TIMESTAMP(NOW(3)) * 1000",
         [`roll-${i + 1}`],
       );
-      stranded.push(...(held as { task_id: string }[]).map((r) => `roll-${i + 1}: ${r.task_id}`));
+      stranded.push(
+        ...(held as { task_id: string; status: string; left_ms: number }[]).map(
+          (r) =>
+            `roll-${i + 1}: ${r.task_id} ${r.status}, claim ${Math.round(Number(r.left_ms))} ms left`,
+        ),
+      );
       const t1 = Date.now();
       await start(i);
       const listening = Date.now() - t1;
@@ -150,6 +160,7 @@ describe('rolling restart under load', () => {
         `scheduler ${i + 1} ready again`,
       );
       figures.push(
+        ...shutdown.slice(0, 5).map((l) => `s${i + 1} stopping: ${l.slice(0, 300)}`),
         `s${i + 1}: stopped in ${stopped} ms, listening ${listening} ms and ready ${Date.now() - t1} ms after its start (${/started in [^\n]*/.exec(schedulers[i].output())?.[0] ?? ''})`,
       );
       await scenario.after(1500);

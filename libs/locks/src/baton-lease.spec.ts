@@ -134,4 +134,37 @@ describe('BatonLease', () => {
     await clock.advance(300);
     expect(lease.lost).toBe(false);
   });
+
+  it('is lost as soon as its end has passed, also when the expiry timer has not fired yet', async () => {
+    const key = fakeKey('stalled');
+    const lease = leaseOf([key], 200, clock.now() + 200, false);
+    const lost: LeaseLostReason[] = [];
+    lease.onLost((reason) => lost.push(reason));
+    // A stopped process: time passes the end and no timer fires.
+    clock.stall(150);
+    expect(lease.lost).toBe(false);
+    clock.stall(50);
+    expect(lease.lost).toBe(true);
+    expect(lease.lostReason).toBe('expired');
+    expect(lost).toEqual(['expired']);
+    await expect(lease.extend()).rejects.toMatchObject({ code: LockErrorCode.LEASE_LOST });
+    // The late timer does not report it twice.
+    await clock.advance(0);
+    expect(lost).toEqual(['expired']);
+  });
+
+  it("is lost as session_lost once read past a backend's own bound (a session not heard from)", () => {
+    const key = fakeKey('session');
+    const heardUntil = clock.now() + 100;
+    const lease = leaseOf(
+      [{ ...key, validUntil: () => heardUntil }],
+      30_000,
+      clock.now() + 30_000,
+      false,
+    );
+    clock.stall(99);
+    expect(lease.lost).toBe(false);
+    clock.stall(1);
+    expect(lease.lostReason).toBe('session_lost');
+  });
 });

@@ -67,11 +67,25 @@ export class BatonLease implements Lease {
     return end === this.expiry.getTime() ? this.expiry : new Date(end);
   }
 
+  /**
+   * Read against the clock, not only set by the expiry timer: after a stall (a blocked event
+   * loop, a stopped process) the timer fires late, and until then the backend may already have
+   * handed the key to someone else. Reading past the end reports the loss at once.
+   */
   get lost(): boolean {
-    return this.lostAs !== undefined;
+    return this.lostReason !== undefined;
   }
 
   get lostReason(): LeaseLostReason | undefined {
+    if (!this.lostAs && !this.released) {
+      const now = this.clock.now();
+      if (now >= this.expiry.getTime()) this.expireNow('expired');
+      // A backend's own bound (a ZooKeeper session not heard from in time): its session is
+      // what was lost, though the client may not have said so yet.
+      else if (this.held.some((h) => h.validUntil && now >= h.validUntil())) {
+        this.expireNow('session_lost');
+      }
+    }
     return this.lostAs;
   }
 
@@ -156,7 +170,7 @@ export class BatonLease implements Lease {
         keys: this.keys,
       });
     }
-    if (this.lostAs) {
+    if (this.lostReason) {
       throw new LockException(
         LockErrorCode.LEASE_LOST,
         `cannot ${operation}: lease on ${this.keys.join(', ')} was lost (${this.lostAs})`,
@@ -175,9 +189,9 @@ export class BatonLease implements Lease {
     this.expiryTimer = this.clock.setTimeout(() => this.expireNow(), delay).unref();
   }
 
-  private expireNow(): void {
+  private expireNow(reason: LeaseLostReason = 'expired'): void {
     if (this.lostAs || this.released) return;
-    this.markLost('expired');
+    this.markLost(reason);
     for (const h of this.held) void h.expire?.().catch(() => undefined);
   }
 

@@ -23,7 +23,8 @@ export interface HeldKey {
   expire?(): Promise<void>;
   /**
    * A bound the backend puts on the holder's belief regardless of the TTL (ZooKeeper: the last
-   * server reply + session timeout − margin). The lease's `expiresAt` never goes past it.
+   * server reply + session timeout − margin). The lease's `expiresAt` never goes past it, and a
+   * lease read past it is lost as `session_lost`.
    */
   validUntil?(): number;
   /**

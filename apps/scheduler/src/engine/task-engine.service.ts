@@ -85,6 +85,8 @@ export class TaskEngine {
   private async driveOnce(taskId: string): Promise<void> {
     const step = await this.claims.claim(taskId);
     if (!step) return;
+    // Claimed while the process was handing its claims back (shutdown): already given up.
+    if (this.steps.isHandedBack(taskId)) return this.steps.forget(taskId);
     // The claim is renewed for as long as this drive goes on: a long run, but also a chain of
     // calls to a slow worker (notify, rollback, clean) that together outlast one lease.
     const type = await this.types.find(step.taskType).catch(() => undefined);

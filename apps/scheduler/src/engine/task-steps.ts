@@ -30,9 +30,17 @@ export class TaskSteps {
     this.actor = `scheduler:${config.instanceId}`;
   }
 
-  /** A claim was taken: steps of this drive start from its row. */
+  /** Set once the claims were handed back (shutdown): a claim that comes back later goes too. */
+  private closing: string | undefined;
+
+  /**
+   * A claim was taken: steps of this drive start from its row. After the hand-back (a claim
+   * query that was in flight then), the claim is handed back at once and the drive writes
+   * nothing: it would otherwise hold the task until its lease lapsed.
+   */
   track(t: TaskModel): void {
     this.latest.set(t.taskId, t);
+    if (this.closing) void this.handBackOne(t.taskId, this.closing);
   }
 
   /** The drive ended: nothing of it is kept. */
@@ -41,41 +49,49 @@ export class TaskSteps {
     this.handedBack.delete(taskId);
   }
 
+  /** Whether the drive's claim was handed back: it does nothing more. */
+  isHandedBack(taskId: string): boolean {
+    return this.handedBack.has(taskId);
+  }
+
   /**
    * Gives up the claims of every drive still under way (the process is shutting down): each task
    * is due now with no owner, so another instance claims it at once rather than after the claim
    * lease, and the drive here writes nothing more. Resolves with how many were handed back.
    */
   async handBack(why: string): Promise<number> {
-    let n = 0;
-    await Promise.all(
-      [...this.latest.keys()].map((id) =>
-        this.stepLock.run(id, async () => {
-          const t = this.latest.get(id);
-          if (!t || this.handedBack.has(id)) return;
-          this.handedBack.add(id);
-          if (t.owner !== this.config.instanceId) return;
-          const now = this.clock.now();
-          const next = await this.tasks
-            .apply(
-              t,
-              {
-                patch: { owner: null, leaseUntil: null, dueAt: now },
-                reason: why,
-                note: true,
-                actor: this.actor,
-              },
-              now,
-            )
-            .catch((err: unknown) => {
-              this.logger.warn(`handing back the claim of ${id}: ${String(err)}`);
-              return undefined;
-            });
-          if (next) n++;
-        }),
-      ),
-    );
-    return n;
+    this.closing = why;
+    const done = await Promise.all([...this.latest.keys()].map((id) => this.handBackOne(id, why)));
+    return done.filter(Boolean).length;
+  }
+
+  private handBackOne(id: string, why: string): Promise<boolean> {
+    const tracked = this.latest.get(id);
+    if (!tracked || this.handedBack.has(id)) return Promise.resolve(false);
+    // At once, not under the lock: a step queued behind this one must not write.
+    this.handedBack.add(id);
+    return this.stepLock.run(id, async () => {
+      const change = {
+        patch: { owner: null, leaseUntil: null, dueAt: this.clock.now() },
+        reason: why,
+        note: true,
+        actor: this.actor,
+      };
+      try {
+        // The newest row this process wrote (a step in flight may have moved it on); when
+        // someone else moved it meanwhile (a worker's report), the row as it stands now.
+        let t: TaskModel | undefined = this.latest.get(id) ?? tracked;
+        for (let tries = 0; t && tries < 3; tries++) {
+          if (t.owner !== this.config.instanceId) return false;
+          if (await this.tasks.apply(t, change, this.clock.now())) return true;
+          t = await this.tasks.findById(id);
+        }
+        this.logger.warn(`handing back the claim of ${id}: the task kept changing`);
+      } catch (err) {
+        this.logger.warn(`handing back the claim of ${id}: ${String(err)}`);
+      }
+      return false;
+    });
   }
 
   /** The newest row of a task this process drives, if it drives it. */
