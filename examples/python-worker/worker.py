@@ -29,6 +29,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -79,6 +80,13 @@ KNOWN_BROKEN = {
     "forget",  # keeps nothing across a restart, whatever STATE_FILE says
     "restart-alive",  # after a restart, says alive for runs that died with the old process
     "lost-alive",  # says execution_lost of runs that are going on
+    # What it sends to the scheduler (the kit's worker-side checks):
+    "ignore-timing",  # reads the heartbeat interval where the registration answer does not put it
+    "stale-fence",  # reports with the fence its run started with, not the highest accepted
+    "no-retry",  # sends an outcome once, even when the scheduler answered 5xx
+    "retry-409",  # retries an outcome answered 409 as if it were a 5xx
+    "log-drop",  # drops a log batch the scheduler answered 5xx
+    "sigterm-fail",  # on SIGTERM reports its runs FAIL before it exits
 }
 
 
@@ -395,6 +403,7 @@ class Execution:
     def __init__(self, t, dead=False):
         self.task_id = t["task_id"]
         self.attempt = t["attempt"]
+        self.first_fence = t["fence"]  # only BROKEN=stale-fence reports with it
         params = t["params"]
         self.total_ms = params.get("ms", 300)
         self.tick_ms = params.get("tick_ms", 100)
@@ -407,6 +416,10 @@ class Execution:
         self.dead = dead
         if not dead:
             self.running.set()
+
+    def reporting_fence(self, t):
+        """The highest fence accepted for the task: a scheduler that took it over raised it."""
+        return self.first_fence if BROKEN == "stale-fence" else t["fence"]
 
     def start(self):
         threading.Thread(target=self.loop, name=f"run-{self.task_id}", daemon=True).start()
@@ -446,14 +459,14 @@ class Execution:
                         return  # only when BROKEN left a run going that the task moved away from
                     save()
                     completion = {"attempt": t["attempt"], "task_status": "SUCCESS", "result": t["result"]}
-                    fence = t["fence"]
+                    fence = self.reporting_fence(t)
                     self.log("info", f"done: slept {self.total_ms} ms")
                     break
                 percent = min(99, int(self.done_ms * 100 / self.total_ms)) if self.total_ms else 99
                 t["progress"] = {"percent": percent, "step": "sleeping", "message": f"{self.done_ms} of {self.total_ms} ms", "updated_at": t["heartbeat_at"]}
                 if time.monotonic() - last_report >= 0.5:
                     last_report = time.monotonic()
-                    report = ({"attempt": t["attempt"], "percent": percent, "step": "sleeping"}, t["fence"])
+                    report = ({"attempt": t["attempt"], "percent": percent, "step": "sleeping"}, self.reporting_fence(t))
             if report:
                 SCHEDULER.report_progress(self.task_id, *report)
                 SCHEDULER.send_logs(self, report[1])
@@ -896,7 +909,8 @@ class Scheduler:
         if status == 200:
             self.registered = True
             # The scheduler says how often it wants to hear from the worker; follow it.
-            timing = (envelope.get("data") or {}).get("timing") or {}
+            data = envelope.get("data") or {}
+            timing = data if BROKEN == "ignore-timing" else data.get("timing") or {}
             interval = timing.get("heartbeat_interval_ms")
             if isinstance(interval, int) and interval > 0:
                 self.heartbeat_s = min(HEARTBEAT_MS, interval) / 1000
@@ -945,7 +959,7 @@ class Scheduler:
             status, envelope = self.call("PUT", path, {"attempt": execution.attempt, "lines": batch}, fence)
             if status == 200:
                 del execution.log_pending[: len(batch)]
-            elif 400 <= status < 500:  # 409: not this attempt's scheduler any more; 404: unknown
+            elif 400 <= status < 500 or BROKEN == "log-drop":  # 409: not this attempt's; 404: unknown
                 execution.log_pending.clear()
             else:
                 return  # kept: the next report sends them again
@@ -955,13 +969,14 @@ class Scheduler:
         if not self.urls:
             return
         path = f"/v1/tasks/{urllib.parse.quote(task_id, safe='')}/notify"
-        for wait in (0.2, 0.8, 3.2, None):
+        for wait in (None,) if BROKEN == "no-retry" else (0.2, 0.8, 3.2, None):
             status, envelope = self.call("PUT", path, body, fence)
             if status == 200:
                 accepted = (envelope.get("data") or {}).get("accepted")
                 log(f"outcome of {task_id} attempt {body['attempt']} reported: {'accepted' if accepted else 'known already'}")
                 return
-            if 400 <= status < 500:  # 409: another attempt owns the task now; 404: unknown
+            if 400 <= status < 500 and not (status == 409 and BROKEN == "retry-409"):
+                # 409: another attempt owns the task now; 404: unknown
                 log(f"outcome of {task_id} attempt {body['attempt']} refused: {status} {envelope.get('message')}")
                 return
             if wait is None:
@@ -973,6 +988,17 @@ class Scheduler:
 SCHEDULER = Scheduler(SCHEDULER_URLS)
 
 
+def fail_runs_and_exit(_signum, _frame):
+    """BROKEN=sigterm-fail: what a worker must not do on a deploy's SIGTERM (the runs did not
+    fail, their process is going; the scheduler recovers them)."""
+    with LOCK:
+        running = [(e.task_id, TASKS[e.task_id]) for e in EXECUTIONS.values() if e.task_id in TASKS]
+    for task_id, t in running:
+        completion = {"attempt": t["attempt"], "task_status": "FAIL", "error": {"message": "worker shutting down"}}
+        SCHEDULER.report_outcome(task_id, completion, t["fence"])
+    os._exit(0)
+
+
 def main():
     global WORKER_ID, PUBLIC_URL
     with LOCK:
@@ -982,6 +1008,8 @@ def main():
     port = server.server_address[1]
     WORKER_ID = WORKER_ID or f"py-worker-{port}"
     PUBLIC_URL = PUBLIC_URL or f"http://{HOST}:{port}"
+    if BROKEN == "sigterm-fail":
+        signal.signal(signal.SIGTERM, fail_runs_and_exit)
     if SCHEDULER.urls:
         threading.Thread(target=SCHEDULER.keep_registered, name="registration", daemon=True).start()
     print(f"listening on http://{HOST}:{port}", flush=True)

@@ -102,11 +102,12 @@ export function runScript(
   script: string,
   args: string[],
   timeoutMs = 60_000,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [join(ROOT, script), ...args], {
       cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1' },
+      env: { ...process.env, NO_COLOR: '1', ...env },
     });
     let out = '';
     proc.stdout.on('data', (c: Buffer) => (out += c.toString()));

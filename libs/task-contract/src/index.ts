@@ -46,6 +46,7 @@ export * from './openapi/worker-openapi';
 export * from './openapi/contract-compat';
 export * from './conformance/conformance-kit';
 export * from './conformance/check-fingerprints';
+export * from './conformance/worker-side/worker-side-kit';
 export * from './worker/worker-auth.guard';
 export * from './worker/contract-fast-path';
 export * from './worker/worker-tracing';

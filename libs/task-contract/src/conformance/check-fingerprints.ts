@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { ContractVersion } from '../openapi/contract-changelog';
-import { Check } from './conformance-check';
 import { CHECKS } from './conformance-kit';
+import { WORKER_SIDE_CHECKS } from './worker-side/worker-side-checks';
 
 /** What each kit check tests, as a digest of its code (comments and spacing left out), by name. */
 export type CheckFingerprints = Record<string, string>;
 
 /** The digest of a check's code: a change of what it does changes it, a comment or a space does not. */
-export function fingerprint(check: Pick<Check, 'run'>): string {
+export function fingerprint(check: { run: (...args: never[]) => unknown }): string {
   const code = check.run
     .toString()
     .replace(/\/\*[\s\S]*?\*\//g, '')
@@ -17,8 +17,13 @@ export function fingerprint(check: Pick<Check, 'run'>): string {
   return createHash('sha256').update(code).digest('hex').slice(0, 16);
 }
 
-/** Every kit check's fingerprint, by name, in the kit's order. */
-export function kitFingerprints(checks: readonly Check[] = CHECKS): CheckFingerprints {
+/** Every kit check's fingerprint (both sides of the contract), by name, in the kit's order. */
+export function kitFingerprints(
+  checks: readonly { name: string; run: (...args: never[]) => unknown }[] = [
+    ...CHECKS,
+    ...WORKER_SIDE_CHECKS,
+  ],
+): CheckFingerprints {
   const out: CheckFingerprints = {};
   for (const c of checks) out[c.name] = fingerprint(c);
   return out;

@@ -30,4 +30,5 @@ export type ContractSection =
   | 'Idempotency and attempts'
   | 'Crash recovery'
   | 'Pausing'
+  | 'Timing'
   | 'Callbacks';

@@ -42,15 +42,29 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
       {
         change:
           'registration (`POST /v1/workers` of the scheduler) carries `contract_version`; a scheduler refuses a worker below its minimum (1.1.0 unless set otherwise), and takes a registration without it as 1.0.0',
-        checks: [],
-        untested: 'a call the worker makes to the scheduler: the scheduler\'s own tests cover it',
+        checks: [
+          'worker side: registers with its id, URL, contract version, task types and capacity',
+        ],
       },
       {
         change:
           'logs: a worker may send the lines it logged for an attempt (`PUT {scheduler}/v1/tasks/{task_id}/logs`, LogBatchDto), signed and fenced like the other callbacks, numbered by `seq` so a resend is kept once; the scheduler keeps them per attempt within its caps',
-        checks: [],
-        untested:
-          'a call the worker makes to the scheduler: the scheduler\'s own suite covers it (test/in-process/attempt-logs.int-spec.ts)',
+        checks: ['worker side: sends log lines numbered from 0, in order, again after a 5xx'],
+      },
+      {
+        change:
+          'callbacks (heartbeat, progress, logs as well as notify) carry the highest fence accepted for the task, also one accepted while the run goes on (before: the worker library sent the fence its run started with, but in notify)',
+        checks: ['worker side: callbacks carry the highest fence accepted and the attempt that ran'],
+      },
+      {
+        change:
+          'what a worker sends is checked by the kit against a stand-in scheduler: rules the contract already stated, now tested: it follows the registration answer\'s timing, retries an outcome report on a 5xx or a dropped connection, drops one answered 409, and on SIGTERM stops without reporting its runs failed',
+        checks: [
+          'worker side: heartbeats as often as the registration answer asks',
+          'worker side: retries an outcome report after a 5xx and after a dropped connection',
+          'worker side: drops an outcome report answered 409 (not retried)',
+          'worker side: on SIGTERM, exits without reporting its runs failed',
+        ],
       },
       {
         change:

@@ -93,6 +93,12 @@ export class AttemptLogShipper {
     };
   }
 
+  /** A newer fence was accepted for the task: its attempts' next batches carry it. */
+  raiseFence(taskId: string, fence: number): void {
+    for (const p of this.pending.values())
+      if (p.taskId === taskId) p.fence = Math.max(p.fence, fence);
+  }
+
   /** Sends what waits now; resolves when it went (or failed this time). */
   async flush(): Promise<void> {
     while (this.sending) await this.sending;

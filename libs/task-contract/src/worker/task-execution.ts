@@ -14,9 +14,20 @@ export class TaskExecution {
   constructor(
     readonly taskId: string,
     readonly attempt: number,
-    readonly fence: number,
+    /** The fence the run started with; raised when a newer one is accepted for the task. */
+    private fenceSeen: number,
     readonly taskType = '',
   ) {}
+
+  /** The highest fence accepted for the task: what the run's callbacks carry (the contract). */
+  get fence(): number {
+    return this.fenceSeen;
+  }
+
+  /** A newer fence was accepted for the task (a scheduler that took it over). */
+  raiseFence(fence: number): void {
+    this.fenceSeen = Math.max(this.fenceSeen, fence);
+  }
 
   pause(): void {
     if (this.gate) return;

@@ -15,6 +15,7 @@ import { TaskStore } from './stores/task-store.interface';
  */
 export class TaskLedger {
   private readonly mutex = new KeyedMutex();
+  private readonly fenceListeners: ((taskId: string, fence: number) => void)[] = [];
 
   constructor(
     private readonly store: TaskStore,
@@ -100,7 +101,13 @@ export class TaskLedger {
     if (fence > record.fence) {
       record.fence = fence;
       await this.store.save(record);
+      for (const listener of this.fenceListeners) listener(record.task_id, fence);
     }
+  }
+
+  /** Told each time a higher fence is accepted for a task (its run's callbacks carry it). */
+  onFenceRaised(listener: (taskId: string, fence: number) => void): void {
+    this.fenceListeners.push(listener);
   }
 
   /** Moves the record to `to` when the transition table allows it (ILLEGAL_TRANSITION if not). */

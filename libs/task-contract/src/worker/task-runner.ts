@@ -47,6 +47,12 @@ export class TaskRunner {
   ) {
     const logs = callbacks?.logs?.bind(callbacks);
     this.shipper = logs && new AttemptLogShipper({ logs }, clock, this.logger);
+    // The contract: callbacks carry the highest fence accepted for the task, also one accepted
+    // while the run goes on (a scheduler that took the task over).
+    ledger.onFenceRaised((taskId, fence) => {
+      this.executions.get(taskId)?.raiseFence(fence);
+      this.shipper?.raiseFence(taskId, fence);
+    });
   }
 
   /** Runs going on in this process, by task type. */
