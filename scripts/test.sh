@@ -101,7 +101,7 @@ timings+=("static checks $((SECONDS - static_began)) s")
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
   [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure|rolling-restart)\.e2e-spec\.ts$'
-  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
   [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding)\.e2e-spec\.ts$'
 )
 others=""

@@ -12,3 +12,4 @@ export * from './api-errors';
 export * from './nudged-loop';
 export * from './task-log-context';
 export * from './ulid';
+export * from './shutdown-deadline';

@@ -31,7 +31,10 @@ export interface SchedulerConfig {
     callTimeoutMs: number;
     /** Percentage of `concurrency` retries may use (the retry lane); at least one slot. */
     retrySharePercent: number;
-    /** On SIGTERM, how long drives under way may go on before their claims are handed back. */
+    /**
+     * On SIGTERM, how long until the process exits whatever its backends do; the drives under
+     * way may go on for half of it before their claims are handed back.
+     */
     shutdownGraceMs: number;
   };
   checker: {
@@ -324,7 +327,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       claimLeaseMs: int(env, 'BATON_CLAIM_LEASE_MS', 30_000, 1000, 3_600_000),
       callTimeoutMs: int(env, 'BATON_CALL_TIMEOUT_MS', 10_000, 100, 600_000),
       retrySharePercent: int(env, 'BATON_RETRY_LANE_PERCENT', 25, 1, 100),
-      shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+      shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 20_000, 0, 600_000),
     },
     checker: {
       intervalMs: int(env, 'BATON_CHECKER_INTERVAL_MS', 1000, 10, 60_000),

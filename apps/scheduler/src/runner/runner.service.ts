@@ -5,7 +5,7 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Clock, Overload, Timer } from '../common';
+import { Clock, Overload, ShutdownDeadline, Timer } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { EnqueueTracker, LANES, Lane, QueueLanes } from '../queue';
 import { EARLY_CLAIM_MS, TaskEngine } from '../engine';
@@ -90,7 +90,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     this.clock.clearTimeout(this.wakeTimer);
     this.wake?.();
     await this.loop;
-    const grace = this.config.runner.shutdownGraceMs;
+    // Half the shutdown's grace: the rest is for handing back, the timers and closing.
+    const grace = ShutdownDeadline.drivesShare(this.config.runner.shutdownGraceMs);
     const started = this.clock.now();
     let timer: Timer | undefined;
     const finished = await Promise.race([

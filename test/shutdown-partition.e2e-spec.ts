@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
+import { TcpProxy } from '../libs/locks/test/fixtures/tcp-proxy';
+import {
+  Api,
+  Backend,
+  productionBackend,
+  startScheduler,
+  startTemplateWorker,
+} from './support/baton';
+import { RunningProcess, eventually } from './support/processes';
+
+jest.setTimeout(300_000);
+
+const TASKS = 12;
+const GRACE_MS = 6000;
+
+/**
+ * SIGTERM while a backend has gone silent (a partition: nothing forwarded, nothing closed) between
+ * one scheduler and MariaDB or Redis: the scheduler exits within BATON_SHUTDOWN_GRACE_MS anyway,
+ * while the partition still lasts, and the tasks it was driving finish on the other instance, each
+ * once. Two schedulers on MariaDB + Redis, the first reaching both through a proxy.
+ */
+describe('SIGTERM during a partition', () => {
+  let backend: Backend;
+  let dir: string;
+  const procs: RunningProcess[] = [];
+  const proxies: TcpProxy[] = [];
+
+  beforeEach(async () => {
+    backend = await productionBackend();
+    dir = mkdtempSync(join(tmpdir(), 'baton-partition-'));
+  });
+
+  afterEach(async () => {
+    await Promise.all(procs.splice(0).map((p) => p.kill9()));
+    await Promise.all(proxies.splice(0).map((p) => p.close()));
+    await backend?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each(['MariaDB', 'Redis'])(
+    'with %s silent, the scheduler exits within its grace and its tasks finish elsewhere',
+    async (silent) => {
+      const mysql = await TcpProxy.start('127.0.0.1', 3306);
+      const redis = await TcpProxy.start('127.0.0.1', 6379);
+      proxies.push(mysql, redis);
+      const partitioned = await startScheduler(backend, {
+        BATON_INSTANCE_ID: 'cut-off',
+        BATON_MYSQL_PORT: String(mysql.port),
+        BATON_REDIS_PORT: String(redis.port),
+        BATON_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      });
+      procs.push(partitioned);
+      const other = await startScheduler(backend, { BATON_INSTANCE_ID: 'other' });
+      procs.push(other);
+      const log = join(dir, 'runs.jsonl');
+      procs.push(await startTemplateWorker('w1', `${partitioned.url},${other.url}`, log));
+      const api = new Api(partitioned.url);
+      const otherApi = new Api(other.url);
+      await eventually(
+        async () =>
+          ((await otherApi.call<unknown[]>('GET', '/v1/workers')).data.length ?? 0) > 0
+            ? true
+            : undefined,
+        30_000,
+        'the worker registered',
+      );
+      const ids: string[] = [];
+      for (let i = 0; i < TASKS; i++)
+        ids.push(
+          await api.create({
+            create_info: { task_type: 'demo.sleep', task_name: `partition ${i}` },
+            params: { seconds: 3, tick_ms: 200 },
+          }),
+        );
+      // Some of them driven by the instance about to be cut off.
+      await eventually(
+        async () => {
+          const owned = await Promise.all(ids.map((id) => otherApi.task(id)));
+          return owned.some((t) => t.task_status === 'RUNNING') ? true : undefined;
+        },
+        60_000,
+        'tasks running',
+      );
+
+      (silent === 'MariaDB' ? mysql : redis).blackhole();
+      const stopped = Date.now();
+      partitioned.proc.kill('SIGTERM');
+      // The exit comes while the partition still lasts: nothing is restored before it.
+      await eventually(
+        async () =>
+          partitioned.proc.exitCode !== null || partitioned.proc.signalCode !== null
+            ? true
+            : undefined,
+        120_000,
+        `the scheduler exiting after SIGTERM with ${silent} silent`,
+      );
+      const exitedAfter = Date.now() - stopped;
+      const forced = /shutdown still going after \d+ ms/.test(partitioned.output());
+      console.log(
+        `${silent} silent: exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,
+      );
+      mysql.restore();
+      redis.restore();
+
+      // Every task finishes, on the other instance where the cut-off one left it, once.
+      const done = await eventually(
+        async () => {
+          const all = await Promise.all(ids.map((id) => otherApi.task(id)));
+          return all.every((t) => t.task_status === 'FINISH') ? all : undefined;
+        },
+        180_000,
+        `all ${TASKS} tasks finishing`,
+      );
+      expect(done.filter((t) => t.outcome !== 'SUCCESS').map((t) => t.task_id)).toEqual([]);
+      const idSet = new Set(ids);
+      expect(findOverlaps(readRunLogs([log]).filter((r) => idSet.has(r.task_id)))).toEqual([]);
+    },
+  );
+});
