@@ -9,8 +9,11 @@ import {
   ContractException,
   ContractErrorCode,
   ContractExceptionFilter,
+  FastValidator,
   HeartbeatCallbackDto,
+  LogBatchDto,
   ProgressCallbackDto,
+  compileFastValidator,
   contractFrameworkErrors,
   describeValidationErrors,
   limitJsonShape,
@@ -31,6 +34,17 @@ const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
   CompletionCallbackDto,
   HeartbeatCallbackDto,
   ProgressCallbackDto,
+]);
+
+/**
+ * Precompiled checks (from the DTOs' decorators) for the hot bodies: creates, and what every
+ * run's worker sends (its callbacks and log batches, a call per attempt each).
+ */
+const FAST_VALIDATORS = new Map<unknown, FastValidator<object>>([
+  ...CREATE_FAST_VALIDATORS,
+  ...[LogBatchDto, CompletionCallbackDto, HeartbeatCallbackDto, ProgressCallbackDto].map(
+    (dto) => [dto, compileFastValidator(dto as new () => object)] as const,
+  ),
 ]);
 
 /** The calls workers make: registration, heartbeat, deregistration, and their task callbacks. */
@@ -90,7 +104,7 @@ export async function createSchedulerApp(
           });
         },
       },
-      CREATE_FAST_VALIDATORS,
+      FAST_VALIDATORS,
       WORKER_FACING_BODIES,
     ),
   );

@@ -41,6 +41,48 @@ describe.each([
     await testDb?.drop();
   });
 
+  it("checks a worker's task, attempt and fence in the group, and keeps only what holds", async () => {
+    const logs = store.attemptLogs;
+    // A task on its second attempt, driven with fence 7 (the first attempt with 4).
+    const t = newTask({ attempt: 2, fence: 7 });
+    await store.tasks.insert(t, 'created', 'api');
+    for (const [attempt, fence] of [
+      [1, 4],
+      [2, 7],
+    ])
+      await store.exec(
+        'INSERT INTO baton_task_attempt (task_id, attempt, fence, started_at) VALUES (?, ?, ?, ?)',
+        [t.taskId, attempt, fence, 1_700_000_000_000],
+      );
+    // One group: all sent at once.
+    const verdicts = await Promise.all([
+      logs.appendFromWorker(t.taskId, 2, 7, [line(0)], CAPS),
+      logs.appendFromWorker(t.taskId, 1, 4, [line(0)], CAPS),
+      logs.appendFromWorker(t.taskId, 1, 7, [line(1)], CAPS),
+      logs.appendFromWorker(t.taskId, 3, 7, [line(0)], CAPS),
+      logs.appendFromWorker(t.taskId, 2, 6, [line(1)], CAPS),
+      logs.appendFromWorker(t.taskId, 2, 8, [line(1)], CAPS),
+      logs.appendFromWorker('T-nobody', 1, 1, [line(0)], CAPS),
+    ]);
+    expect(verdicts).toEqual([
+      { accepted: 1, duplicates: 0 },
+      { accepted: 1, duplicates: 0 },
+      // A later fence of the task, for its first attempt: one the attempt was not driven with
+      // is refused only when older than the attempt's; newer ones (a takeover) are taken.
+      { accepted: 1, duplicates: 0 },
+      'stale',
+      'stale',
+      'stale',
+      'unknown',
+    ]);
+    expect(
+      (await logs.page(t.taskId, 2, { after: -1, limit: 10 })).lines.map((l) => l.seq),
+    ).toEqual([0]);
+    expect(
+      (await logs.page(t.taskId, 1, { after: -1, limit: 10 })).lines.map((l) => l.seq),
+    ).toEqual([0, 1]);
+  });
+
   it('keeps a line once however often it is sent, in seq order, per attempt', async () => {
     const logs = store.attemptLogs;
     expect(await logs.append('T-dup', 1, [line(0), line(1), line(2)], CAPS)).toEqual({

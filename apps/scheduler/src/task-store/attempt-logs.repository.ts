@@ -36,12 +36,16 @@ export interface AttemptLogPage {
 const GROUP_LINES = 2000;
 
 type AppendResult = { accepted: number; duplicates: number };
+/** Why a worker's lines were refused: no such task, or not an attempt and fence it was given. */
+export type AppendRefusal = 'unknown' | 'stale';
 interface Append {
   taskId: string;
   attempt: number;
+  /** The worker's fence: the group checks it against the task and the attempt first. */
+  fence?: number;
   lines: readonly AttemptLogLine[];
   caps: AttemptLogCaps;
-  resolve(r: AppendResult): void;
+  resolve(r: AppendResult | AppendRefusal): void;
   reject(err: unknown): void;
 }
 
@@ -74,7 +78,33 @@ export class AttemptLogsRepository {
     caps: AttemptLogCaps,
   ): Promise<{ accepted: number; duplicates: number }> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ taskId, attempt, lines, caps, resolve, reject });
+      this.queue.push({
+        taskId,
+        attempt,
+        lines,
+        caps,
+        resolve: (r) => (typeof r === 'string' ? reject(new Error(r)) : resolve(r)),
+        reject,
+      });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  /**
+   * A worker's lines, kept as `append` keeps them once the group has checked them: `unknown`
+   * when there is no such task, `stale` when the attempt is not one the task had or the fence is
+   * not one the attempt was driven with. The checks are read for the whole group at once (two
+   * statements), not per batch: every worker sends a batch per attempt.
+   */
+  appendFromWorker(
+    taskId: string,
+    attempt: number,
+    fence: number,
+    lines: readonly AttemptLogLine[],
+    caps: AttemptLogCaps,
+  ): Promise<AppendResult | AppendRefusal> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ taskId, attempt, fence, lines, caps, resolve, reject });
       if (!this.writing) void this.drain();
     });
   }
@@ -111,7 +141,7 @@ export class AttemptLogsRepository {
    * One transaction for a group of appends. A line sent twice at once through two schedulers
    * makes the unique key refuse the second whole transaction, which runs again and finds it kept.
    */
-  private async writeGroup(group: readonly Append[]): Promise<AppendResult[]> {
+  private async writeGroup(group: readonly Append[]): Promise<(AppendResult | AppendRefusal)[]> {
     for (let tries = 1; ; tries++) {
       try {
         return await this.tx.run((m) => this.writeIn(m, group));
@@ -121,7 +151,52 @@ export class AttemptLogsRepository {
     }
   }
 
-  private async writeIn(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {
+  private async writeIn(
+    m: EntityManager,
+    all: readonly Append[],
+  ): Promise<(AppendResult | AppendRefusal)[]> {
+    const refused = await this.refusals(m, all);
+    const group = all.filter((a) => !refused.has(a));
+    const written = group.length > 0 ? await this.writeChecked(m, group) : [];
+    return all.map((a) => refused.get(a) ?? (written[group.indexOf(a)] as AppendResult));
+  }
+
+  /** The appends of workers whose task, attempt or fence does not hold, and why. */
+  private async refusals(
+    m: EntityManager,
+    group: readonly Append[],
+  ): Promise<Map<Append, AppendRefusal>> {
+    const out = new Map<Append, AppendRefusal>();
+    const checked = group.filter((a) => a.fence !== undefined);
+    if (checked.length === 0) return out;
+    const ids = [...new Set(checked.map((a) => a.taskId))];
+    const { records: tasks } = await this.sql.exec(
+      m,
+      `SELECT task_id, attempt, fence FROM baton_task WHERE task_id IN (${marks(ids.length)})`,
+      ids,
+    );
+    const { records: attempts } = await this.sql.exec(
+      m,
+      `SELECT task_id, attempt, fence FROM baton_task_attempt WHERE ${checked.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
+      checked.flatMap((a) => [a.taskId, a.attempt]),
+    );
+    type Row = { task_id: string; attempt: unknown; fence: unknown };
+    const task = new Map((tasks as Row[]).map((r) => [r.task_id, r]));
+    const since = new Map(
+      (attempts as Row[]).map((r) => [`${r.task_id}/${Number(r.attempt)}`, Number(r.fence)]),
+    );
+    for (const a of checked) {
+      const t = task.get(a.taskId);
+      const fence = a.fence as number;
+      const first = since.get(`${a.taskId}/${a.attempt}`);
+      if (!t) out.set(a, 'unknown');
+      else if (a.attempt > Number(t.attempt) || fence > Number(t.fence)) out.set(a, 'stale');
+      else if (first === undefined || fence < first) out.set(a, 'stale');
+    }
+    return out;
+  }
+
+  private async writeChecked(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {
     const kept = await this.keptSeqs(m, group);
     const rows: Record<string, unknown>[] = [];
     const usage = new Map<

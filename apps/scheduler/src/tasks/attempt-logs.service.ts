@@ -1,13 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LogBatchDto } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import {
-  AttemptLogPage,
-  AttemptLogsRepository,
-  LogLevel,
-  TaskLogRepository,
-  TasksRepository,
-} from '../task-store';
+import { AttemptLogPage, AttemptLogsRepository, LogLevel } from '../task-store';
 
 /**
  * What workers log while they run an attempt: taken from the worker (signed and fenced by the
@@ -17,8 +11,6 @@ import {
 export class AttemptLogsService {
   constructor(
     private readonly logs: AttemptLogsRepository,
-    private readonly tasks: TasksRepository,
-    private readonly log: TaskLogRepository,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
@@ -26,19 +18,15 @@ export class AttemptLogsService {
    * A batch of lines from the worker of an attempt: `unknown` when there is no such task,
    * `stale` when the attempt is not one the task had or the fence is not one it was driven with.
    */
-  async fromWorker(
+  fromWorker(
     taskId: string,
     fence: number,
     batch: LogBatchDto,
   ): Promise<'unknown' | 'stale' | { accepted: number; duplicates: number }> {
-    const t = await this.tasks.findById(taskId);
-    if (!t) return 'unknown';
-    if (batch.attempt > t.attempt || fence > t.fence) return 'stale';
-    const since = await this.log.attemptFence(taskId, batch.attempt);
-    if (since === undefined || fence < since) return 'stale';
-    return this.logs.append(
+    return this.logs.appendFromWorker(
       taskId,
       batch.attempt,
+      fence,
       batch.lines.map((l) => ({
         seq: l.seq,
         at: Date.parse(l.at),

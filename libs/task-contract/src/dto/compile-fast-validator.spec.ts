@@ -12,6 +12,12 @@ import { disagreements, schemaBodies } from '../../test/schema-bodies';
 import { NotCompilable, compileFastValidator } from './compile-fast-validator';
 import { fastActionRequest, fastCreateTaskRequest } from './fast-validators';
 import { ActionRequestDto, CreateTaskRequestDto } from './worker-requests.dto';
+import {
+  CompletionCallbackDto,
+  HeartbeatCallbackDto,
+  LogBatchDto,
+  ProgressCallbackDto,
+} from './callback.dto';
 
 /** A create body with every field set, each to a valid value. */
 const FULL_CREATE = {
@@ -51,6 +57,36 @@ describe('fast checks compiled from the DTOs, against class-validator on bodies 
     const bodies = schemaBodies(ActionRequestDto, { reason: 'operator asked' });
     expect(disagreements(ActionRequestDto, fastActionRequest, bodies)).toEqual([]);
     expect(fastActionRequest({})).toBeInstanceOf(ActionRequestDto);
+  });
+
+  it.each([
+    [
+      'a log batch',
+      LogBatchDto,
+      {
+        attempt: 2,
+        lines: [
+          { seq: 0, at: '2026-11-28T10:00:00.000Z', level: 'info', message: 'm', fields: { a: 1 } },
+          { seq: 1, at: '2026-11-28T10:00:00.001Z', level: 'error', message: '' },
+        ],
+      },
+    ],
+    [
+      'an outcome report',
+      CompletionCallbackDto,
+      { attempt: 1, task_status: 'FAIL', result: { a: 1 }, error: { message: 'm', code: 'c' } },
+    ],
+    ['a heartbeat', HeartbeatCallbackDto, { attempt: 1 }],
+    [
+      'a progress report',
+      ProgressCallbackDto,
+      { attempt: 1, percent: 50, step: 's', message: 'm' },
+    ],
+  ])('what a worker sends the scheduler: %s', (_what, dto, full) => {
+    const fast = compileFastValidator(dto as new () => object);
+    const bodies = schemaBodies(dto as new () => object, full);
+    expect(disagreements(dto as new () => object, fast, bodies)).toEqual([]);
+    expect(fast(full)).toBeInstanceOf(dto);
   });
 
   it('leaves to class-validator what class-transformer copies differently (keys it trips on)', () => {
