@@ -398,6 +398,21 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
         })),
         path: `/v1/tasks/${s.callbacks}/logs`,
       }),
+      'PUT /v1/attempt-logs': async () => {
+        const t = await task(s.callbacks);
+        const line = { seq: 901, at: '2026-01-01T00:00:01.000Z', level: 'info', message: 'walked' };
+        return {
+          path: '/v1/attempt-logs',
+          body: {
+            batches: [
+              { task_id: s.callbacks, attempt: t.attempt, fence: t.fence, lines: [line] },
+              { task_id: 'no-such-task', attempt: 1, fence: 1, lines: [line] },
+            ],
+          },
+          signed: true,
+          fence: 0,
+        };
+      },
       'GET /v1/tasks/{task_id}/attempts/{attempt}/logs': () => ({
         path: `/v1/tasks/${s.done}/attempts/1/logs?limit=5&level=debug`,
       }),

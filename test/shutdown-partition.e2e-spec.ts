@@ -87,6 +87,15 @@ describe('SIGTERM during a partition', () => {
       );
 
       (silent === 'MariaDB' ? mysql : redis).blackhole();
+      // Readiness answers, and says which backend is down (each probe is bounded).
+      const askedAt = Date.now();
+      const ready = await fetch(`${partitioned.url}/health/ready`, {
+        signal: AbortSignal.timeout(60_000),
+      });
+      const readyMs = Date.now() - askedAt;
+      const readyBody = (await ready.json()) as { message: string };
+      expect(ready.status).toBe(503);
+      expect(readyBody.message).toMatch(silent === 'MariaDB' ? /database/ : /queue/);
       const stopped = Date.now();
       partitioned.proc.kill('SIGTERM');
       // The exit comes while the partition still lasts: nothing is restored before it.
@@ -101,7 +110,7 @@ describe('SIGTERM during a partition', () => {
       const exitedAfter = Date.now() - stopped;
       const forced = /shutdown still going after \d+ ms/.test(partitioned.output());
       console.log(
-        `${silent} silent: exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,
+        `${silent} silent: /health/ready answered 503 in ${readyMs} ms (${readyBody.message}); exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,
       );
       mysql.restore();
       redis.restore();

@@ -187,6 +187,59 @@ describe('worker logs per attempt', () => {
     expect([bad.status, bad.body.code]).toEqual([400, 40000]);
   });
 
+  it('takes the lines of many attempts in one call, each kept or refused on its own', async () => {
+    const ids = [
+      await api.create({ create_info: { task_type: 'demo.echo', task_name: 'together 1' } }),
+      await api.create({ create_info: { task_type: 'demo.echo', task_name: 'together 2' } }),
+    ];
+    const [a, b] = await Promise.all(ids.map((id) => finished(id)));
+    const line = (seq: number, message: string) => ({
+      seq,
+      at: new Date(baton.clock.now()).toISOString(),
+      level: 'info',
+      message,
+    });
+    const batches = [
+      {
+        task_id: ids[0],
+        attempt: 1,
+        fence: Number(a.fence),
+        lines: [line(200, 'a1'), line(201, 'a2')],
+      },
+      { task_id: ids[1], attempt: 1, fence: Number(b.fence), lines: [line(200, 'b1')] },
+      // Refused on their own: an attempt the task never had, a task that does not exist.
+      { task_id: ids[1], attempt: 2, fence: Number(b.fence), lines: [line(0, 'never')] },
+      { task_id: '01JDZ0000000000000000NOPE0', attempt: 1, fence: 1, lines: [line(0, 'x')] },
+    ];
+    const first = await signed('/v1/attempt-logs', 0, { batches });
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual({
+      results: [
+        { task_id: ids[0], attempt: 1, accepted: 2, duplicates: 0 },
+        { task_id: ids[1], attempt: 1, accepted: 1, duplicates: 0 },
+        { task_id: ids[1], attempt: 2, refused: 'stale' },
+        { task_id: '01JDZ0000000000000000NOPE0', attempt: 1, refused: 'unknown' },
+      ],
+    });
+    // Sent again whole (a retry after a 5xx): kept once.
+    expect(
+      ((await signed('/v1/attempt-logs', 0, { batches })).body.data as { results: unknown[] })
+        .results[0],
+    ).toMatchObject({ accepted: 0, duplicates: 2 });
+    expect((await page(ids[0], 1, '?after=199')).items.map((l) => l.message)).toEqual(['a1', 'a2']);
+    expect((await page(ids[1], 1, '?after=199')).items.map((l) => l.message)).toEqual(['b1']);
+    // More than 2,000 lines in one call: refused whole, nothing kept.
+    const many = Array.from({ length: 5 }, (_, i) => ({
+      task_id: ids[0],
+      attempt: 1,
+      fence: Number(a.fence),
+      lines: Array.from({ length: 401 }, (_, j) => line(1000 + i * 401 + j, 'many')),
+    }));
+    const tooMany = await signed('/v1/attempt-logs', 0, { batches: many });
+    expect([tooMany.status, tooMany.body.code]).toEqual([400, 40000]);
+    expect((await page(ids[0], 1, '?after=999')).items).toEqual([]);
+  });
+
   it('keeps the lines through a scheduler restart, and after the worker is gone', async () => {
     await baton.addWorker('logs-worker-2');
     const id = await api.create({

@@ -5,6 +5,7 @@ import { Logger as PinoLogger } from 'nestjs-pino';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import {
+  AttemptLogBatchesDto,
   CompletionCallbackDto,
   ContractException,
   ContractErrorCode,
@@ -42,9 +43,13 @@ const WORKER_FACING_BODIES: ReadonlySet<unknown> = new Set([
  */
 const FAST_VALIDATORS = new Map<unknown, FastValidator<object>>([
   ...CREATE_FAST_VALIDATORS,
-  ...[LogBatchDto, CompletionCallbackDto, HeartbeatCallbackDto, ProgressCallbackDto].map(
-    (dto) => [dto, compileFastValidator(dto as new () => object)] as const,
-  ),
+  ...[
+    LogBatchDto,
+    AttemptLogBatchesDto,
+    CompletionCallbackDto,
+    HeartbeatCallbackDto,
+    ProgressCallbackDto,
+  ].map((dto) => [dto, compileFastValidator(dto as new () => object)] as const),
 ]);
 
 /** The calls workers make: registration, heartbeat, deregistration, and their task callbacks. */

@@ -7,6 +7,7 @@ import { TaskStoreModule, TasksRepository } from '../task-store';
 import { TaskTypesModule } from '../task-types';
 import { WorkersModule } from '../workers';
 import { CallbacksController } from './callbacks.controller';
+import { AttemptLogsCallbackController } from './attempt-logs-callback.controller';
 import { AttemptLogsController } from './attempt-logs.controller';
 import { AttemptLogsService } from './attempt-logs.service';
 import { IdempotencyService } from './idempotency.service';
@@ -45,6 +46,7 @@ import { TasksService } from './tasks.service';
     TaskChangesController,
     CallbacksController,
     AttemptLogsController,
+    AttemptLogsCallbackController,
   ],
   providers: [
     TaskFactory,

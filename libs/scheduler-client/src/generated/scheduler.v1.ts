@@ -669,6 +669,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/attempt-logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * a worker sends the lines it logged for many attempts at once
+         * @description What `PUT /v1/tasks/{task_id}/logs` takes, for up to 100 attempts of any tasks and 2000 lines in all: each batch names its task, attempt and fence (no X-Baton-Fence header; the signature covers the body). Each batch is kept or refused on its own; the answer says which, in order. Retry the whole call on a network error, a timeout or a 5xx (a line sent again is kept once).
+         */
+        put: operations["AttemptLogsCallbackController_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/timers": {
         parameters: {
             query?: never;
@@ -2065,6 +2085,17 @@ export interface components {
             has_more: boolean;
             /** @description how many of the attempt’s oldest lines were dropped to keep it within its caps (BATON_ATTEMPT_LOG_MAX_LINES, _MAX_BYTES) */
             dropped: number;
+        };
+        AttemptLogBatchDto: {
+            attempt: number;
+            lines: components["schemas"]["LogLineDto"][];
+            task_id: string;
+            /** @description a fence the attempt was driven with (what X-Baton-Fence carries on the per-task call) */
+            fence: number;
+        };
+        AttemptLogBatchesDto: {
+            /** @description at most 2000 lines over all the batches */
+            batches: components["schemas"]["AttemptLogBatchDto"][];
         };
         ScheduleDto: {
             /** @enum {string} */
@@ -4759,6 +4790,55 @@ export interface operations {
             429: components["responses"]["error-42900"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50302"];
+        };
+    };
+    AttemptLogsCallbackController_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AttemptLogBatchesDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: {
+                            /** @description one per batch, in the order sent */
+                            results: {
+                                task_id: string;
+                                attempt: number;
+                                /** @description lines kept now (absent when refused) */
+                                accepted?: number;
+                                /** @description lines sent before (same seq), kept once (absent when refused) */
+                                duplicates?: number;
+                                /**
+                                 * @description the batch was dropped: `unknown` task, or `stale`: the attempt is not one the scheduler gave the task or the fence is not one it was driven with (drop these lines, as a 409 of the per-task call says)
+                                 * @enum {string}
+                                 */
+                                refused?: "unknown" | "stale";
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["error-40000-40001"];
+            401: components["responses"]["error-40100-40101-40102-40103"];
+            413: components["responses"]["error-41300"];
+            415: components["responses"]["error-41500"];
+            500: components["responses"]["error-50000"];
         };
     };
     TimersController_list: {

@@ -1,6 +1,8 @@
 import { Clock, systemClock } from '@baton/time';
 import { TaskStatus } from '../enums/task-status.enum';
 import {
+  AttemptLogBatchDto,
+  AttemptLogVerdict,
   CompletionCallbackDto,
   HeartbeatCallbackDto,
   LogBatchDto,
@@ -113,6 +115,22 @@ export class CallbackClient implements WorkerCallbacks {
     await this.urls.call((url) =>
       this.http.call('PUT', url, taskPath(taskId, 'logs'), {}, body, { fence }),
     );
+  }
+
+  /** Lines of many attempts in one call; a verdict per batch (the caller retries a failure). */
+  async logsMany(batches: AttemptLogBatchDto[]): Promise<AttemptLogVerdict[]> {
+    const answer = await this.urls.call((url) =>
+      // The fences are in the body (per batch), which the signature covers.
+      this.http.call<{ results: AttemptLogVerdict[] }>(
+        'PUT',
+        url,
+        '/v1/attempt-logs',
+        {},
+        { batches },
+        { fence: 0 },
+      ),
+    );
+    return answer.results;
   }
 
   close(): Promise<void> {

@@ -12,11 +12,13 @@ import {
   IsOptional,
   IsString,
   Max,
+  Matches,
   MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { TaskStatus } from '../enums/task-status.enum';
+import { TASK_ID_PATTERN } from './worker-requests.dto';
 
 /** Outcomes an async worker reports. */
 export const CALLBACK_OUTCOMES = [TaskStatus.SUCCESS, TaskStatus.FAIL] as const;
@@ -153,4 +155,58 @@ export class LogBatchDto {
   @ValidateNested({ each: true })
   @Type(() => LogLineDto)
   lines!: LogLineDto[];
+}
+
+/** Most attempts in one `PUT /v1/attempt-logs`, and most lines over all of them. */
+export const ATTEMPT_LOGS_MAX_BATCHES = 100;
+export const ATTEMPT_LOGS_MAX_LINES = 2000;
+
+/** The lines of one attempt within `PUT /v1/attempt-logs`: a LogBatchDto with its task and fence. */
+export class AttemptLogBatchDto extends LogBatchDto {
+  @ApiProperty({ pattern: TASK_ID_PATTERN.source })
+  @IsString()
+  @Matches(TASK_ID_PATTERN, { message: 'task_id must be 1-64 characters of [A-Za-z0-9_-]' })
+  task_id!: string;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description:
+      'a fence the attempt was driven with (what X-Baton-Fence carries on the per-task call)',
+  })
+  @IsInt()
+  @Min(0)
+  fence!: number;
+}
+
+/**
+ * Body of `PUT /v1/attempt-logs` on the scheduler: the lines of many attempts (of any tasks) in
+ * one call, each with its task, attempt and fence, as the per-task call takes them. What a worker
+ * running many short attempts sends instead of a call per attempt.
+ */
+export class AttemptLogBatchesDto {
+  @ApiProperty({
+    type: [AttemptLogBatchDto],
+    minItems: 1,
+    maxItems: ATTEMPT_LOGS_MAX_BATCHES,
+    description: `at most ${ATTEMPT_LOGS_MAX_LINES} lines over all the batches`,
+  })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(ATTEMPT_LOGS_MAX_BATCHES)
+  @IsObject({ each: true, message: 'each of batches must be an object' })
+  @ValidateNested({ each: true })
+  @Type(() => AttemptLogBatchDto)
+  batches!: AttemptLogBatchDto[];
+}
+
+/** What became of one attempt's lines sent in `PUT /v1/attempt-logs`. */
+export interface AttemptLogVerdict {
+  task_id: string;
+  attempt: number;
+  /** Lines kept now, and lines sent before (same seq), kept once; absent when refused. */
+  accepted?: number;
+  duplicates?: number;
+  /** Why the lines were dropped: `unknown` task, or `stale` (not an attempt and fence it was given). */
+  refused?: 'unknown' | 'stale';
 }

@@ -48,7 +48,7 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
       },
       {
         change:
-          'logs: a worker may send the lines it logged for an attempt (`PUT {scheduler}/v1/tasks/{task_id}/logs`, LogBatchDto), signed and fenced like the other callbacks, numbered by `seq` so a resend is kept once; the scheduler keeps them per attempt within its caps',
+          'logs: a worker may send the lines it logged for an attempt (`PUT {scheduler}/v1/tasks/{task_id}/logs`, LogBatchDto), signed and fenced like the other callbacks, numbered by `seq` so a resend is kept once, or the lines of many attempts in one call (`PUT {scheduler}/v1/attempt-logs`, each batch with its task, attempt and fence); the scheduler keeps them per attempt within its caps',
         checks: ['worker side: sends log lines numbered from 0, in order, again after a 5xx'],
       },
       {

@@ -2,8 +2,14 @@ import { Logger } from '@nestjs/common';
 import { Clock, Timer } from '@baton/time';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { LogLineDto } from '../dto/callback.dto';
-import { StaleFenceError, TaskNotFoundError } from '../errors/worker-call.errors';
+import {
+  ATTEMPT_LOGS_MAX_BATCHES,
+  ATTEMPT_LOGS_MAX_LINES,
+  AttemptLogBatchDto,
+  LogLineDto,
+} from '../dto/callback.dto';
+import { ContractErrorCode } from '../errors/contract.exception';
+import { StaleFenceError, TaskNotFoundError, WorkerCallError } from '../errors/worker-call.errors';
 import { errorMessage } from '../util/error-message';
 import { WorkerCallbacks } from './worker-callbacks.interface';
 
@@ -59,10 +65,14 @@ export class AttemptLogShipper {
   private timer: Timer | undefined;
   private sending: Promise<void> | undefined;
   private failures = 0;
+  /** Many attempts a call (`logsMany`), until a scheduler says it has no such call. */
+  private many = true;
   private retryAt = 0;
 
   constructor(
-    private readonly callbacks: Required<Pick<WorkerCallbacks, 'logs'>>,
+    /** `logsMany` (one call for many attempts) when the scheduler side has it, else `logs`. */
+    private readonly callbacks: Required<Pick<WorkerCallbacks, 'logs'>> &
+      Pick<WorkerCallbacks, 'logsMany'>,
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {}
@@ -144,34 +154,105 @@ export class AttemptLogShipper {
     this.timer.unref();
   }
 
-  /** Every attempt's waiting lines, a few attempts at a time (each attempt's in order). */
+  /**
+   * Every attempt's waiting lines: in calls of many attempts each when the client has them,
+   * else a few attempts at a time (each attempt's lines in order either way).
+   */
   private async sendAll(): Promise<void> {
     const attempts = [...this.pending.entries()].filter(([, p]) => p.lines.length > 0);
-    let failed = false;
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (!failed && next < attempts.length) {
-        const [key, p] = attempts[next++];
-        if (!(await this.sendAttempt(key, p))) failed = true;
-      }
-    };
-    await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+    if (this.callbacks.logsMany && this.many) await this.sendMany(attempts);
+    // Not `else`: a scheduler without the call sends the rest this way at once.
+    if (!this.callbacks.logsMany || !this.many) {
+      let failed = false;
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        while (!failed && next < attempts.length) {
+          const [key, p] = attempts[next++];
+          if (!(await this.sendAttempt(key, p))) failed = true;
+        }
+      };
+      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+    }
     for (const [key, p] of attempts)
       if (p.lines.length === 0 && this.finished.delete(key)) this.pending.delete(key);
+  }
+
+  /**
+   * Calls of up to ATTEMPT_LOGS_MAX_BATCHES attempts and ATTEMPT_LOGS_MAX_LINES lines, one after
+   * the other, until nothing waits or a call fails (then all is sent again later).
+   */
+  private async sendMany(attempts: [string, Pending][]): Promise<void> {
+    const logsMany = this.callbacks.logsMany as NonNullable<WorkerCallbacks['logsMany']>;
+    let left = attempts.filter(([, p]) => p.lines.length > 0);
+    while (left.length > 0) {
+      const call: { key: string; p: Pending; batch: LogLineDto[] }[] = [];
+      let lines = 0;
+      for (const [key, p] of left) {
+        if (call.length >= ATTEMPT_LOGS_MAX_BATCHES || lines >= ATTEMPT_LOGS_MAX_LINES) break;
+        const batch = this.nextBatch(p, ATTEMPT_LOGS_MAX_LINES - lines);
+        lines += batch.length;
+        call.push({ key, p, batch });
+      }
+      const body: AttemptLogBatchDto[] = call.map(({ p, batch }) => ({
+        task_id: p.taskId,
+        attempt: p.attempt,
+        fence: p.fence,
+        lines: batch,
+      }));
+      try {
+        const verdicts = await logsMany(body);
+        this.failures = 0;
+        this.retryAt = 0;
+        call.forEach(({ key, p, batch }, i) => {
+          // Refused (unknown task, stale attempt or fence): the lines are not the scheduler's.
+          if (verdicts[i]?.refused) this.pending.delete(key);
+          else p.lines.splice(0, batch.length);
+        });
+      } catch (err) {
+        if (
+          err instanceof WorkerCallError &&
+          err.httpStatus === 404 &&
+          err.code !== ContractErrorCode.TASK_NOT_FOUND
+        ) {
+          // A scheduler older than the call (a rolling deploy): one call per attempt from now.
+          this.many = false;
+          this.logger.warn('the scheduler has no PUT /v1/attempt-logs: sending logs per attempt');
+          return;
+        }
+        this.failed(call[0].p.taskId, err);
+        return;
+      }
+      left = left.filter(([key, p]) => p.lines.length > 0 && this.pending.has(key));
+    }
+  }
+
+  /** The attempt's next lines to send, at most `max` (the first says how many were dropped). */
+  private nextBatch(p: Pending, max: number): LogLineDto[] {
+    if (p.dropped > 0) {
+      // Said in the attempt's own log, where the gap is: the worker kept no more.
+      p.lines[0] = {
+        ...p.lines[0],
+        message: `[${p.dropped} earlier line(s) dropped by the worker: the scheduler could not be reached] ${p.lines[0].message}`,
+      };
+      p.dropped = 0;
+    }
+    return p.lines.slice(0, Math.min(BATCH, max));
+  }
+
+  /** A call that did not go: all is kept, in order, and sent again later, with backoff. */
+  private failed(taskId: string, err: unknown): void {
+    this.failures++;
+    if (this.failures === 1)
+      this.logger.warn(`sending logs of ${taskId} failed (${errorMessage(err)}): retrying`);
+    this.retryAt =
+      this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
+    this.schedule(0);
   }
 
   /** One attempt's waiting lines, in order; false when the scheduler could not be reached. */
   private async sendAttempt(key: string, p: Pending): Promise<boolean> {
     while (p.lines.length > 0) {
-      if (p.dropped > 0) {
-        // Said in the attempt's own log, where the gap is: the worker kept no more.
-        p.lines[0] = {
-          ...p.lines[0],
-          message: `[${p.dropped} earlier line(s) dropped by the worker: the scheduler could not be reached] ${p.lines[0].message}`,
-        };
-        p.dropped = 0;
-      }
-      const batch = p.lines.slice(0, BATCH);
+      const batch = this.nextBatch(p, BATCH);
       try {
         await this.callbacks.logs(p.taskId, p.attempt, p.fence, batch);
         this.failures = 0;
@@ -182,12 +263,7 @@ export class AttemptLogShipper {
           return true;
         }
         // Kept, in order, and sent again later: a scheduler that restarts gets them then.
-        this.failures++;
-        if (this.failures === 1)
-          this.logger.warn(`sending logs of ${p.taskId} failed (${errorMessage(err)}): retrying`);
-        this.retryAt =
-          this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
-        this.schedule(0);
+        this.failed(p.taskId, err);
         return false;
       }
       p.lines.splice(0, batch.length);

@@ -46,7 +46,8 @@ export class TaskRunner {
     private readonly clock: Clock = systemClock,
   ) {
     const logs = callbacks?.logs?.bind(callbacks);
-    this.shipper = logs && new AttemptLogShipper({ logs }, clock, this.logger);
+    const logsMany = callbacks?.logsMany?.bind(callbacks);
+    this.shipper = logs && new AttemptLogShipper({ logs, logsMany }, clock, this.logger);
     // The contract: callbacks carry the highest fence accepted for the task, also one accepted
     // while the run goes on (a scheduler that took the task over).
     ledger.onFenceRaised((taskId, fence) => {

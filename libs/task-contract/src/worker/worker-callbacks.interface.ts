@@ -1,4 +1,4 @@
-import { LogLineDto } from '../dto/callback.dto';
+import { AttemptLogBatchDto, AttemptLogVerdict, LogLineDto } from '../dto/callback.dto';
 import { TaskRecord } from './task-record';
 
 /**
@@ -16,4 +16,9 @@ export interface WorkerCallbacks {
   ): Promise<void>;
   /** Lines a run logged (any type); retried by the caller until it goes or is refused (409). */
   logs?(taskId: string, attempt: number, fence: number, lines: LogLineDto[]): Promise<void>;
+  /**
+   * The lines of many attempts in one call (`PUT /v1/attempt-logs`): a verdict per batch, in
+   * order; rejects when the call itself failed (retried whole by the caller).
+   */
+  logsMany?(batches: AttemptLogBatchDto[]): Promise<AttemptLogVerdict[]>;
 }

@@ -211,6 +211,17 @@ export class StandInScheduler {
         return envelope(404, ContractErrorCode.NOT_FOUND, `worker ${id} is not registered`);
       return envelope(200, 0, 'ok', { worker_id: id, health: 'healthy' });
     }
+    if (method === 'PUT' && path === '/v1/attempt-logs') {
+      const batches = Array.isArray(b.batches) ? (b.batches as Record<string, unknown>[]) : [];
+      return envelope(200, 0, 'ok', {
+        results: batches.map((x) => ({
+          task_id: x.task_id,
+          attempt: x.attempt,
+          accepted: Array.isArray(x.lines) ? x.lines.length : 0,
+          duplicates: 0,
+        })),
+      });
+    }
     const callback = /^\/v1\/tasks\/([^/]+)\/(notify|heartbeat|progress|logs)$/.exec(path);
     if (method === 'PUT' && callback) {
       const taskId = decodeURIComponent(callback[1]);

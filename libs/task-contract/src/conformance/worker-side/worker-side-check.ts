@@ -91,3 +91,61 @@ export function field(r: Received, name: string): unknown {
     ? (r.body as Record<string, unknown>)[name]
     : undefined;
 }
+
+/** A line of a log batch, as the checks read it. */
+export interface SentLine {
+  seq: number;
+  level: unknown;
+  message: unknown;
+  at: unknown;
+}
+
+/** One attempt's lines as the worker sent them: by the per-task call, or in PUT /v1/attempt-logs. */
+export interface SentLogBatch {
+  request: Received;
+  attempt: unknown;
+  fence: number;
+  lines: SentLine[];
+}
+
+const linesIn = (v: unknown): SentLine[] => (Array.isArray(v) ? (v as SentLine[]) : []);
+
+/** Whether the request carries lines of the task (either form of the log call). */
+export function carriesLogsOf(
+  r: { method: string; path: string; body: unknown },
+  taskId: string,
+): boolean {
+  if (r.method !== 'PUT') return false;
+  if (r.path === `/v1/tasks/${encodeURIComponent(taskId)}/logs`) return true;
+  const batches = (r.body as { batches?: unknown } | undefined)?.batches;
+  return (
+    r.path === '/v1/attempt-logs' &&
+    Array.isArray(batches) &&
+    batches.some((b) => (b as { task_id?: unknown }).task_id === taskId)
+  );
+}
+
+/** The log batches the worker sent for a task, in the order they arrived. */
+export function logBatchesOf(standIn: StandInScheduler, taskId: string): SentLogBatch[] {
+  return standIn
+    .where((r) => carriesLogsOf(r, taskId))
+    .flatMap((r) =>
+      r.path === '/v1/attempt-logs'
+        ? (field(r, 'batches') as Record<string, unknown>[])
+            .filter((b) => b.task_id === taskId)
+            .map((b) => ({
+              request: r,
+              attempt: b.attempt,
+              fence: typeof b.fence === 'number' ? b.fence : NaN,
+              lines: linesIn(b.lines),
+            }))
+        : [
+            {
+              request: r,
+              attempt: field(r, 'attempt'),
+              fence: fenceOf(r),
+              lines: linesIn(field(r, 'lines')),
+            },
+          ],
+    );
+}

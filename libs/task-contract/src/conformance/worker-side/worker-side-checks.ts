@@ -8,8 +8,11 @@ import {
   ASKED_HEARTBEAT_MS,
   WorkerSideCheck,
   WorkerSideContext,
+  SentLogBatch,
   callbacksOf,
+  carriesLogsOf,
   fenceOf,
+  logBatchesOf,
   field,
   registered,
 } from './worker-side-check';
@@ -40,6 +43,15 @@ function acceptedNotify(ctx: WorkerSideContext, id: string): Promise<Received> {
     `the outcome report of ${id} (PUT /v1/tasks/{id}/notify)`,
     (ctx.options.outcomeTimeoutMs ?? 30_000) + 10_000,
     () => callbacksOf(ctx.standIn, id, 'notify').find((r) => r.answered === 200),
+  );
+}
+
+/** Waits for the run's first outcome report, whatever the stand-in answered it. */
+function firstNotify(ctx: WorkerSideContext, id: string): Promise<Received> {
+  return ctx.standIn.waitFor(
+    `the outcome report of ${id}`,
+    (ctx.options.outcomeTimeoutMs ?? 30_000) + 10_000,
+    () => callbacksOf(ctx.standIn, id, 'notify')[0],
   );
 }
 
@@ -142,25 +154,36 @@ const fences: WorkerSideCheck = {
     await probe.ok(probe.create(id, 8, 2), 'create of the same attempt with a higher fence');
     const raisedAt = ctx.standIn.received.length;
     const notify = await acceptedNotify(ctx, id);
-    const sent = callbacksOf(ctx.standIn, id);
+    // Every callback of the run, log batches of either form included.
+    const sent = [
+      ...callbacksOf(ctx.standIn, id)
+        .filter((r) => !r.path.endsWith('/logs'))
+        .map((r) => ({
+          kind: r.path.split('/').pop() as string,
+          seq: r.seq,
+          attempt: field(r, 'attempt'),
+          fence: fenceOf(r),
+        })),
+      ...logBatchesOf(ctx.standIn, id).map((b) => ({
+        kind: 'logs',
+        seq: b.request.seq,
+        attempt: b.attempt,
+        fence: b.fence,
+      })),
+    ].sort((a, b) => a.seq - b.seq);
     // One callback of each kind may have been on its way when the fence was raised (each kind
     // goes one at a time); any after it carries 8.
     const staleAfterRaise = new Map<string, number>();
     for (const r of sent) {
-      const kind = r.path.split('/').pop() as string;
-      const what = `${kind} #${r.seq}`;
+      const what = `${r.kind} #${r.seq}`;
+      expect(r.attempt === 2, `${what} carries attempt ${String(r.attempt)}, not 2`);
       expect(
-        field(r, 'attempt') === 2,
-        `${what} carries attempt ${String(field(r, 'attempt'))}, not 2`,
+        r.fence === 3 || r.fence === 8,
+        `${what} carries fence ${r.fence}, not one it was given (3, 8)`,
       );
-      const fence = fenceOf(r);
-      expect(
-        fence === 3 || fence === 8,
-        `${what} carries fence ${fence}, not one it was given (3, 8)`,
-      );
-      if (r.seq < raisedAt || fence === 8) continue;
-      const stale = (staleAfterRaise.get(kind) ?? 0) + 1;
-      staleAfterRaise.set(kind, stale);
+      if (r.seq < raisedAt || r.fence === 8) continue;
+      const stale = (staleAfterRaise.get(r.kind) ?? 0) + 1;
+      staleAfterRaise.set(r.kind, stale);
       expect(stale === 1, `${what} still carries fence 3 after the fence was raised to 8`);
     }
     expect(fenceOf(notify) === 8, `the outcome report carries fence ${fenceOf(notify)}, not 8`);
@@ -176,11 +199,7 @@ const retries: WorkerSideCheck = {
     const id = probe.taskId('ws-retry');
     ctx.standIn.failNext((r) => isPut(r as Received, 'notify', id), UNAVAILABLE, RESET);
     await startRun(ctx, id);
-    await ctx.standIn.waitFor(
-      `the outcome report of ${id}`,
-      ctx.options.outcomeTimeoutMs ?? 30_000,
-      () => callbacksOf(ctx.standIn, id, 'notify')[0],
-    );
+    await firstNotify(ctx, id);
     // The library's third try comes 1 s after the first; 15 s is plenty on a busy box.
     const accepted = await ctx.standIn
       .waitFor('the retries', 15_000, () =>
@@ -214,11 +233,7 @@ const drop409: WorkerSideCheck = {
     const id = probe.taskId('ws-409');
     ctx.standIn.failNext((r) => isPut(r as Received, 'notify', id), STALE, STALE, STALE, STALE);
     await startRun(ctx, id);
-    const first = await ctx.standIn.waitFor(
-      `the outcome report of ${id}`,
-      (ctx.options.outcomeTimeoutMs ?? 30_000) + 10_000,
-      () => callbacksOf(ctx.standIn, id, 'notify')[0],
-    );
+    const first = await firstNotify(ctx, id);
     // Long enough for a retry (the library's first comes after 200 ms): the worker beat on.
     await beatsAfter(ctx, first.seq, 4);
     const waitUntil = first.at + 1500;
@@ -235,47 +250,46 @@ const logs: WorkerSideCheck = {
   async run(ctx) {
     const { probe } = registered(ctx);
     const id = probe.taskId('ws-logs');
-    ctx.standIn.failNext((r) => isPut(r as Received, 'logs', id), UNAVAILABLE);
+    ctx.standIn.failNext((r) => carriesLogsOf(r, id), UNAVAILABLE);
     await startRun(ctx, id);
     const notify = await acceptedNotify(ctx, id);
     // Logs are optional: a worker that sends none for the run has nothing to check.
     await ctx.standIn
-      .waitFor('a log batch', 3000, () => callbacksOf(ctx.standIn, id, 'logs')[0])
+      .waitFor('a log batch', 3000, () => logBatchesOf(ctx.standIn, id)[0])
       .catch(() => {
         throw new NotApplicable('the worker sent no log lines for the run (logs are optional)');
       });
-    const refused = callbacksOf(ctx.standIn, id, 'logs')[0];
-    const refusedSeqs = linesOf(refused).map((l) => l.seq);
+    const refused = logBatchesOf(ctx.standIn, id)[0];
+    const refusedSeqs = refused.lines.map((l) => l.seq);
+    const taken = (): SentLogBatch[] =>
+      logBatchesOf(ctx.standIn, id).filter((b) => b.request.answered === 200);
     const kept = await ctx.standIn
       .waitFor('the log lines answered 503 sent again', 15_000, () => {
-        const seqs = new Set(
-          callbacksOf(ctx.standIn, id, 'logs')
-            .filter((r) => r.answered === 200)
-            .flatMap((r) => linesOf(r).map((l) => l.seq)),
-        );
-        return refusedSeqs.every((s) => seqs.has(s)) ? seqs : undefined;
+        const seqs = new Set(taken().flatMap((b) => b.lines.map((l) => l.seq)));
+        return refusedSeqs.every((q) => seqs.has(q)) ? seqs : undefined;
       })
       .catch(() => {
         throw new Expectation(
           `the batch answered 503 (seq ${refusedSeqs.join(', ')}) was not sent again`,
         );
       });
-    const batches = callbacksOf(ctx.standIn, id, 'logs');
+    const batches = logBatchesOf(ctx.standIn, id);
     for (const b of batches) {
+      const what = `log batch #${b.request.seq}`;
       expect(
-        field(b, 'attempt') === field(notify, 'attempt'),
-        `log batch #${b.seq} carries attempt ${String(field(b, 'attempt'))}`,
+        b.attempt === field(notify, 'attempt'),
+        `${what} carries attempt ${String(b.attempt)}`,
       );
-      expect(Number.isInteger(fenceOf(b)), `log batch #${b.seq} carries no X-Baton-Fence`);
-      const lines = linesOf(b);
+      expect(Number.isInteger(b.fence), `${what} carries no fence`);
+      const lines = b.lines;
       expect(
         lines.length >= 1 && lines.length <= 500,
-        `log batch #${b.seq} has ${lines.length} lines (1 to 500)`,
+        `${what} has ${lines.length} lines (1 to 500)`,
       );
       lines.forEach((l, i) => {
         expect(
           i === 0 || l.seq === lines[i - 1].seq + 1,
-          `log batch #${b.seq}: seq ${l.seq} does not follow ${lines[i - 1]?.seq}`,
+          `${what}: seq ${l.seq} does not follow ${lines[i - 1]?.seq}`,
         );
         expect(
           LOG_LINE_LEVELS.includes(l.level as never),
@@ -291,11 +305,9 @@ const logs: WorkerSideCheck = {
         );
       });
     }
-    const resent = linesOf(refused);
-    for (const l of resent) {
-      const again = batches
-        .filter((b) => b.answered === 200)
-        .flatMap(linesOf)
+    for (const l of refused.lines) {
+      const again = taken()
+        .flatMap((b) => b.lines)
         .find((x) => x.seq === l.seq);
       expect(again?.message === l.message, `line ${l.seq} was sent again with another text`);
     }
@@ -334,18 +346,6 @@ const sigterm: WorkerSideCheck = {
     return `exited (${gone}) ${ctx.clock.now() - t0} ms after SIGTERM; the stopped run not reported`;
   },
 };
-
-interface Line {
-  seq: number;
-  level: unknown;
-  message: unknown;
-  at: unknown;
-}
-
-function linesOf(r: Received): Line[] {
-  const lines = field(r, 'lines');
-  return Array.isArray(lines) ? (lines as Line[]) : [];
-}
 
 /** The worker-side checks, in the order they run (SIGTERM last: it ends the worker). */
 export const WORKER_SIDE_CHECKS: readonly WorkerSideCheck[] = [

@@ -1,0 +1,120 @@
+import { Logger } from '@nestjs/common';
+import { ManualClock } from '@baton/time';
+import { AttemptLogBatchDto, AttemptLogVerdict, LogLineDto } from '../dto/callback.dto';
+import { ContractErrorCode } from '../errors/contract.exception';
+import { WorkerProtocolError, WorkerUnavailableError } from '../errors/worker-call.errors';
+import { AttemptLogShipper } from './attempt-log-shipper';
+
+const quiet = { warn: () => undefined, log: () => undefined } as unknown as Logger;
+
+/** A scheduler's side of the log calls, scripted: what each call answers, and what it got. */
+function scheduler(answers: ('ok' | 'down' | 'no-route')[] = []) {
+  const many: AttemptLogBatchDto[][] = [];
+  const single: { taskId: string; attempt: number; lines: LogLineDto[] }[] = [];
+  const refuse = new Set<string>();
+  return {
+    many,
+    single,
+    refuse,
+    callbacks: {
+      logs: async (taskId: string, attempt: number, _fence: number, lines: LogLineDto[]) => {
+        single.push({ taskId, attempt, lines });
+      },
+      logsMany: async (batches: AttemptLogBatchDto[]): Promise<AttemptLogVerdict[]> => {
+        many.push(batches);
+        const answer = answers.shift() ?? 'ok';
+        if (answer === 'down') throw new WorkerUnavailableError('down', 50300, 503);
+        if (answer === 'no-route')
+          throw new WorkerProtocolError('no route', ContractErrorCode.NOT_FOUND, 404);
+        return batches.map((b) =>
+          refuse.has(b.task_id)
+            ? { task_id: b.task_id, attempt: b.attempt, refused: 'stale' as const }
+            : { task_id: b.task_id, attempt: b.attempt, accepted: b.lines.length, duplicates: 0 },
+        );
+      },
+    },
+  };
+}
+
+const seqs = (b: AttemptLogBatchDto): number[] => b.lines.map((l) => l.seq);
+
+describe('AttemptLogShipper', () => {
+  let clock: ManualClock;
+  beforeEach(() => {
+    clock = new ManualClock();
+  });
+
+  it('sends the lines of every attempt in one call, each attempt numbered from 0, in order', async () => {
+    const s = scheduler();
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    const a = shipper.open('A', 1, 7);
+    const b = shipper.open('B', 2, 9);
+    a.info('a0');
+    b.warn('b0', { k: 1 });
+    a.info('a1');
+    await clock.advance(500);
+    expect(s.many).toHaveLength(1);
+    expect(s.many[0].map((x) => [x.task_id, x.attempt, x.fence, seqs(x)])).toEqual([
+      ['A', 1, 7, [0, 1]],
+      ['B', 2, 9, [0]],
+    ]);
+    expect(s.many[0][1].lines[0]).toMatchObject({ level: 'warn', message: 'b0', fields: { k: 1 } });
+    expect(s.single).toEqual([]);
+  });
+
+  it('drops the lines the scheduler refused and keeps sending the others', async () => {
+    const s = scheduler();
+    s.refuse.add('GONE');
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    shipper.open('GONE', 1, 1).info('x');
+    const ok = shipper.open('OK', 1, 1);
+    ok.info('y');
+    await clock.advance(500);
+    ok.info('z');
+    await clock.advance(500);
+    expect(s.many.map((call) => call.map((x) => `${x.task_id}:${seqs(x).join(',')}`))).toEqual([
+      ['GONE:0', 'OK:0'],
+      ['OK:1'],
+    ]);
+  });
+
+  it('sends the same lines again, in order, after a call that failed', async () => {
+    const s = scheduler(['down']);
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    const a = shipper.open('A', 1, 1);
+    a.info('0');
+    await clock.advance(500);
+    a.info('1');
+    await clock.until(() => s.many.length === 2, 'the retry', { stepMs: 10, maxMs: 60_000 });
+    expect(s.many.map((call) => call.map(seqs))).toEqual([[[0]], [[0, 1]]]);
+  });
+
+  it('falls back to a call per attempt when the scheduler has no call for many', async () => {
+    const s = scheduler(['no-route']);
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    shipper.open('A', 1, 1).info('a');
+    shipper.open('B', 1, 1).info('b');
+    await clock.advance(500);
+    expect(s.single.map((x) => [x.taskId, x.lines.map((l) => l.message)])).toEqual([
+      ['A', ['a']],
+      ['B', ['b']],
+    ]);
+    shipper.open('C', 1, 1).info('c');
+    await clock.advance(500);
+    expect(s.many).toHaveLength(1);
+    expect(s.single.map((x) => x.taskId)).toEqual(['A', 'B', 'C']);
+  });
+
+  it('puts at most 2,000 lines in one call', async () => {
+    const s = scheduler();
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    for (let t = 0; t < 6; t++) {
+      const log = shipper.open(`T${t}`, 1, 1);
+      for (let i = 0; i < 450; i++) log.debug(`line ${i}`);
+    }
+    await clock.advance(500);
+    const sizes = s.many.map((call) => call.reduce((n, x) => n + x.lines.length, 0));
+    expect(sizes.every((n) => n <= 2000)).toBe(true);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(2700);
+  });
+});
