@@ -76,16 +76,21 @@ describe('SIGTERM during a partition', () => {
             params: { seconds: 3, tick_ms: 200 },
           }),
         );
-      // Some of them driven by the instance about to be cut off.
-      await eventually(
+      // Some of them started by the instance about to be cut off (its drives are what it must
+      // leave behind without losing or doubling them).
+      const driven = await eventually(
         async () => {
-          const owned = await Promise.all(ids.map((id) => otherApi.task(id)));
-          return owned.some((t) => t.task_status === 'RUNNING') ? true : undefined;
+          const mine: string[] = [];
+          for (const id of ids) {
+            const events = await otherApi.events(id);
+            if (events.some((e) => e.to === 'RUNNING' && e.actor === 'scheduler:cut-off'))
+              mine.push(id);
+          }
+          return mine.length > 0 ? mine : undefined;
         },
         60_000,
-        'tasks running',
+        'tasks started by the scheduler to be cut off',
       );
-
       (silent === 'MariaDB' ? mysql : redis).blackhole();
       // Readiness answers, and says which backend is down (each probe is bounded).
       const askedAt = Date.now();
@@ -110,7 +115,7 @@ describe('SIGTERM during a partition', () => {
       const exitedAfter = Date.now() - stopped;
       const forced = /shutdown still going after \d+ ms/.test(partitioned.output());
       console.log(
-        `${silent} silent: /health/ready answered 503 in ${readyMs} ms (${readyBody.message}); exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,
+        `${silent} silent: ${driven.length} of ${TASKS} tasks started by it; /health/ready answered 503 in ${readyMs} ms (${readyBody.message}); exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,
       );
       mysql.restore();
       redis.restore();

@@ -52,9 +52,9 @@ const FAST_VALIDATORS = new Map<unknown, FastValidator<object>>([
   ].map((dto) => [dto, compileFastValidator(dto as new () => object)] as const),
 ]);
 
-/** The calls workers make: registration, heartbeat, deregistration, and their task callbacks. */
+/** The calls workers make: registration, heartbeat, deregistration, their task callbacks and logs. */
 const WORKER_CALL =
-  /^(POST \/v1\/workers\/?|PUT \/v1\/workers\/[^/?]+\/heartbeat|DELETE \/v1\/workers\/[^/?]+|PUT \/v1\/tasks\/[^/?]+\/(notify|heartbeat|progress))(\?|$)/;
+  /^(POST \/v1\/workers\/?|PUT \/v1\/workers\/[^/?]+\/heartbeat|DELETE \/v1\/workers\/[^/?]+|PUT \/v1\/tasks\/[^/?]+\/(notify|heartbeat|progress|logs)|PUT \/v1\/attempt-logs\/?)(\?|$)/;
 
 /** The long-lived live-view stream. */
 const LIVE_STREAM = /^\/v1\/task-changes\/stream(\?|$)/;

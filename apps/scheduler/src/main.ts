@@ -13,14 +13,15 @@ async function main(): Promise<void> {
   const config = loadSchedulerConfig();
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then nothing of OpenTelemetry is loaded.
   startTracing('baton-scheduler', { 'service.instance.id': config.instanceId });
-  // SIGTERM (or Ctrl-C) to exit, at most: a backend that went silent must not hold the exit.
+  // SIGTERM (or Ctrl-C, ...) to exit, at most: a backend that went silent must not hold the exit.
   const deadline = new ShutdownDeadline(config.runner.shutdownGraceMs, systemClock, (ms) => {
     process.stderr.write(
       `scheduler ${config.instanceId}: shutdown still going after ${ms} ms (BATON_SHUTDOWN_GRACE_MS): exiting now; claims not handed back lapse by lease\n`,
     );
     process.exit(1);
   });
-  for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  // The signals Nest's shutdown hooks end the app on, the usual ones.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const)
     process.once(signal, () => {
       deadline.start();
       // Before the app handles the signal (still starting): its default, an exit at once.

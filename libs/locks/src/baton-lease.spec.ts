@@ -146,6 +146,9 @@ describe('BatonLease', () => {
     clock.stall(50);
     expect(lease.lost).toBe(true);
     expect(lease.lostReason).toBe('expired');
+    // The listeners hear it after the read, not inside it.
+    expect(lost).toEqual([]);
+    await Promise.resolve();
     expect(lost).toEqual(['expired']);
     await expect(lease.extend()).rejects.toMatchObject({ code: LockErrorCode.LEASE_LOST });
     // The late timer does not report it twice.

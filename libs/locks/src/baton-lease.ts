@@ -79,11 +79,12 @@ export class BatonLease implements Lease {
   get lostReason(): LeaseLostReason | undefined {
     if (!this.lostAs && !this.released) {
       const now = this.clock.now();
-      if (now >= this.expiry.getTime()) this.expireNow('expired');
+      // Told to listeners (and to the backend) after the read, not inside the caller's `if`.
+      if (now >= this.expiry.getTime()) this.expireNow('expired', true);
       // A backend's own bound (a ZooKeeper session not heard from in time): its session is
       // what was lost, though the client may not have said so yet.
       else if (this.held.some((h) => h.validUntil && now >= h.validUntil())) {
-        this.expireNow('session_lost');
+        this.expireNow('session_lost', true);
       }
     }
     return this.lostAs;
@@ -189,23 +190,32 @@ export class BatonLease implements Lease {
     this.expiryTimer = this.clock.setTimeout(() => this.expireNow(), delay).unref();
   }
 
-  private expireNow(reason: LeaseLostReason = 'expired'): void {
+  private expireNow(reason: LeaseLostReason = 'expired', later = false): void {
     if (this.lostAs || this.released) return;
-    this.markLost(reason);
-    for (const h of this.held) void h.expire?.().catch(() => undefined);
+    this.markLost(reason, undefined, later);
+    const expire = (): void => {
+      for (const h of this.held) void h.expire?.().catch(() => undefined);
+    };
+    if (later) queueMicrotask(expire);
+    else expire();
   }
 
-  private markLost(reason: LeaseLostReason, error?: unknown): void {
+  /** Lost from now on; the listeners hear it now, or (`later`) once the current code is done. */
+  private markLost(reason: LeaseLostReason, error?: unknown, later = false): void {
     if (this.lostAs || this.released) return;
     this.lostAs = reason;
     this.renewer?.stop();
     this.clock.clearTimeout(this.expiryTimer);
-    for (const listener of this.listeners) {
-      try {
-        listener(reason, error);
-      } catch {
-        // A failing listener must not keep the others from hearing about the loss.
+    const tell = (): void => {
+      for (const listener of this.listeners) {
+        try {
+          listener(reason, error);
+        } catch {
+          // A failing listener must not keep the others from hearing about the loss.
+        }
       }
-    }
+    };
+    if (later) queueMicrotask(tell);
+    else tell();
   }
 }

@@ -327,7 +327,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
       claimLeaseMs: int(env, 'BATON_CLAIM_LEASE_MS', 30_000, 1000, 3_600_000),
       callTimeoutMs: int(env, 'BATON_CALL_TIMEOUT_MS', 10_000, 100, 600_000),
       retrySharePercent: int(env, 'BATON_RETRY_LANE_PERCENT', 25, 1, 100),
-      shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 20_000, 0, 600_000),
+      shutdownGraceMs: int(env, 'BATON_SHUTDOWN_GRACE_MS', 20_000, 1000, 600_000),
     },
     checker: {
       intervalMs: int(env, 'BATON_CHECKER_INTERVAL_MS', 1000, 10, 60_000),

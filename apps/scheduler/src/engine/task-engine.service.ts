@@ -72,6 +72,11 @@ export class TaskEngine {
     return this.steps.handBack(`scheduler ${instanceId} is shutting down: claim handed back`);
   }
 
+  /** Resolves once claims that came back after the hand-back (queries in flight) went back too. */
+  lateClaimsHandedBack(): Promise<void> {
+    return this.steps.handBacksWritten();
+  }
+
   /** Drives under way in this process. */
   get drives(): number {
     return this.driving.size;

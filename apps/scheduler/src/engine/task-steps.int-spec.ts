@@ -93,7 +93,7 @@ describe('TaskSteps.handBack', () => {
     await expect(
       steps.step(late, { patch: { heartbeatAt: 1 }, reason: 'first step of the drive' }),
     ).resolves.toBe(undefined);
-    await steps.settled(late.taskId);
+    await steps.handBacksWritten();
     for (const id of [early.taskId, late.taskId]) {
       expect(await row(id)).toMatchObject({ owner: null, leaseUntil: null });
     }

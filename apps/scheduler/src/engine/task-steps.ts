@@ -32,6 +32,7 @@ export class TaskSteps {
 
   /** Set once the claims were handed back (shutdown): a claim that comes back later goes too. */
   private closing: string | undefined;
+  private readonly lateHandBacks = new Set<Promise<void>>();
 
   /**
    * A claim was taken: steps of this drive start from its row. After the hand-back (a claim
@@ -40,7 +41,15 @@ export class TaskSteps {
    */
   track(t: TaskModel): void {
     this.latest.set(t.taskId, t);
-    if (this.closing) void this.handBackOne(t.taskId, this.closing);
+    if (!this.closing) return;
+    const done = this.handBackOne(t.taskId, this.closing).then(() => undefined);
+    this.lateHandBacks.add(done);
+    void done.finally(() => this.lateHandBacks.delete(done));
+  }
+
+  /** Resolves once the hand-backs of claims that came back after `handBack` are written. */
+  async handBacksWritten(): Promise<void> {
+    while (this.lateHandBacks.size > 0) await Promise.allSettled([...this.lateHandBacks]);
   }
 
   /** The drive ended: nothing of it is kept. */

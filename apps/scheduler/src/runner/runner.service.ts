@@ -105,6 +105,16 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       this.logger.warn(
         `${this.inFlight.size} drive(s) still under way after ${grace} ms: handed back ${n} claim(s)`,
       );
+      // A drive whose claim query was in flight hands its claim back when the query returns:
+      // waited for (a quarter of the grace at most; the process deadline bounds the rest), so
+      // the pools do not close under that write and leave the claim to lapse by lease.
+      let settle: Timer | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise<void>((resolve) => (settle = this.clock.setTimeout(resolve, grace / 2))),
+      ]);
+      this.clock.clearTimeout(settle);
+      await this.engine.lateClaimsHandedBack();
       // Their queue entries go too: the tasks are due now in the database, and the Dispatcher
       // of another instance queues them again.
       for (const lane of LANES) this.pendingAcks[lane].push(...this.held[lane]);

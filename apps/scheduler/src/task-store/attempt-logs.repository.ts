@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { TransactionRunner } from '../database';
+import { AppendRefusal, logRefusals } from './attempt-log-refusals';
 import { isUniqueViolation, SqlRunner } from './sql-runner';
 
 /** The levels of a log line, least severe first. */
@@ -36,8 +37,7 @@ export interface AttemptLogPage {
 const GROUP_LINES = 2000;
 
 type AppendResult = { accepted: number; duplicates: number };
-/** Why a worker's lines were refused: no such task, or not an attempt and fence it was given. */
-export type AppendRefusal = 'unknown' | 'stale';
+export type { AppendRefusal } from './attempt-log-refusals';
 interface Append {
   taskId: string;
   attempt: number;
@@ -86,7 +86,7 @@ export class AttemptLogsRepository {
         resolve: (r) => (typeof r === 'string' ? reject(new Error(r)) : resolve(r)),
         reject,
       });
-      if (!this.writing) void this.drain();
+      this.kick();
     });
   }
 
@@ -105,12 +105,26 @@ export class AttemptLogsRepository {
   ): Promise<AppendResult | AppendRefusal> {
     return new Promise((resolve, reject) => {
       this.queue.push({ taskId, attempt, fence, lines, caps, resolve, reject });
-      if (!this.writing) void this.drain();
+      this.kick();
     });
   }
 
   private readonly queue: Append[] = [];
   private writing = false;
+  private kicked = false;
+
+  /**
+   * Starts a group after what is being queued now: the batches of one worker call (queued in
+   * one go) share its transaction, the first included.
+   */
+  private kick(): void {
+    if (this.writing || this.kicked) return;
+    this.kicked = true;
+    queueMicrotask(() => {
+      this.kicked = false;
+      if (!this.writing) void this.drain();
+    });
+  }
 
   private async drain(): Promise<void> {
     this.writing = true;
@@ -155,45 +169,10 @@ export class AttemptLogsRepository {
     m: EntityManager,
     all: readonly Append[],
   ): Promise<(AppendResult | AppendRefusal)[]> {
-    const refused = await this.refusals(m, all);
+    const refused = await logRefusals(this.sql, m, all);
     const group = all.filter((a) => !refused.has(a));
     const written = group.length > 0 ? await this.writeChecked(m, group) : [];
     return all.map((a) => refused.get(a) ?? (written[group.indexOf(a)] as AppendResult));
-  }
-
-  /** The appends of workers whose task, attempt or fence does not hold, and why. */
-  private async refusals(
-    m: EntityManager,
-    group: readonly Append[],
-  ): Promise<Map<Append, AppendRefusal>> {
-    const out = new Map<Append, AppendRefusal>();
-    const checked = group.filter((a) => a.fence !== undefined);
-    if (checked.length === 0) return out;
-    const ids = [...new Set(checked.map((a) => a.taskId))];
-    const { records: tasks } = await this.sql.exec(
-      m,
-      `SELECT task_id, attempt, fence FROM baton_task WHERE task_id IN (${marks(ids.length)})`,
-      ids,
-    );
-    const { records: attempts } = await this.sql.exec(
-      m,
-      `SELECT task_id, attempt, fence FROM baton_task_attempt WHERE ${checked.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
-      checked.flatMap((a) => [a.taskId, a.attempt]),
-    );
-    type Row = { task_id: string; attempt: unknown; fence: unknown };
-    const task = new Map((tasks as Row[]).map((r) => [r.task_id, r]));
-    const since = new Map(
-      (attempts as Row[]).map((r) => [`${r.task_id}/${Number(r.attempt)}`, Number(r.fence)]),
-    );
-    for (const a of checked) {
-      const t = task.get(a.taskId);
-      const fence = a.fence as number;
-      const first = since.get(`${a.taskId}/${a.attempt}`);
-      if (!t) out.set(a, 'unknown');
-      else if (a.attempt > Number(t.attempt) || fence > Number(t.fence)) out.set(a, 'stale');
-      else if (first === undefined || fence < first) out.set(a, 'stale');
-    }
-    return out;
   }
 
   private async writeChecked(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {

@@ -13,6 +13,7 @@ import { NotCompilable, compileFastValidator } from './compile-fast-validator';
 import { fastActionRequest, fastCreateTaskRequest } from './fast-validators';
 import { ActionRequestDto, CreateTaskRequestDto } from './worker-requests.dto';
 import {
+  AttemptLogBatchesDto,
   CompletionCallbackDto,
   HeartbeatCallbackDto,
   LogBatchDto,
@@ -75,6 +76,20 @@ describe('fast checks compiled from the DTOs, against class-validator on bodies 
       'an outcome report',
       CompletionCallbackDto,
       { attempt: 1, task_status: 'FAIL', result: { a: 1 }, error: { message: 'm', code: 'c' } },
+    ],
+    [
+      'the log batches of many attempts',
+      AttemptLogBatchesDto,
+      {
+        batches: [
+          {
+            task_id: '01JD2Z6W8ZK3Y4N5P6Q7R8S9T0',
+            attempt: 1,
+            fence: 3,
+            lines: [{ seq: 0, at: '2026-11-28T10:00:00.000Z', level: 'warn', message: 'm' }],
+          },
+        ],
+      },
     ],
     ['a heartbeat', HeartbeatCallbackDto, { attempt: 1 }],
     [

@@ -2,13 +2,17 @@ import { Logger } from '@nestjs/common';
 import { ManualClock } from '@baton/time';
 import { AttemptLogBatchDto, AttemptLogVerdict, LogLineDto } from '../dto/callback.dto';
 import { ContractErrorCode } from '../errors/contract.exception';
-import { WorkerProtocolError, WorkerUnavailableError } from '../errors/worker-call.errors';
+import {
+  WorkerProtocolError,
+  WorkerUnavailableError,
+  WorkerValidationError,
+} from '../errors/worker-call.errors';
 import { AttemptLogShipper } from './attempt-log-shipper';
 
 const quiet = { warn: () => undefined, log: () => undefined } as unknown as Logger;
 
 /** A scheduler's side of the log calls, scripted: what each call answers, and what it got. */
-function scheduler(answers: ('ok' | 'down' | 'no-route')[] = []) {
+function scheduler(answers: ('ok' | 'down' | 'no-route' | 'too-large')[] = []) {
   const many: AttemptLogBatchDto[][] = [];
   const single: { taskId: string; attempt: number; lines: LogLineDto[] }[] = [];
   const refuse = new Set<string>();
@@ -19,11 +23,15 @@ function scheduler(answers: ('ok' | 'down' | 'no-route')[] = []) {
     callbacks: {
       logs: async (taskId: string, attempt: number, _fence: number, lines: LogLineDto[]) => {
         single.push({ taskId, attempt, lines });
+        if (refuse.has(`${taskId}:400`))
+          throw new WorkerValidationError('bad line', ContractErrorCode.VALIDATION_FAILED, 400);
       },
       logsMany: async (batches: AttemptLogBatchDto[]): Promise<AttemptLogVerdict[]> => {
         many.push(batches);
         const answer = answers.shift() ?? 'ok';
         if (answer === 'down') throw new WorkerUnavailableError('down', 50300, 503);
+        if (answer === 'too-large')
+          throw new WorkerValidationError('too large', ContractErrorCode.PAYLOAD_TOO_LARGE, 413);
         if (answer === 'no-route')
           throw new WorkerProtocolError('no route', ContractErrorCode.NOT_FOUND, 404);
         return batches.map((b) =>
@@ -103,6 +111,11 @@ describe('AttemptLogShipper', () => {
     await clock.advance(500);
     expect(s.many).toHaveLength(1);
     expect(s.single.map((x) => x.taskId)).toEqual(['A', 'B', 'C']);
+    // Ten minutes on (the scheduler may have been upgraded): one call for many again.
+    await clock.advance(600_000);
+    shipper.open('D', 1, 1).info('d');
+    await clock.advance(500);
+    expect(s.many.map((call) => call.map((x) => x.task_id))).toEqual([['A', 'B'], ['D']]);
   });
 
   it('puts at most 2,000 lines in one call', async () => {
@@ -116,5 +129,34 @@ describe('AttemptLogShipper', () => {
     const sizes = s.many.map((call) => call.reduce((n, x) => n + x.lines.length, 0));
     expect(sizes.every((n) => n <= 2000)).toBe(true);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(2700);
+  });
+
+  it('keeps a call within bytes a scheduler takes, however long the lines', async () => {
+    const s = scheduler();
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    const log = shipper.open('LONG', 1, 1);
+    for (let i = 0; i < 300; i++) log.info('x'.repeat(4000));
+    await clock.advance(500);
+    const bytes = s.many.map((call) => Buffer.byteLength(JSON.stringify({ batches: call })));
+    expect(s.many.length).toBeGreaterThan(1);
+    expect(Math.max(...bytes)).toBeLessThan(300 * 1024);
+    expect(s.many.flatMap((call) => call.flatMap(seqs))).toEqual(
+      Array.from({ length: 300 }, (_, i) => i),
+    );
+  });
+
+  it('sends each attempt on its own after a call refused whole, and drops only what is refused again', async () => {
+    const s = scheduler(['too-large']);
+    s.refuse.add('BAD:400');
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    shipper.open('BAD', 1, 1).info('bad');
+    shipper.open('GOOD', 1, 1).info('good');
+    await clock.advance(500);
+    expect(s.single.map((x) => x.taskId)).toEqual(['BAD', 'GOOD']);
+    // Nothing of BAD is sent again; later lines go in one call again.
+    shipper.open('GOOD', 1, 1).info('later');
+    await clock.advance(500);
+    expect(s.many.map((call) => call.map((x) => x.task_id))).toEqual([['BAD', 'GOOD'], ['GOOD']]);
+    expect(s.single).toHaveLength(2);
   });
 });

@@ -30,6 +30,15 @@ type Level = LogLineDto['level'];
 
 /** Lines sent in one call at most (the contract's limit). */
 const BATCH = 500;
+/**
+ * What one call carries at most, in JSON bytes and in JSON members and items: well under a
+ * scheduler's defaults (a 1 MiB body, 20,000 members), so lines of 4,000 characters or with
+ * many fields never make a call it refuses whole.
+ */
+const CALL_BYTES = 256 * 1024;
+const CALL_MEMBERS = 8000;
+/** After a scheduler without `PUT /v1/attempt-logs`, how long until it is tried again. */
+const MANY_RETRY_MS = 600_000;
 /** Lines waiting to go, per attempt, at most: past it the oldest are dropped (and said so). */
 const MAX_PENDING = 10_000;
 /** How often waiting lines go out; at once when a batch is full. */
@@ -65,8 +74,8 @@ export class AttemptLogShipper {
   private timer: Timer | undefined;
   private sending: Promise<void> | undefined;
   private failures = 0;
-  /** Many attempts a call (`logsMany`), until a scheduler says it has no such call. */
-  private many = true;
+  /** When to try many attempts a call again, after a scheduler said it has no such call. */
+  private manyAgainAt = 0;
   private retryAt = 0;
 
   constructor(
@@ -160,9 +169,11 @@ export class AttemptLogShipper {
    */
   private async sendAll(): Promise<void> {
     const attempts = [...this.pending.entries()].filter(([, p]) => p.lines.length > 0);
-    if (this.callbacks.logsMany && this.many) await this.sendMany(attempts);
-    // Not `else`: a scheduler without the call sends the rest this way at once.
-    if (!this.callbacks.logsMany || !this.many) {
+    const many = (): boolean =>
+      this.callbacks.logsMany !== undefined && this.clock.now() >= this.manyAgainAt;
+    if (many()) await this.sendMany(attempts);
+    // Not `else`: a scheduler without the call has the rest sent this way at once.
+    if (!many()) {
       let failed = false;
       let next = 0;
       const lane = async (): Promise<void> => {
@@ -186,11 +197,11 @@ export class AttemptLogShipper {
     let left = attempts.filter(([, p]) => p.lines.length > 0);
     while (left.length > 0) {
       const call: { key: string; p: Pending; batch: LogLineDto[] }[] = [];
-      let lines = 0;
+      const room = new CallRoom(ATTEMPT_LOGS_MAX_LINES);
       for (const [key, p] of left) {
-        if (call.length >= ATTEMPT_LOGS_MAX_BATCHES || lines >= ATTEMPT_LOGS_MAX_LINES) break;
-        const batch = this.nextBatch(p, ATTEMPT_LOGS_MAX_LINES - lines);
-        lines += batch.length;
+        if (call.length >= ATTEMPT_LOGS_MAX_BATCHES || !room.left()) break;
+        const batch = this.nextBatch(p, room);
+        if (batch.length === 0) break;
         call.push({ key, p, batch });
       }
       const body: AttemptLogBatchDto[] = call.map(({ p, batch }) => ({
@@ -214,10 +225,17 @@ export class AttemptLogShipper {
           err.httpStatus === 404 &&
           err.code !== ContractErrorCode.TASK_NOT_FOUND
         ) {
-          // A scheduler older than the call (a rolling deploy): one call per attempt from now.
-          this.many = false;
+          // A scheduler older than the call (a rolling deploy): one call per attempt for a while.
+          this.manyAgainAt = this.clock.now() + MANY_RETRY_MS;
           this.logger.warn('the scheduler has no PUT /v1/attempt-logs: sending logs per attempt');
           return;
+        }
+        if (refusedWhole(err)) {
+          // A body this scheduler will never take (its limits are set lower than ours): each
+          // attempt on its own, so one attempt's lines cannot hold up the others'.
+          for (const { key, p } of call) if (!(await this.sendAttempt(key, p))) return;
+          left = left.filter(([key, p]) => p.lines.length > 0 && this.pending.has(key));
+          continue;
         }
         this.failed(call[0].p.taskId, err);
         return;
@@ -226,8 +244,8 @@ export class AttemptLogShipper {
     }
   }
 
-  /** The attempt's next lines to send, at most `max` (the first says how many were dropped). */
-  private nextBatch(p: Pending, max: number): LogLineDto[] {
+  /** The attempt's next lines to send, as many as `room` takes (the first says how many were dropped). */
+  private nextBatch(p: Pending, room: CallRoom): LogLineDto[] {
     if (p.dropped > 0) {
       // Said in the attempt's own log, where the gap is: the worker kept no more.
       p.lines[0] = {
@@ -236,7 +254,9 @@ export class AttemptLogShipper {
       };
       p.dropped = 0;
     }
-    return p.lines.slice(0, Math.min(BATCH, max));
+    let n = 0;
+    while (n < p.lines.length && n < BATCH && room.take(p.lines[n])) n++;
+    return p.lines.slice(0, n);
   }
 
   /** A call that did not go: all is kept, in order, and sent again later, with backoff. */
@@ -252,7 +272,7 @@ export class AttemptLogShipper {
   /** One attempt's waiting lines, in order; false when the scheduler could not be reached. */
   private async sendAttempt(key: string, p: Pending): Promise<boolean> {
     while (p.lines.length > 0) {
-      const batch = this.nextBatch(p, BATCH);
+      const batch = this.nextBatch(p, new CallRoom(BATCH));
       try {
         await this.callbacks.logs(p.taskId, p.attempt, p.fence, batch);
         this.failures = 0;
@@ -261,6 +281,14 @@ export class AttemptLogShipper {
         if (err instanceof StaleFenceError || err instanceof TaskNotFoundError) {
           this.pending.delete(key);
           return true;
+        }
+        if (refusedWhole(err)) {
+          // Sending it again would be refused again: dropped, and said so, not retried forever.
+          this.logger.warn(
+            `the scheduler refused ${batch.length} log line(s) of ${p.taskId} (${errorMessage(err)}): dropped`,
+          );
+          p.lines.splice(0, batch.length);
+          continue;
         }
         // Kept, in order, and sent again later: a scheduler that restarts gets them then.
         this.failed(p.taskId, err);
@@ -278,6 +306,45 @@ export class AttemptLogShipper {
     if (!p) return;
     if (p.lines.length === 0) this.pending.delete(key);
     else this.finished.add(key);
+  }
+}
+
+/** A 400 or 413 of the whole call: the scheduler will refuse it however often it is sent. */
+function refusedWhole(err: unknown): boolean {
+  return err instanceof WorkerCallError && (err.httpStatus === 400 || err.httpStatus === 413);
+}
+
+/** JSON members and items of a value (what a scheduler's shape limit counts). */
+function members(v: unknown): number {
+  if (Array.isArray(v)) return v.reduce((n: number, x) => n + 1 + members(x), 0);
+  if (v && typeof v === 'object')
+    return Object.values(v).reduce((n: number, x) => n + 1 + members(x), 0);
+  return 0;
+}
+
+/** What is left of one call's budget of lines, bytes and JSON members. */
+class CallRoom {
+  private bytes = CALL_BYTES;
+  private members = CALL_MEMBERS;
+  private taken = 0;
+
+  constructor(private lines: number) {}
+
+  left(): boolean {
+    return this.lines > 0 && this.bytes > 0 && this.members > 0;
+  }
+
+  /** Takes the line when it fits (the first of a call always: a call carries at least one). */
+  take(line: LogLineDto): boolean {
+    const bytes = Buffer.byteLength(JSON.stringify(line)) + 1;
+    const count = 1 + members(line);
+    const fits = this.lines >= 1 && bytes <= this.bytes && count <= this.members;
+    if (!fits && this.taken > 0) return false;
+    this.taken++;
+    this.lines--;
+    this.bytes -= bytes;
+    this.members -= count;
+    return true;
   }
 }
 

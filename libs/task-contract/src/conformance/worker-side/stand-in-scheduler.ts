@@ -68,6 +68,8 @@ export class StandInScheduler {
   private readonly clock: Clock;
   private server: Server | undefined;
   private workerIds = new Set<string>();
+  /** Requests being read or answered now. */
+  private open = 0;
   url = '';
 
   constructor(
@@ -80,7 +82,16 @@ export class StandInScheduler {
   }
 
   async start(): Promise<void> {
-    const server = createServer((req, res) => void this.serve(req, res));
+    const server = createServer((req, res) => {
+      this.open++;
+      // A client gone mid-body (a worker killed) ends its request here, not the kit.
+      this.serve(req, res)
+        .catch(() => req.socket.destroy())
+        .finally(() => {
+          this.open--;
+          for (const w of [...this.waiters]) w();
+        });
+    });
     this.server = server;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -96,6 +107,11 @@ export class StandInScheduler {
   /** The next requests `matches` picks get `faults`, one each, in order; then the usual answer. */
   failNext(matches: Rule['matches'], ...faults: Fault[]): void {
     this.rules.push({ matches, faults: [...faults] });
+  }
+
+  /** Whether no request is being read or answered now (all that arrived is recorded). */
+  get idle(): boolean {
+    return this.open === 0;
   }
 
   /** Requests so far that `pick` keeps. */

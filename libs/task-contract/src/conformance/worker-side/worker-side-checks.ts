@@ -234,9 +234,10 @@ const drop409: WorkerSideCheck = {
     ctx.standIn.failNext((r) => isPut(r as Received, 'notify', id), STALE, STALE, STALE, STALE);
     await startRun(ctx, id);
     const first = await firstNotify(ctx, id);
-    // Long enough for a retry (the library's first comes after 200 ms): the worker beat on.
+    // Long enough for a retry (the library's first comes after 200 ms, a slower one within a
+    // few seconds): the worker beat on, and 5 s passed.
     await beatsAfter(ctx, first.seq, 4);
-    const waitUntil = first.at + 1500;
+    const waitUntil = first.at + 5000;
     if (ctx.clock.now() < waitUntil) await probe.wait(waitUntil - ctx.clock.now());
     const tries = callbacksOf(ctx.standIn, id, 'notify').length;
     expect(tries === 1, `the report answered 409 was sent ${tries} times`);
@@ -336,6 +337,10 @@ const sigterm: WorkerSideCheck = {
     ]);
     ctx.clock.clearTimeout(timer);
     expect(gone !== undefined, 'the worker did not exit within 30 s of SIGTERM');
+    // What it sent just before it went is read to the end before it is judged.
+    await ctx.standIn.waitFor('the last requests read', 5000, () =>
+      ctx.standIn.idle ? true : undefined,
+    );
     const failed = callbacksOf(ctx.standIn, id, 'notify').filter(
       (r) => r.seq >= at && field(r, 'task_status') === TaskStatus.FAIL,
     );

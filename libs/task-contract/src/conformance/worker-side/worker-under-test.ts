@@ -18,6 +18,11 @@ export class WorkerUnderTest {
     this.child = spawn('/bin/sh', ['-c', `exec ${command}`], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // A group of its own: a worker that starts processes of its own (npm start) is ended whole.
+      detached: true,
+    });
+    this.child.once('error', (err) => {
+      this.out += `\n${command} could not be started: ${err.message}`;
     });
     const keep = (c: Buffer): void => {
       this.out = (this.out + c.toString()).slice(-OUTPUT_KEPT);
@@ -43,9 +48,16 @@ export class WorkerUnderTest {
     if (this.running) this.child.kill('SIGTERM');
   }
 
-  /** Ends it for good (SIGKILL) and waits for it to be gone. */
+  /** Ends it and whatever it started, for good (SIGKILL to its group), and waits for it. */
   async kill(): Promise<void> {
-    if (this.running) this.child.kill('SIGKILL');
-    await this.exited;
+    const pid = this.child.pid;
+    if (pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
+    }
+    if (pid !== undefined) await this.exited;
   }
 }
