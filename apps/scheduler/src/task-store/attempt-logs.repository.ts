@@ -86,7 +86,7 @@ export class AttemptLogsRepository {
         resolve: (r) => (typeof r === 'string' ? reject(new Error(r)) : resolve(r)),
         reject,
       });
-      this.kick();
+      if (!this.writing) void this.drain();
     });
   }
 
@@ -105,26 +105,12 @@ export class AttemptLogsRepository {
   ): Promise<AppendResult | AppendRefusal> {
     return new Promise((resolve, reject) => {
       this.queue.push({ taskId, attempt, fence, lines, caps, resolve, reject });
-      this.kick();
+      if (!this.writing) void this.drain();
     });
   }
 
   private readonly queue: Append[] = [];
   private writing = false;
-  private kicked = false;
-
-  /**
-   * Starts a group after what is being queued now: the batches of one worker call (queued in
-   * one go) share its transaction, the first included.
-   */
-  private kick(): void {
-    if (this.writing || this.kicked) return;
-    this.kicked = true;
-    queueMicrotask(() => {
-      this.kicked = false;
-      if (!this.writing) void this.drain();
-    });
-  }
 
   private async drain(): Promise<void> {
     this.writing = true;

@@ -71,7 +71,7 @@ export class AttemptLogsCallbackController {
         `${lines} lines in all: at most ${ATTEMPT_LOGS_MAX_LINES} in one call`,
         { lines, max: ATTEMPT_LOGS_MAX_LINES },
       );
-    // Sent together, they share the group commit (and its checks).
+    // Queued together: the first starts a group at once, the rest share the next one.
     const verdicts = await Promise.all(
       dto.batches.map((b) => this.logs.fromWorker(b.task_id, b.fence, b)),
     );
