@@ -205,7 +205,8 @@ FAIL, with result or error), \`.../heartbeat\` (HeartbeatCallbackDto) and \`.../
   answer: \`{"task_id", "accepted", "duplicates"}\`. The scheduler keeps at most its caps per
   attempt (by default 10,000 lines and 1 MiB) and drops the oldest past them, saying how many.
   A worker running many short attempts sends them together instead: \`PUT
-  {scheduler}/v1/attempt-logs\` (AttemptLogBatchesDto: up to 100 batches and 2,000 lines, each
+  {scheduler}/v1/attempt-logs\` (AttemptLogBatchesDto: up to 100 batches and 2,000 lines within
+  the scheduler's body limits, 1 MiB and 20,000 JSON members by default; each
   batch with its \`task_id\`, \`attempt\` and \`fence\` in the body, which the signature covers),
   answered with a verdict per batch in order (\`accepted\`/\`duplicates\`, or \`refused\`:
   \`unknown\` or \`stale\`, to drop as a 409 says); the whole call is retried on a network error,
