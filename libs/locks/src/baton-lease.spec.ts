@@ -170,4 +170,17 @@ describe('BatonLease', () => {
     clock.stall(1);
     expect(lease.lostReason).toBe('session_lost');
   });
+
+  it('is lost for the reason the driver gives once its bound passed', () => {
+    const key = fakeKey('connection');
+    const heardUntil = clock.now() + 100;
+    const lease = leaseOf(
+      [{ ...key, validUntil: () => heardUntil, lapseReason: () => 'connection_lost' as const }],
+      30_000,
+      clock.now() + 30_000,
+      false,
+    );
+    clock.stall(100);
+    expect(lease.lostReason).toBe('connection_lost');
+  });
 });

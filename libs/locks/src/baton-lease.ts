@@ -81,10 +81,11 @@ export class BatonLease implements Lease {
       const now = this.clock.now();
       // Told to listeners (and to the backend) after the read, not inside the caller's `if`.
       if (now >= this.expiry.getTime()) this.expireNow('expired', true);
-      // A backend's own bound (a ZooKeeper session not heard from in time): its session is
-      // what was lost, though the client may not have said so yet.
-      else if (this.held.some((h) => h.validUntil && now >= h.validUntil())) {
-        this.expireNow('session_lost', true);
+      // A backend's own bound (a ZooKeeper session not heard from in time), for the reason its
+      // driver gives, though the client may not have said so yet.
+      else {
+        const lapsed = this.held.find((h) => h.validUntil && now >= h.validUntil());
+        if (lapsed) this.expireNow(lapsed.lapseReason?.() ?? 'session_lost', true);
       }
     }
     return this.lostAs;

@@ -24,9 +24,11 @@ export interface HeldKey {
   /**
    * A bound the backend puts on the holder's belief regardless of the TTL (ZooKeeper: the last
    * server reply + session timeout − margin). The lease's `expiresAt` never goes past it, and a
-   * lease read past it is lost as `session_lost`.
+   * lease read past it is lost, for the reason `lapseReason` gives (`session_lost` without it).
    */
   validUntil?(): number;
+  /** Why the key is lost once `validUntil` passed (what the driver itself would report then). */
+  lapseReason?(): LeaseLostReason;
   /**
    * Registers the driver's callback for backend-side loss. A loss that happened before (while
    * the other keys of a multi-key acquire were being taken) is replayed to the handler at once,

@@ -253,6 +253,8 @@ export class ZookeeperLockDriver extends BaseLockProvider {
       expire: () => remove().catch(() => undefined),
       // The server may drop the session this long after it last heard from us, whatever the TTL.
       validUntil: () => session.validUntil(),
+      // Past that bound: `connection_lost`, or `session_lost` once the whole timeout went by.
+      lapseReason: () => session.silentReason(),
       setLostHandler: (handler) => loss.setHandler(handler),
     };
   }

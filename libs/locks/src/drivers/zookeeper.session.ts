@@ -147,7 +147,7 @@ export class ZookeeperSession {
   }
 
   /** Past the whole session timeout without a reply, the server has certainly expired us. */
-  private silentReason(): LeaseLostReason {
+  silentReason(): LeaseLostReason {
     return this.silentFor() >= this.timeoutMs ? 'session_lost' : 'connection_lost';
   }
 
