@@ -10,7 +10,7 @@ import {
   startScheduler,
   startTemplateWorker,
 } from './support/baton';
-import { RunningProcess, eventually } from './support/processes';
+import { RunningProcess, eventually, schedule } from './support/processes';
 
 jest.setTimeout(300_000);
 
@@ -93,15 +93,15 @@ describe('SIGTERM during a partition', () => {
       );
       (silent === 'MariaDB' ? mysql : redis).blackhole();
       // Readiness answers, and says which backend is down (each probe is bounded).
-      const askedAt = Date.now();
+      const asked = schedule();
       const ready = await fetch(`${partitioned.url}/health/ready`, {
         signal: AbortSignal.timeout(60_000),
       });
-      const readyMs = Date.now() - askedAt;
+      const readyMs = asked.elapsed();
       const readyBody = (await ready.json()) as { message: string };
       expect(ready.status).toBe(503);
       expect(readyBody.message).toMatch(silent === 'MariaDB' ? /database/ : /queue/);
-      const stopped = Date.now();
+      const stopped = schedule();
       partitioned.proc.kill('SIGTERM');
       // The exit comes while the partition still lasts: nothing is restored before it.
       await eventually(
@@ -112,7 +112,7 @@ describe('SIGTERM during a partition', () => {
         120_000,
         `the scheduler exiting after SIGTERM with ${silent} silent`,
       );
-      const exitedAfter = Date.now() - stopped;
+      const exitedAfter = stopped.elapsed();
       const forced = /shutdown still going after \d+ ms/.test(partitioned.output());
       console.log(
         `${silent} silent: ${driven.length} of ${TASKS} tasks started by it; /health/ready answered 503 in ${readyMs} ms (${readyBody.message}); exited ${exitedAfter} ms after SIGTERM (grace ${GRACE_MS} ms), ${forced ? 'by the deadline' : 'on its own'}`,

@@ -39,7 +39,7 @@ describe('TaskSteps.handBack', () => {
   });
 
   beforeEach(() => {
-    clock = new ManualClock(Date.now());
+    clock = new ManualClock();
     steps = new TaskSteps(tasks, clock, { instanceId: ME } as SchedulerConfig);
   });
 

@@ -11,8 +11,6 @@ export interface CheckedAppend {
   fence?: number;
 }
 
-const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
-
 /**
  * The batches of a group whose task, attempt or fence does not hold, and why: two statements for
  * the whole group (the tasks, then the attempts' first fences), in the group's transaction. A
@@ -28,11 +26,7 @@ export async function logRefusals<A extends CheckedAppend>(
   const checked = group.filter((a) => a.fence !== undefined);
   if (checked.length === 0) return out;
   const ids = [...new Set(checked.map((a) => a.taskId))];
-  const { records: tasks } = await sql.exec(
-    m,
-    `SELECT task_id, attempt, fence FROM baton_task WHERE task_id IN (${marks(ids.length)})`,
-    ids,
-  );
+  const tasks = await sql.selectIn(m, 'baton_task', 'task_id, attempt, fence', 'task_id', ids);
   const { records: attempts } = await sql.exec(
     m,
     `SELECT task_id, attempt, fence FROM baton_task_attempt WHERE ${checked.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
