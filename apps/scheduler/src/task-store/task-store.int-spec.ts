@@ -618,6 +618,33 @@ describe.each([
     expect(done?.status).toBe(TaskStatus.SUCCESS);
   });
 
+  it('records a cancel of the running attempt although polls claimed it since it was read; once', async () => {
+    const task = newTask({ status: TaskStatus.RUNNING, attempt: 3, dueAt: 1000 });
+    await repo.insert(task, 'created', 'test');
+    // Read by the cancel; then two status polls claim the run, each with a new fence.
+    const read = (await repo.findById(task.taskId))!;
+    for (const at of [2000, 3000]) {
+      await repo.claimMany([task.taskId], 's1', at, at + 500, [TaskStatus.RUNNING], at);
+    }
+    const polled = (await repo.findById(task.taskId))!;
+    expect(polled.fence).toBe(read.fence + 2);
+    const cancel = (now: number) =>
+      repo.requestCancel(task.taskId, read.attempt, 'api', 'cancel requested', now);
+    // The worker is to be told with the fence the polls reached, not the one read.
+    expect(await cancel(4000)).toEqual({ outcome: 'recorded', fence: polled.fence });
+    expect(await cancel(4001)).toEqual({ outcome: 'already', fence: polled.fence });
+    const after = (await repo.findById(task.taskId))!;
+    expect(after).toMatchObject({ cancelRequested: true, version: polled.version });
+    const notes = (await log.events(task.taskId)).filter((e) => e.reason === 'cancel requested');
+    expect(notes).toHaveLength(1);
+    // Another attempt, or a run that ended: changed.
+    expect(await repo.requestCancel(task.taskId, 2, 'api', 'x', 5000)).toEqual({
+      outcome: 'changed',
+    });
+    await repo.apply(after, { to: TaskStatus.FAIL, reason: 'stopped', actor: 't' }, 6000);
+    expect(await cancel(7000)).toEqual({ outcome: 'changed' });
+  });
+
   it('finds the task that holds a lock key by its state, matching keys exactly', async () => {
     const running = newTask({ status: TaskStatus.RUNNING, lockKeys: ['db_1', 'disk-9'] });
     const waiting = newTask({ status: TaskStatus.POSTPONE, lockKeys: ['dbx1'] });

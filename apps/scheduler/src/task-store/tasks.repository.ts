@@ -290,35 +290,38 @@ export class TasksRepository {
    * A cancel of a RUNNING task, which a runner may be driving right now (a sync run holds its
    * claim for the whole run). Not a transition: the version does not move, so a driver's next
    * compare-and-set still holds, and it reads the flag before it plans a retry or a next life.
-   * Applies only while the task is RUNNING the attempt under `fence`, and is logged as a note
-   * once: `already` when this run's cancel was recorded before, `changed` when the task has moved
-   * on meanwhile.
+   * Applies while the task is RUNNING `attempt`, whatever claims have been taken of it since it
+   * was read (every status poll takes one, with a new fence: the run is the attempt, the fence
+   * only its latest claim). Logged as a note once: `already` when this run's cancel was recorded
+   * before, `changed` when the run has ended meanwhile. `fence` is the run's fence as this
+   * transaction saw it: the one to tell the worker.
    */
   async requestCancel(
     taskId: string,
     attempt: number,
-    fence: number,
     actor: string,
     reason: string,
     now: number,
-  ): Promise<'recorded' | 'already' | 'changed'> {
+  ): Promise<{ outcome: 'recorded' | 'already' | 'changed'; fence?: number }> {
     return this.tx.run(async (m) => {
       const res = await this.sql.exec(
         m,
-        'UPDATE baton_task SET cancel_requested = 1, updated_at = ? WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ? AND cancel_requested = 0',
-        [now, taskId, TaskStatus.RUNNING, attempt, fence],
+        'UPDATE baton_task SET cancel_requested = 1, updated_at = ? WHERE task_id = ? AND status = ? AND attempt = ? AND cancel_requested = 0',
+        [now, taskId, TaskStatus.RUNNING, attempt],
       );
       if (res.affected === 1) {
         await this.log.note(m, taskId, TaskStatus.RUNNING, reason, actor, attempt, now);
-        return 'recorded';
       }
-      // Asked before, for this same run: one event for all the askings.
+      // The fence now (and, when nothing was written, whether this run was asked before: one
+      // event for all the askings).
       const { records } = await this.sql.exec(
         m,
-        'SELECT 1 AS yes FROM baton_task WHERE task_id = ? AND status = ? AND attempt = ? AND fence = ? AND cancel_requested = 1',
-        [taskId, TaskStatus.RUNNING, attempt, fence],
+        'SELECT fence FROM baton_task WHERE task_id = ? AND status = ? AND attempt = ? AND cancel_requested = 1',
+        [taskId, TaskStatus.RUNNING, attempt],
       );
-      return records.length > 0 ? 'already' : 'changed';
+      const row = records[0] as { fence: number | string } | undefined;
+      if (!row) return { outcome: 'changed' };
+      return { outcome: res.affected === 1 ? 'recorded' : 'already', fence: Number(row.fence) };
     });
   }
 

@@ -294,10 +294,13 @@ export class TaskActionsService {
   }
 
   /**
-   * The flag first, then the worker: its FAIL may come back at once, and must find the flag. The
-   * flag moves no version, so a runner driving the run keeps its claim and ends it.
+   * The task once the cancel of its run is recorded and its worker told; undefined when the run
+   * ended meanwhile (unless `last`). The flag first, then the worker: its FAIL may come back at
+   * once, and must find the flag. The flag moves no version, so a runner driving the run keeps its
+   * claim and ends it. The run is the attempt: status polls claim it again meanwhile, each with a
+   * new fence, so the worker is told with the fence read as the flag is written, and again with
+   * the newer one while a poll's fence overtakes it.
    */
-  /** The task once the cancel of its run is recorded; undefined when it moved on (unless `last`). */
   private async cancelRun(
     t: TaskModel,
     actor: string,
@@ -306,12 +309,11 @@ export class TaskActionsService {
     const recorded = await this.repo.requestCancel(
       t.taskId,
       t.attempt,
-      t.fence,
       actor,
       'cancel requested: the worker is told to stop the run, and no retry follows',
       this.clock.now(),
     );
-    if (recorded === 'changed') {
+    if (recorded.outcome === 'changed') {
       if (!last) return undefined;
       throw new ContractException(
         ContractErrorCode.VERSION_CONFLICT,
@@ -322,6 +324,7 @@ export class TaskActionsService {
     // The RUNNING write goes before the run call: a worker that does not know the task yet is
     // told again for a moment, until the call has reached it.
     const tellUntil = this.clock.now() + CANCEL_NOTIFY_WAIT_MS;
+    let fence = recorded.fence ?? t.fence;
     for (;;) {
       try {
         await this.client.notify(
@@ -329,10 +332,7 @@ export class TaskActionsService {
           t.taskType,
           t.taskId,
           { event: NotifyEvent.CANCEL, message: 'cancelled by request' },
-          {
-            fence: t.fence,
-            traceparent: TaskLog.traceparent(t.taskId, t.attempt),
-          },
+          { fence, traceparent: TaskLog.traceparent(t.taskId, t.attempt) },
         );
         break;
       } catch (err) {
@@ -340,9 +340,17 @@ export class TaskActionsService {
           await this.clock.sleep(CANCEL_NOTIFY_AGAIN_MS);
           continue;
         }
-        // The worker has heard a newer fence: the run ended (maybe under this cancel) and another
-        // claim drives the task now. Look at it again rather than call the worker unreachable.
-        if (err instanceof StaleFenceError && !last) return undefined;
+        // The worker has heard a newer fence: a poll claimed the run since, or the run ended
+        // (maybe under this cancel) and another claim drives the task now.
+        if (err instanceof StaleFenceError) {
+          const now = await this.tasks.get(t.taskId);
+          const sameRun = now.status === TaskStatus.RUNNING && now.attempt === t.attempt;
+          if (sameRun && now.fence > fence && this.clock.now() < tellUntil) {
+            fence = now.fence;
+            continue;
+          }
+          if (!sameRun) return undefined;
+        }
         throw new ContractException(
           ContractErrorCode.WORKER_UNAVAILABLE,
           `cancel recorded (the task will not be retried), but worker ${t.workerId ?? '?'} could not be told to stop the run: ${err instanceof Error ? err.message : String(err)}`,
