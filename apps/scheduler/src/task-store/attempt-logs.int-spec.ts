@@ -110,6 +110,22 @@ describe.each([
     expect((await logs.page('T-dup', 2, { after: -1, limit: 10 })).lines).toEqual([
       { ...line(0, { message: 'second' }) },
     ]);
+    // A resend in a group with others (they queue behind a write in flight): the insert the
+    // unique key refuses is written again without the kept line, and every append is answered.
+    const answers = await Promise.all([
+      logs.append('T-dup-other', 1, [line(0)], CAPS),
+      logs.append('T-dup', 1, [line(4), line(3)], CAPS),
+      logs.append('T-dup-third', 1, [line(0), line(1)], CAPS),
+    ]);
+    expect(answers).toEqual([
+      { accepted: 1, duplicates: 0 },
+      { accepted: 1, duplicates: 1 },
+      { accepted: 2, duplicates: 0 },
+    ]);
+    expect((await logs.page('T-dup', 1, { after: -1, limit: 10 })).lines.map((l) => l.seq)).toEqual(
+      [0, 1, 2, 3, 4],
+    );
+    expect((await logs.page('T-dup-third', 1, { after: -1, limit: 10 })).lines).toHaveLength(2);
   });
 
   it('pages by seq, and filters by level (and above) and by words in any case', async () => {

@@ -161,8 +161,34 @@ export class AttemptLogsRepository {
     return all.map((a) => refused.get(a) ?? (written[group.indexOf(a)] as AppendResult));
   }
 
+  /**
+   * Lines are seldom sent twice (a retry after a lost answer), so the group's lines are inserted
+   * without looking first; when the unique key refuses one, the statement alone is undone (the
+   * transaction goes on) and the group is written again without the lines already kept.
+   */
   private async writeChecked(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {
-    const kept = await this.keptSeqs(m, group);
+    let planned = this.plan(group, new Set());
+    if (planned.rows.length === 0) return planned.results;
+    try {
+      await this.sql.insertRows(m, 'baton_task_log_line', planned.rows);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      planned = this.plan(group, await this.keptSeqs(m, group));
+      if (planned.rows.length === 0) return planned.results;
+      await this.sql.insertRows(m, 'baton_task_log_line', planned.rows);
+    }
+    const { usage, results } = planned;
+    const totals = await this.addUsage(m, [...usage.values()]);
+    for (const u of usage.values()) {
+      const t = totals.get(`${u.taskId}/${u.attempt}`);
+      if (t && (t.lines > u.caps.maxLines || t.bytes > u.caps.maxBytes))
+        await this.dropOldest(m, u.taskId, u.attempt, t, u.caps);
+    }
+    return results;
+  }
+
+  /** The rows of the group's lines not in `kept` (nor twice in the group), and their usage. */
+  private plan(group: readonly Append[], kept: Set<string>) {
     const rows: Record<string, unknown>[] = [];
     const usage = new Map<
       string,
@@ -200,15 +226,7 @@ export class AttemptLogsRepository {
       }
       return { accepted, duplicates: a.lines.length - accepted };
     });
-    if (rows.length === 0) return results;
-    await this.sql.insertRows(m, 'baton_task_log_line', rows);
-    const totals = await this.addUsage(m, [...usage.values()]);
-    for (const u of usage.values()) {
-      const t = totals.get(`${u.taskId}/${u.attempt}`);
-      if (t && (t.lines > u.caps.maxLines || t.bytes > u.caps.maxBytes))
-        await this.dropOldest(m, u.taskId, u.attempt, t, u.caps);
-    }
-    return results;
+    return { rows, usage, results };
   }
 
   /** The seqs already kept of the group's lines, as `task/attempt/seq`. */

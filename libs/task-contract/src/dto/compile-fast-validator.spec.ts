@@ -9,7 +9,8 @@ import {
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { disagreements, schemaBodies } from '../../test/schema-bodies';
-import { NotCompilable, compileFastValidator } from './compile-fast-validator';
+import { isISO8601 } from 'class-validator';
+import { NotCompilable, canonicalInstant, compileFastValidator } from './compile-fast-validator';
 import { fastActionRequest, fastCreateTaskRequest } from './fast-validators';
 import { ActionRequestDto, CreateTaskRequestDto } from './worker-requests.dto';
 import {
@@ -158,6 +159,39 @@ class Typed {
   @Type(() => Inner)
   inner!: Inner;
 }
+
+describe('canonicalInstant (the timestamp shortcut)', () => {
+  it('passes only what @IsISO8601({ strict: true }) passes, and every toISOString()', () => {
+    const samples = [
+      '2026-11-28T17:31:06.123Z',
+      '2024-02-29T00:00:00.000Z',
+      '2023-02-29T00:00:00.000Z',
+      '2026-02-30T10:00:00.000Z',
+      '2026-13-01T10:00:00.000Z',
+      '2026-11-28T24:00:00.000Z',
+      '2026-11-28T23:59:60.000Z',
+      '0000-01-01T00:00:00.000Z',
+      '2026-11-28T17:31:06Z',
+      '2026-11-28T17:31:06.123+01:00',
+      '2026-11-28 17:31:06.123Z',
+      '+002026-11-28T17:31:06.123Z',
+      '2026-11-28T17:31:06.123Z\n',
+      '',
+    ];
+    for (const s of samples)
+      if (canonicalInstant(s)) expect([s, isISO8601(s, { strict: true })]).toEqual([s, true]);
+    expect(samples.filter(canonicalInstant)).toEqual([
+      '2026-11-28T17:31:06.123Z',
+      '2024-02-29T00:00:00.000Z',
+    ]);
+    // Every instant from the year 1000 to 9999, as toISOString() writes it; none before.
+    for (let ms = -40_000_000_000_000; ms < 253_000_000_000_000; ms += 777_777_777_777) {
+      const s = new Date(ms).toISOString();
+      expect([s, canonicalInstant(s)]).toEqual([s, ms >= -30_610_224_000_000]);
+      if (canonicalInstant(s)) expect(isISO8601(s, { strict: true })).toBe(true);
+    }
+  });
+});
 
 describe('compileFastValidator', () => {
   it.each<[string, new () => object]>([

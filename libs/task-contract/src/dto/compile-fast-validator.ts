@@ -25,6 +25,23 @@ interface Constraint {
   validators: ValidatorConstraintInterface[];
   constraints: unknown[];
   validateIf?: (object: object, value: unknown) => boolean;
+  /**
+   * A cheap sufficient test: a value it passes the validators would pass (each worker's log line
+   * carries a timestamp, and the general ISO 8601 check is a long regular expression).
+   */
+  surely?: (value: unknown) => boolean;
+}
+
+/**
+ * A timestamp as `Date#toISOString` writes it (what every worker library sends): a real instant
+ * in ISO 8601's extended form from the year 1000 on (the validator refuses year 0), which `@IsISO8601({ strict: true })` passes. Anything else goes to
+ * the validator itself.
+ */
+const CANONICAL_INSTANT = /^[1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export function canonicalInstant(value: unknown): boolean {
+  if (typeof value !== 'string' || !CANONICAL_INSTANT.test(value)) return false;
+  const ms = Date.parse(value);
+  return !Number.isNaN(ms) && new Date(ms).toISOString() === value;
 }
 
 /** What the DTO's decorators say of one property. */
@@ -80,6 +97,8 @@ function constraintOf(ctor: Ctor, m: ValidationMetadata): Constraint {
     validators: metas.map((meta) => meta.instance),
     constraints: m.constraints,
     validateIf: m.validateIf,
+    surely:
+      metas.length === 1 && metas[0].name === 'isISO8601' ? canonicalInstant : undefined,
   };
 }
 
@@ -205,6 +224,7 @@ export function plainJson(v: unknown, depth = 0): boolean {
 /** A decorator's verdict as class-validator reaches it: any truthy answer passes. */
 function passes(c: Constraint, object: object, value: unknown, args: ValidationArguments): boolean {
   if (c.validateIf && !c.validateIf(object, value)) return true;
+  if (c.surely && !c.each && c.surely(value)) return true;
   args.constraints = c.constraints;
   for (const validator of c.validators) {
     if (c.each && Array.isArray(value)) {
