@@ -20,6 +20,36 @@ const envelope = (code: number, message: string): string =>
   JSON.stringify({ code, message, data: null });
 
 /**
+ * The scheduler path of a console address, or why there is none. Only `/api/v1/...` goes on, as
+ * `/v1/...` with its bytes unchanged, and only when no URL parser on the way could read it as
+ * another path: a segment that is `.` or `..` once percent-decoded (`%2e%2e`), a backslash (read
+ * as `/` in http URLs), an encoded `/` or `\`, a `#`, or a control character is refused, so
+ * `/api/v1/../../metrics` cannot reach the scheduler's `/metrics`.
+ */
+export function schedulerPath(
+  url: string,
+): { path: string } | { refused: 'not-api' | 'ambiguous' } {
+  const q = url.indexOf('?');
+  const rawPath = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q);
+  // eslint-disable-next-line no-control-regex
+  if (url.includes('#') || /[\\\u0000-\u001f\u007f]/.test(rawPath)) return { refused: 'ambiguous' };
+  for (const segment of rawPath.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return { refused: 'ambiguous' };
+    }
+    if (decoded === '.' || decoded === '..' || /[/\\]/.test(decoded)) {
+      return { refused: 'ambiguous' };
+    }
+  }
+  if (!rawPath.startsWith('/api/v1/')) return { refused: 'not-api' };
+  return { path: `${rawPath.slice('/api'.length)}${query}` };
+}
+
+/**
  * `/api/v1/*` is passed to the scheduler's public API as `/v1/*`, with the caller's own API key
  * (`Authorization`): the console adds no credentials and has no other way in, so a page shows
  * only what its user's key may read, and does only what that key may do.
@@ -47,13 +77,24 @@ async function forward(
   schedulerUrl: string,
   timeoutMs: number,
 ): Promise<FastifyReply> {
-  const path = req.url.slice('/api'.length);
-  if (!path.startsWith('/v1/')) {
-    return reply
-      .code(404)
-      .type('application/json')
-      .send(envelope(40402, `${req.method} ${req.url}: the console passes on /api/v1/* only`));
+  const target = schedulerPath(req.url);
+  if ('refused' in target) {
+    return target.refused === 'not-api'
+      ? reply
+          .code(404)
+          .type('application/json')
+          .send(envelope(40402, `${req.method} ${req.url}: the console passes on /api/v1/* only`))
+      : reply
+          .code(400)
+          .type('application/json')
+          .send(
+            envelope(
+              40003,
+              'the path has a dot segment, a backslash, an encoded slash or a control character: the console passes on plain /api/v1/* paths only',
+            ),
+          );
   }
+  const { path } = target;
   const headers: Record<string, string> = {};
   for (const name of FORWARDED) {
     const value = req.headers[name];

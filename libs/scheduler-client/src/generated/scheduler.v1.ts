@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * this instance's metrics, in the Prometheus text format
-         * @description Counters and histograms of this scheduler process since it started (task transitions, worker calls, claims, locks, timer fires, LogDumper records, webhook deliveries): sum them over instances. Gauges read from the database (`baton_tasks`, `baton_task_backlog`, `baton_workers`) are the same on every instance: take their max. Process metrics (`process_*`, `nodejs_*`) too. Each family says which it is in its HELP line.
+         * @description Counters and histograms of this scheduler process since it started (task transitions, worker calls, claims, locks, timer fires, LogDumper records, webhook deliveries): sum them over instances. Gauges read from the database (`baton_tasks`, `baton_task_backlog`, `baton_workers`) are the same on every instance: take their max. Process metrics (`process_*`, `nodejs_*`) too. Each family says which it is in its HELP line. Open like the probes, unless `BATON_METRICS_TOKEN` is set: then only `Authorization: Bearer <token>` is answered (API keys are not taken here).
          */
         get: operations["MetricsController_scrape"];
         put?: never;
@@ -2875,6 +2875,15 @@ export interface components {
         };
     };
     responses: {
+        /** @description 40100: no or wrong credentials */
+        "error-40100": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
         /** @description 50000: unexpected error; the message carries an error id for the logs */
         "error-50000": {
             headers: {
@@ -2886,15 +2895,6 @@ export interface components {
         };
         /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide */
         "error-40000-40001": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelopeDto"];
-            };
-        };
-        /** @description 40100: no or wrong credentials */
-        "error-40100": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3138,7 +3138,9 @@ export interface operations {
     MetricsController_scrape: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                authorization: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3153,6 +3155,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["error-40100"];
             500: components["responses"]["error-50000"];
         };
     };
