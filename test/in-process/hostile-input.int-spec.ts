@@ -329,6 +329,11 @@ describe('hostile input', () => {
       'http://10.0.0.1/',
       'http://192.168.0.1/',
       'http://user:pass@hooks.example.com/',
+      // A cloud metadata short name, a doubled dot, a label ASCII punycode reads as localhost.
+      'http://metadata/',
+      'http://127.0.0.1../',
+      'http://xn--localhost-/',
+      'http://xn--localhost-.example.com/',
     ];
     const task = (callback_url: string): string =>
       JSON.stringify({ create_info: { task_type: 'demo.echo', task_name: 'x' }, callback_url });

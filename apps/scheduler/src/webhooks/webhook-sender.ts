@@ -300,7 +300,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     const host = hostOf(url);
     const problem = this.allow.hosts.has(host)
       ? undefined
-      : outgoingUrlProblem(url, this.allow.networks);
+      : outgoingUrlProblem(url, this.allow.networks, 'refuse', 'BATON_WEBHOOK_ALLOW');
     if (problem) return done(null, null, `refused: the URL ${problem}`);
     const at = new Date(started);
     // Bounded by the call's timeout, and cut short when the process stops.

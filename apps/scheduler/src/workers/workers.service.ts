@@ -56,7 +56,12 @@ export class WorkersService {
     // The scheduler will call this URL with every task of these types: never somewhere internal
     // the operator has not allowed (a cloud's metadata service answers at 169.254.169.254).
     // Names are accepted (service names inside a cluster are how workers are found).
-    const problem = outgoingUrlProblem(dto.url, this.config.outgoing.workers, 'accept');
+    const problem = outgoingUrlProblem(
+      dto.url,
+      this.config.outgoing.workers,
+      'accept',
+      'BATON_WORKER_NETWORKS',
+    );
     if (problem)
       throw new ContractException(
         ContractErrorCode.VALIDATION_FAILED,

@@ -59,6 +59,40 @@ describe('outgoingUrlProblem', () => {
     );
   });
 
+  it('refuses single-label and malformed names where names are refused, saying where to allow them', () => {
+    const refused: [string, RegExp][] = [
+      ['http://metadata/', /single-label host \(metadata\)/],
+      ['http://intranet:8080/hook', /single-label host/],
+      ['http://127.0.0.1../', /empty label/],
+      ['http://a..example.com/', /empty label/],
+      ['http://-a.example.com/', /malformed label \(-a\)/],
+      ['http://a-.example.com/', /malformed label/],
+      [`http://${'a'.repeat(64)}.example.com/`, /malformed label/],
+      [`http://${'abcdefghi.'.repeat(26)}com/`, /malformed host name .*longer than 253/],
+      ['http://xn--localhost-/', /single-label/],
+      ['http://xn--localhost-.example.com/', /malformed host name .*\(xn--localhost-\)/],
+      ['http://1.2.3.300/', /not a URL/],
+      ['http://hooks.example.123/', /not a URL/],
+    ];
+    for (const [url, why] of refused) {
+      const problem = outgoingUrlProblem(url, none, 'refuse', 'BATON_WEBHOOK_ALLOW');
+      expect({ url, problem }).toEqual({ url, problem: expect.stringMatching(why) });
+    }
+    expect(outgoingUrlProblem('http://metadata/', none, 'refuse', 'BATON_WEBHOOK_ALLOW')).toMatch(
+      /allow it in BATON_WEBHOOK_ALLOW/,
+    );
+    // Real names pass: IDN punycode, digits inside labels, underscores (service records).
+    for (const url of [
+      'https://xn--bcher-kva.example/hook',
+      'https://hooks-2.eu-west-1.example.com/x',
+      'https://_hooks.example.com/',
+      'https://hooks.example.com./',
+    ])
+      expect({ url, problem: outgoingUrlProblem(url, none) }).toEqual({ url, problem: undefined });
+    // Workers register under cluster service names: a single label is accepted there.
+    expect(outgoingUrlProblem('http://worker:8080/', none, 'accept')).toBeUndefined();
+  });
+
   it('names the range, and refuses a malformed allow-list at once', () => {
     expect(internalRange('169.254.169.254')).toMatch(/metadata/);
     expect(internalRange('::ffff:7f00:1')).toBe('loopback');

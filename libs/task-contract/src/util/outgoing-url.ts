@@ -1,6 +1,7 @@
 import { LookupAddress, LookupOptions, lookup as dnsLookupCallback } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { domainToASCII, domainToUnicode } from 'node:url';
 
 /** Address ranges no outgoing call may reach unless allowed: where a request can hurt the host. */
 const INTERNAL: [string, number, 'ipv4' | 'ipv6', string][] = [
@@ -33,6 +34,32 @@ const METADATA_NAME =
   /^(metadata\.google\.internal|metadata\.internal|instance-data(\.ec2\.internal)?)$/i;
 /** Names that only mean something inside a private network. */
 const INTERNAL_NAME = /(^|\.)(internal|local|localdomain|lan|home\.arpa)$/i;
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i;
+
+/**
+ * Why a host name (as the URL parser left it, trailing dot removed) is not one a public DNS name
+ * can be, or undefined: an empty label (`127.0.0.1..`), a label of more than 63 characters or
+ * one that begins or ends with `-`, a name past 253 characters, or an `xn--` label that is not
+ * the punycode of a non-ASCII label (`xn--localhost-` reads as `localhost` to some decoders). A
+ * numeric last label (`1.2.3.300`) never gets here: the URL parser refuses it as an address.
+ */
+export function malformedHostName(host: string): string | undefined {
+  if (host.length > 253) return 'longer than 253 characters';
+  const labels = host.split('.');
+  for (const label of labels) {
+    if (!LABEL.test(label)) return label === '' ? 'an empty label' : `a malformed label (${label})`;
+    if (/^xn--/i.test(label)) {
+      const unicode = domainToUnicode(label);
+      if (
+        !unicode ||
+        !/[^\x20-\x7e]/.test(unicode) ||
+        domainToASCII(unicode) !== label.toLowerCase()
+      )
+        return `a label that is not valid punycode (${label})`;
+    }
+  }
+  return undefined;
+}
 
 function mappedIpv4(ip: string): string | undefined {
   const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
@@ -104,13 +131,16 @@ export class AllowedNetworks {
  * such as 169.254.169.254, written in any form the URL parser understands: `0x7f000001`,
  * `[::ffff:127.0.0.1]`) outside `allowed`, `localhost` unless loopback is allowed, a cloud
  * metadata service's name, or (with `internalNames: 'refuse'`, for URLs API callers give) a name
- * that only resolves inside a private network (`*.internal`, `*.local`). A name is checked as
- * written; the addresses it resolves to are the caller's to check when it connects.
+ * that only resolves inside a private network: `*.internal`, `*.local`, a single label such as
+ * `metadata` (completed by the host's DNS search domains), or a malformed name. A name is checked
+ * as written; the addresses it resolves to are the caller's to check when it connects. `setting`
+ * names where an operator allows what is refused, for the message.
  */
 export function outgoingUrlProblem(
   raw: string,
   allowed: AllowedNetworks,
   internalNames: 'refuse' | 'accept' = 'refuse',
+  setting = "the scheduler's settings",
 ): string | undefined {
   let url: URL;
   try {
@@ -125,12 +155,17 @@ export function outgoingUrlProblem(
   if (address) {
     const range = internalRange(address);
     if (range && !allowed.has(address))
-      return `points at a ${range} address (${host}); allow its network in the scheduler's settings if it is meant`;
+      return `points at a ${range} address (${host}); allow its network in ${setting} if it is meant`;
     return undefined;
   }
   if (METADATA_NAME.test(host)) return `names a cloud metadata service (${host})`;
-  if (internalNames === 'refuse' && INTERNAL_NAME.test(host))
-    return `names an internal host (${host}); use an address in an allowed network if it is meant`;
+  if (internalNames === 'accept') return undefined;
+  if (INTERNAL_NAME.test(host))
+    return `names an internal host (${host}); allow it in ${setting} if it is meant`;
+  if (!host.includes('.'))
+    return `names a single-label host (${host}), which only the network's own DNS search domains complete; allow it in ${setting} if it is meant`;
+  const malformed = malformedHostName(host);
+  if (malformed) return `has a malformed host name (${host}): ${malformed}`;
   return undefined;
 }
 
@@ -174,7 +209,7 @@ export async function resolvedUrlProblem(
     if (url.username || url.password) return 'must not carry credentials (user:password@)';
     return undefined;
   }
-  const problem = outgoingUrlProblem(raw, allow.networks);
+  const problem = outgoingUrlProblem(raw, allow.networks, 'refuse', 'BATON_WEBHOOK_ALLOW');
   if (problem || isIP(host) || LOOPBACK_NAME.test(host)) return problem;
   let addresses: { address: string }[];
   try {
