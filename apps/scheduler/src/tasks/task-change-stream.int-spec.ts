@@ -137,6 +137,20 @@ describe.each([
     expect(other.ids).toEqual([]);
   });
 
+  it("tells a watcher of one tenant nothing of other tenants' events, not even the mark", async () => {
+    const tenant = new Seen({ tenant: 'team-a', taskIds: new Set([taskId]) });
+    const fleet = new Seen({ taskIds: new Set(['someone-else']) });
+    await stream.join(tenant);
+    await stream.join(fleet);
+    const joined = tenant.marks.length;
+    const base = await latest();
+    // The task is the default tenant's: none of team-a's.
+    for (let i = 1; i <= 5; i++) await event(base + i);
+    await until(() => fleet.mark === base + 5, 'the fleet watcher hearing the mark');
+    expect(tenant.ids).toEqual([]);
+    expect(tenant.marks).toHaveLength(joined);
+  });
+
   it('ends every watcher at shutdown, and refuses new ones', async () => {
     const w = new Seen();
     await stream.join(w);

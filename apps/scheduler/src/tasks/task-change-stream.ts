@@ -208,10 +208,13 @@ export class TaskChangeStream implements OnModuleDestroy {
   }
 
   private deliver(events: readonly TailedTaskEvent[], mark: number): void {
-    // Every watcher hears of the new mark, those who want none of the events too: a watcher of
-    // a quiet filter then resumes from near the end, not from before all it did not want.
+    // A fleet-wide watcher hears of the new mark also when it wants none of the events: a quiet
+    // filter then resumes from near the end, not from before all it did not want. A watcher of
+    // one tenant hears only of its own events: bare marks at the fleet's pace would tell it how
+    // busy the other tenants are (it resumes from its last event, or is told to reset).
     for (const [w, held] of this.watchers) {
       const wanted = events.filter((e) => matches(w.filter, e));
+      if (wanted.length === 0 && w.filter.tenant !== undefined) continue;
       if (held) held.push([wanted, mark]);
       else w.send(wanted, mark);
     }

@@ -47,7 +47,8 @@ export class TaskChangesController {
       'reconnecting and up to 1,000 missed events are replayed; past that an `event: reset`',
       'says to read the views again. Delivery is at least once; an event may come late (its',
       'transaction committed after later ones), so a view re-reads the task an event names.',
-      'A key of one tenant receives its own tenant only. A comment line is sent every 15 s; the',
+      'A key of one tenant receives its own tenant only, and no bare `id:` messages (a fleet-wide',
+      'key gets one when changes it did not ask for go by). A comment line is sent every 15 s; the',
       'scheduler ends a stream after `max_seconds` or BATON_STREAM_MAX_SECONDS (then reconnect).',
     ].join(' '),
   })

@@ -541,7 +541,7 @@ export interface paths {
         };
         /**
          * a server-sent-events stream of task status changes (live views)
-         * @description Each transition and note of the lifecycle log of the tasks the filters select, as `event: task` with the change as JSON in `data:`, soon after it commits on any instance. The `id:` of each message is a place in the log: send it back as `Last-Event-ID` on reconnecting and up to 1,000 missed events are replayed; past that an `event: reset` says to read the views again. Delivery is at least once; an event may come late (its transaction committed after later ones), so a view re-reads the task an event names. A key of one tenant receives its own tenant only. A comment line is sent every 15 s; the scheduler ends a stream after `max_seconds` or BATON_STREAM_MAX_SECONDS (then reconnect).
+         * @description Each transition and note of the lifecycle log of the tasks the filters select, as `event: task` with the change as JSON in `data:`, soon after it commits on any instance. The `id:` of each message is a place in the log: send it back as `Last-Event-ID` on reconnecting and up to 1,000 missed events are replayed; past that an `event: reset` says to read the views again. Delivery is at least once; an event may come late (its transaction committed after later ones), so a view re-reads the task an event names. A key of one tenant receives its own tenant only, and no bare `id:` messages (a fleet-wide key gets one when changes it did not ask for go by). A comment line is sent every 15 s; the scheduler ends a stream after `max_seconds` or BATON_STREAM_MAX_SECONDS (then reconnect).
          */
         get: operations["TaskChangesController_open"];
         put?: never;
