@@ -12,6 +12,8 @@ export type Definition = Record<string, unknown> & { name: string; nodes: unknow
 export class FileProblem extends Error {}
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+/** Alias expansions a file may make (the yaml package's own default). */
+const MAX_ALIASES = 100;
 
 /** The definition files a path names: the file itself, or a folder's files (sorted, not nested). */
 export function filesOf(path: string): string[] {
@@ -40,7 +42,15 @@ export function readDefinitions(file: string): Definition[] {
     for (const doc of parseAllDocuments(text)) {
       if (doc.errors.length > 0)
         throw new FileProblem(`${file}: not YAML: ${doc.errors[0].message}`);
-      const value: unknown = doc.toJS();
+      let value: unknown;
+      try {
+        // A file whose aliases multiply (a "billion laughs") is refused, not expanded.
+        value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+      } catch (err) {
+        throw new FileProblem(
+          `${file}: not YAML: ${(err as Error).message} (at most ${MAX_ALIASES} aliases are expanded)`,
+        );
+      }
       if (value !== null && value !== undefined) docs.push(value);
     }
   }

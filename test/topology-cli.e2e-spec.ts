@@ -152,6 +152,17 @@ nodes:
       expect(await versions('broken')).toEqual([]);
       expect(cli('apply', '-f', join(dir, 'missing.yaml'))).toMatchObject({ status: 1 });
       expect(cli('frobnicate')).toMatchObject({ status: 2 });
+      // A YAML alias bomb (each level names the one before nine times): one line, no stack.
+      const bomb = join(dir, 'bomb.yaml');
+      const levels = ['a0: &a0 [x, x, x, x, x, x, x, x, x]'];
+      for (let i = 1; i < 9; i++)
+        levels.push(`a${i}: &a${i} [${Array.from({ length: 9 }, () => `*a${i - 1}`).join(', ')}]`);
+      writeFileSync(bomb, `${levels.join('\n')}\nname: bomb\nnodes: *a8\n`);
+      const boom = cli('apply', '--dry-run', '-f', bomb);
+      expect(boom.status).toBe(1);
+      expect(boom.err.trim().split('\n')).toEqual([
+        expect.stringMatching(/bomb\.yaml: not YAML: .*aliases/),
+      ]);
     });
 
     it('fires a timer whose template is a topology: one run per slot, labelled with it', async () => {

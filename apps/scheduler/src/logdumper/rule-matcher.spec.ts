@@ -37,6 +37,10 @@ describe('parseMatchSpec', () => {
     expect(refused(() => parseMatchSpec({ regex: '(?=a)b' }))).toMatch(/lookarounds/);
     expect(refused(() => parseMatchSpec({ regex: '(a)\\1' }))).toMatch(/backreferences/);
     expect(refused(() => parseMatchSpec({ regex: 'a', flags: 'g' }))).toMatch(/flags/);
+    expect(refused(() => parseMatchSpec({ regex: 'a', flags: 'iiii' }))).toMatch(
+      /each at most once/,
+    );
+    expect(parseMatchSpec({ regex: 'a', flags: 'imsu' })).toEqual({ regex: 'a', flags: 'imsu' });
     expect(refused(() => parseMatchSpec({ regex: 'a', other: 1 }))).toMatch(/unknown field/);
     expect(refused(() => parseMatchSpec({ json: {} }))).toMatch(/field paths/);
     expect(refused(() => parseMatchSpec({ json: { a: { equals: [1] } } }))).toMatch(/equals/);

@@ -35,8 +35,13 @@ export function parseMatchSpec(raw: unknown): MatchSpec {
     const { regex, flags } = raw;
     if (typeof regex !== 'string' || regex.length === 0 || regex.length > MAX_REGEX)
       throw invalid(`match.regex must be a string of 1-${MAX_REGEX} characters`);
-    if (flags !== undefined && (typeof flags !== 'string' || !/^[imsu]{0,4}$/.test(flags)))
-      throw invalid('match.flags may only hold i, m, s and u');
+    if (
+      flags !== undefined &&
+      (typeof flags !== 'string' ||
+        !/^[imsu]{0,4}$/.test(flags) ||
+        new Set(flags).size < flags.length)
+    )
+      throw invalid('match.flags may only hold i, m, s and u, each at most once');
     try {
       compileRegex(regex, flags);
     } catch (err) {

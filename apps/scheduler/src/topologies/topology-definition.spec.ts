@@ -220,6 +220,21 @@ describe('parseDefinition', () => {
     ).toBe(60);
   });
 
+  it('takes wait.until as an RFC 3339 time with its zone (years to 9999) or a placeholder', () => {
+    const wait = (until: string) => () =>
+      parseDefinition({ name: 't', nodes: [{ key: 'w', wait: { until } }] }, ctx);
+    for (const until of [
+      '+010000-01-01T00:00:00Z',
+      '2026-12-01',
+      '2026-12-01T03:00:00',
+      'Tue, 01 Dec 2026 03:00:00 GMT',
+      '2026-12-01T03:00:00Z trailing',
+    ])
+      expect(wait(until)).toThrow('wait.until must be an RFC 3339 time');
+    for (const until of ['2026-12-01T03:00:00Z', '2026-12-01T03:00:00.5+01:00', '{{input.at}}'])
+      expect(wait(until)).not.toThrow();
+  });
+
   it('refuses a fail_fast that is not true, false or "cancel"', () => {
     expect(() =>
       parseDefinition({ name: 't', fail_fast: 'yes', nodes: [{ key: 'a', task: echo }] }, ctx),

@@ -280,6 +280,26 @@ describe('evaluate', () => {
     expect(sim.step().finish?.outcome).toBe('FAIL');
   });
 
+  it('fails a wait whose placeholder gives a time more than 30 days away, as wait.seconds may not', () => {
+    const far = new Date(1_000 + 31 * 86_400_000).toISOString();
+    const near = new Date(1_000 + 29 * 86_400_000).toISOString();
+    const waitFor = (at: string) =>
+      new Sim(spec([{ key: 'W', wait: { until: '{{input.at}}' } }]), run({ input: { at } }));
+    expect(waitFor(far).step().rows).toEqual([
+      {
+        key: 'W',
+        item: 0,
+        state: 'failed',
+        result: { error: `wait.until ${far} is more than 30 days away` },
+      },
+    ]);
+    expect(waitFor(near).step().rows[0]).toMatchObject({ state: 'waiting' });
+    expect(waitFor('next tuesday').step().rows[0]).toMatchObject({
+      state: 'failed',
+      result: { error: expect.stringMatching(/does not give an RFC 3339 time/) },
+    });
+  });
+
   it('fails the run when a required step never ran, though an alert took the failure up', () => {
     // Airflow: the unrun step is upstream_failed and the DAG run fails.
     const sim = new Sim(

@@ -4,6 +4,11 @@ import { WaitNode } from './node-def';
 import { NodeKindSpec } from './node-kind';
 
 const MAX_WAIT_SECONDS = 30 * 24 * 3600;
+/** A time as RFC 3339 writes it (years 0000-9999, a zone): `2026-12-01T02:00:00Z`. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** The instant of an RFC 3339 time, or NaN. */
+const instant = (text: string): number => (RFC3339.test(text) ? Date.parse(text) : NaN);
 
 /** A wait: for a signal, until a time (maybe a placeholder), or a number of seconds. */
 export const waitKind: NodeKindSpec<WaitNode> = {
@@ -21,9 +26,12 @@ export const waitKind: NodeKindSpec<WaitNode> = {
     if (
       w.until !== undefined &&
       (typeof w.until !== 'string' ||
-        (placeholderPaths(w.until).length === 0 && Number.isNaN(Date.parse(w.until))))
+        (placeholderPaths(w.until).length === 0 && Number.isNaN(instant(w.until))))
     )
-      throw bad('wait.until must be an ISO 8601 time or a placeholder that gives one', key);
+      throw bad(
+        'wait.until must be an RFC 3339 time with its zone (2026-12-01T02:00:00Z) or a placeholder that gives one',
+        key,
+      );
     if (
       w.seconds !== undefined &&
       (typeof w.seconds !== 'number' || !(w.seconds >= 0 && w.seconds <= MAX_WAIT_SECONDS))
@@ -42,9 +50,14 @@ export const waitKind: NodeKindSpec<WaitNode> = {
     const until =
       w.seconds !== undefined
         ? e.run.now + w.seconds * 1000
-        : Date.parse(String(render(w.until as string, e.scope())));
+        : instant(String(render(w.until as string, e.scope())));
     if (Number.isNaN(until))
-      throw new PlaceholderMissing(`wait.until ${w.until} does not give an ISO 8601 time`);
+      throw new PlaceholderMissing(`wait.until ${w.until} does not give an RFC 3339 time`);
+    // As long as wait.seconds may wait at most.
+    if (until > e.run.now + MAX_WAIT_SECONDS * 1000)
+      throw new PlaceholderMissing(
+        `wait.until ${new Date(until).toISOString()} is more than ${MAX_WAIT_SECONDS / 86_400} days away`,
+      );
     e.record(n, 0, 'waiting', { until });
     e.set(n.key, 'ACTIVE');
     e.setView(n.key, {
