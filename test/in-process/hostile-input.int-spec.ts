@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { authHeaders } from '@baton/task-contract';
@@ -513,4 +514,43 @@ describe('hostile input', () => {
       expect(long.body.message).toMatch(/longer than the limit/);
     }
   });
+
+  it("answers what Node's HTTP parser refuses in the envelope too: headers past the limit (431), a malformed request (400)", async () => {
+    const requests: [string, number, number][] = [
+      [`GET /v1/tasks HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 43100],
+      ['GET /v1/tasks HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400, 40004],
+      ['BREW /v1/tasks HTCPCP/1.0\r\n\r\n', 400, 40004],
+      [
+        'GET /v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+        400,
+        40004,
+      ],
+    ];
+    for (const base of [scheduler.url, worker.url]) {
+      const { port } = new URL(base);
+      for (const [bytes, status, code] of requests) {
+        const answer = await rawExchange(Number(port), bytes);
+        const [head, body] = answer.split('\r\n\r\n');
+        expect({ base, request: bytes.slice(0, 30), line: head.split('\r\n')[0] }).toEqual({
+          base,
+          request: bytes.slice(0, 30),
+          line: expect.stringMatching(new RegExp(`^HTTP/1.1 ${status} `)),
+        });
+        expect(head).toMatch(/content-type: application\/json/i);
+        expect(JSON.parse(body)).toEqual({ code, message: expect.any(String), data: null });
+      }
+    }
+  });
 });
+
+/** Writes bytes on a fresh connection and reads all the server answers until it closes. */
+function rawExchange(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(bytes));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (answer += c));
+    socket.on('close', () => resolve(answer));
+    socket.on('error', (err) => (answer ? resolve(answer) : reject(err)));
+  });
+}

@@ -2,6 +2,7 @@ import fastifyHelmet from '@fastify/helmet';
 import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { contractClientErrors } from '@baton/task-contract';
 import { registerApiProxy } from './api-proxy';
 import { CONSOLE_CONFIG, ConsoleConfig, loadConsoleConfig } from './console.config';
 import { ConsoleController } from './console.controller';
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   const config = loadConsoleConfig();
   const app = await NestFactory.create<NestFastifyApplication>(
     ConsoleAppModule.forConfig(config),
-    new FastifyAdapter(),
+    new FastifyAdapter({ clientErrorHandler: contractClientErrors }),
     { logger: ['error', 'warn', 'log'] },
   );
   // Security headers on every page and answer (Content-Security-Policy: scripts and styles from

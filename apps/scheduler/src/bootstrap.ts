@@ -15,6 +15,7 @@ import {
   LogBatchDto,
   ProgressCallbackDto,
   compileFastValidator,
+  contractClientErrors,
   contractFrameworkErrors,
   describeValidationErrors,
   limitJsonShape,
@@ -86,6 +87,7 @@ export async function createSchedulerApp(
     new FastifyAdapter({
       bodyLimit: config.bodyLimitBytes,
       frameworkErrors: contractFrameworkErrors,
+      clientErrorHandler: contractClientErrors,
       // The server closes last on SIGTERM, after the work in hand was handed back and the
       // database closed: a connection still open then has nothing left to be answered with. A
       // browser on Swagger UI kept one that Node did not count as idle, and every stop waited

@@ -4,6 +4,7 @@ import { Clock, systemClock } from '@baton/time';
 import {
   ContractExceptionFilter,
   ContractFastPath,
+  contractClientErrors,
   contractFrameworkErrors,
   limitJsonShape,
 } from '@baton/task-contract';
@@ -28,6 +29,7 @@ export async function createWorkerApp(
     new FastifyAdapter({
       bodyLimit: config.bodyLimitBytes,
       frameworkErrors: contractFrameworkErrors,
+      clientErrorHandler: contractClientErrors,
       ...(fastPath ? { serverFactory: fastPath.serverFactory } : {}),
     }),
     { rawBody: true, logger: logger ? ['error', 'warn', 'log'] : false },

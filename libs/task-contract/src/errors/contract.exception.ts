@@ -8,6 +8,7 @@ export enum ContractErrorCode {
   MALFORMED_BODY = 40001,
   MISSING_FENCE = 40002,
   BAD_URL = 40003,
+  MALFORMED_REQUEST = 40004,
   UNAUTHENTICATED = 40100,
   BAD_SIGNATURE = 40101,
   SIGNATURE_EXPIRED = 40102,
@@ -20,6 +21,7 @@ export enum ContractErrorCode {
   STALE_FENCE = 40901,
   CREATE_CONFLICT = 40902,
   IDEMPOTENCY_IN_FLIGHT = 40903,
+  REQUEST_TIMEOUT = 40800,
   VERSION_CONFLICT = 40904,
   CONTRACT_VERSION_UNSUPPORTED = 40905,
   PAYLOAD_TOO_LARGE = 41300,
@@ -27,6 +29,7 @@ export enum ContractErrorCode {
   UNSUPPORTED_MEDIA_TYPE = 41500,
   IDEMPOTENCY_MISMATCH = 42200,
   RATE_LIMITED = 42900,
+  HEADERS_TOO_LARGE = 43100,
   INTERNAL = 50000,
   NOT_IMPLEMENTED = 50100,
   WORKER_UNAVAILABLE = 50300,
@@ -44,6 +47,8 @@ export const CONTRACT_ERROR_TABLE = {
     'the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide',
   [ContractErrorCode.MISSING_FENCE]: 'a changing call came without a valid X-Baton-Fence header',
   [ContractErrorCode.BAD_URL]: 'the URL is not valid: bad percent-encoding or UTF-8',
+  [ContractErrorCode.MALFORMED_REQUEST]:
+    'the HTTP request itself is malformed (its request line, headers or framing); the connection is closed',
   [ContractErrorCode.UNAUTHENTICATED]: 'no or wrong credentials',
   [ContractErrorCode.BAD_SIGNATURE]: 'the HMAC signature does not match the request',
   [ContractErrorCode.SIGNATURE_EXPIRED]: 'the signed timestamp is outside the replay window',
@@ -69,6 +74,10 @@ export const CONTRACT_ERROR_TABLE = {
   [ContractErrorCode.IDEMPOTENCY_MISMATCH]:
     'scheduler: this Idempotency-Key was used with a different request body',
   [ContractErrorCode.RATE_LIMITED]: 'too many calls; retry later',
+  [ContractErrorCode.HEADERS_TOO_LARGE]:
+    "the request's headers are larger than the server takes (Node's --max-http-header-size, 16 KiB by default); the connection is closed",
+  [ContractErrorCode.REQUEST_TIMEOUT]:
+    'the request was not received whole in time; the connection is closed',
   [ContractErrorCode.INTERNAL]: 'unexpected error; the message carries an error id for the logs',
   [ContractErrorCode.NOT_IMPLEMENTED]: 'the worker does not implement this optional call',
   [ContractErrorCode.WORKER_UNAVAILABLE]: 'the worker could not be reached (client side)',

@@ -30,6 +30,20 @@ export interface ContractVersion {
  */
 export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
   {
+    version: '1.3.0',
+    date: '2026-11-28',
+    breaking: false,
+    changes: [
+      {
+        change:
+          "what the HTTP parser refuses before any route runs is answered in the envelope, and the connection closed: headers past the server's size limit 431 (`43100`), a malformed request line or header 400 (`40004`), a request not received in time 408 (`40800`) (before: Fastify's own JSON, outside the envelope)",
+        checks: [],
+        untested:
+          'the kit speaks HTTP through a client that cannot send such bytes; test/in-process/hostile-input.int-spec.ts writes them on a socket to the template worker and the scheduler',
+      },
+    ],
+  },
+  {
     version: '1.2.0',
     date: '2026-11-28',
     breaking: false,

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { HEADER } from '../util/headers';
 import { traceIdOf } from '../util/trace';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
@@ -118,4 +119,33 @@ export function contractFrameworkErrors(
     .status(httpStatusOf(code))
     .header('content-type', 'application/json; charset=utf-8')
     .send({ code, message, data: null });
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses before Fastify sees a request
+ * (headers past the size limit, a malformed request line or header, a request not received in
+ * time) answered in the envelope like everything else, and the connection closed. Node gives no
+ * request to answer, so the answer is written on the socket, when nothing was written there yet.
+ */
+export function contractClientErrors(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [ContractErrorCode.HEADERS_TOO_LARGE, 'the request headers are larger than the limit']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [ContractErrorCode.REQUEST_TIMEOUT, 'the request was not received whole in time']
+        : [
+            ContractErrorCode.MALFORMED_REQUEST,
+            `the HTTP request is malformed${err.code?.startsWith('HPE_') ? ` (${err.code})` : ''}`,
+          ];
+  const status = httpStatusOf(code);
+  const body = JSON.stringify({ code, message, data: null });
+  const written = (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? 0;
+  if (socket.writable && written === 0)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(err);
 }
