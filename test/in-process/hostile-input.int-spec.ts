@@ -245,6 +245,60 @@ describe('hostile input', () => {
     expect(refused).toBeGreaterThan(40);
   });
 
+  it('the worker refuses null where its contract documents no null, on each call with a body and one level in', async () => {
+    const doc = readDocument('worker.v1.json');
+    const named = (ref: string): Schema => resolve(doc, { $ref: `#/components/schemas/${ref}` });
+    // Each body schema and a call that takes it (the PUT's action picks the schema).
+    const calls: { method: string; query: string; schema: Schema }[] = [
+      { method: 'POST', query: '', schema: named('CreateTaskRequestDto') },
+      { method: 'PUT', query: '?task_id=T1', schema: named('NotifyRequestDto') },
+      { method: 'PUT', query: '?task_id=T1&action=change', schema: named('ChangeRequestDto') },
+      { method: 'PUT', query: '?task_id=T1&action=pause', schema: named('ActionRequestDto') },
+    ];
+    let refused = 0;
+    for (const { method, query, schema } of calls) {
+      const probes: { body: unknown; field: string; nullable: boolean }[] = [];
+      for (const [name, raw] of Object.entries(schema.properties ?? {})) {
+        const prop = resolve(doc, raw);
+        probes.push({ body: { [name]: null }, field: name, nullable: prop.nullable === true });
+        const inner = raw.$ref !== undefined || raw.allOf !== undefined ? prop.properties : {};
+        for (const [key, innerRaw] of Object.entries(inner ?? {}))
+          probes.push({
+            body: { [name]: { [key]: null } },
+            field: `${name}.${key}`,
+            nullable: resolve(doc, innerRaw).nullable === true,
+          });
+      }
+      for (const probe of probes) {
+        const pathWithQuery = `/v1/task/demo.echo${query}`;
+        const body = JSON.stringify(probe.body);
+        const headers = {
+          ...authHeaders(
+            { mode: 'hmac', secret: SECRET },
+            { method, pathWithQuery, fence: '1', body },
+          ),
+          'x-baton-fence': '1',
+        };
+        const res = await send(`${worker.url}${pathWithQuery}`, method, body, headers);
+        const complaint = `${probe.field} must not be null`;
+        const call = `${method} ${query}`;
+        if (probe.nullable) expect(res.body.message).not.toContain(complaint);
+        else {
+          refused++;
+          expect({ call, field: probe.field, status: res.status, code: res.body.code }).toEqual({
+            call,
+            field: probe.field,
+            status: 400,
+            code: 40000,
+          });
+          expect(res.body.message).toContain(complaint);
+        }
+      }
+    }
+    console.log(`worker: null refused on ${refused} fields`);
+    expect(refused).toBeGreaterThanOrEqual(16);
+  });
+
   it('a timer PATCH with start_at or end_at null removes the bound; {"name": null} changes nothing', async () => {
     const created = await send(
       `${scheduler.url}/v1/timers`,

@@ -23,6 +23,7 @@ export * from './util/json-shape';
 export * from './util/outgoing-url';
 export * from './util/keyed-mutex';
 export * from './util/validate';
+export * from './util/null-policy';
 export * from './util/wait-until';
 export * from './worker/auth/request-auth';
 export * from './worker/task-handler.interface';

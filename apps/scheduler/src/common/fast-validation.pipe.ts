@@ -5,7 +5,7 @@ import {
   FastValidator,
   plainObject,
 } from '@baton/task-contract';
-import { isDocumentedDto, nullsRefused } from './null-policy';
+import { isDocumentedDto, nullsRefused } from '@baton/task-contract';
 
 /**
  * The global ValidationPipe, with precompiled checks in front for the bodies of hot endpoints.
@@ -14,7 +14,7 @@ import { isDocumentedDto, nullsRefused } from './null-policy';
  * the checks must mean the same (whitelist, forbidNonWhitelisted, transform).
  *
  * In front of both: a body must be a JSON object, and `null` is refused wherever the DTO does not
- * document the field as nullable (null-policy.ts), except in the DTOs of `nullTolerant` (the
+ * document the field as nullable (libs/task-contract/src/util/null-policy.ts), except in the DTOs of `nullTolerant` (the
  * worker-facing calls, whose tolerance the worker contract sets).
  */
 export class FastValidationPipe extends ValidationPipe {

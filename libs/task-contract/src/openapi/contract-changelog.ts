@@ -41,6 +41,13 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
         untested:
           'the kit speaks HTTP through a client that cannot send such bytes; test/in-process/hostile-input.int-spec.ts writes them on a socket to the template worker and the scheduler',
       },
+      {
+        change:
+          'the worker library refuses `null` (400, `40000`, "<field> must not be null") in a body field the contract does not document as nullable, as the scheduler does (before: taken as if the field were absent)',
+        checks: [],
+        untested:
+          'a rule of the worker library, not asked of every worker: test/in-process/hostile-input.int-spec.ts sends null in each field of each body to the template worker',
+      },
     ],
   },
   {
