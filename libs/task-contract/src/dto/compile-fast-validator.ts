@@ -97,8 +97,7 @@ function constraintOf(ctor: Ctor, m: ValidationMetadata): Constraint {
     validators: metas.map((meta) => meta.instance),
     constraints: m.constraints,
     validateIf: m.validateIf,
-    surely:
-      metas.length === 1 && metas[0].name === 'isISO8601' ? canonicalInstant : undefined,
+    surely: metas.length === 1 && metas[0].name === 'isISO8601' ? canonicalInstant : undefined,
   };
 }
 
