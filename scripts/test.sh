@@ -94,15 +94,15 @@ timings+=("static checks $((SECONDS - static_began)) s")
 #   running out (the lock conformance suite), a cron's slots, retry schedules, scrapes, a kit's
 #   restart, the flows' real backoffs, a permanent task's recovery. They use little CPU.
 # - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers), and
-#   three failover files that mostly wait on a lease or a long run (timer ownership, log tailing,
-#   attempt binding), which balance the lanes.
+#   four files that mostly wait on a lease, a long run or a partition (timer ownership, log
+#   tailing, attempt binding, partition refusal), which balance the lanes.
 # - light: the rest.
 # A new file goes in the list its kind names; the `Times:` line shows how the lanes end.
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
   [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure|rolling-restart)\.e2e-spec\.ts$'
   [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
-  [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding)\.e2e-spec\.ts$'
+  [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding|partition-refusal)\.e2e-spec\.ts$'
 )
 others=""
 for name in "${LANES[@]}"; do

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { Page } from 'playwright-core';
 import { request } from 'undici';
+import { WORKER_CONTRACT_VERSION } from '../libs/task-contract/src/openapi/contract-changelog';
 import { ADMIN_KEY, Api } from './support/baton';
 import { ConsoleHarness, DESKTOP, PHONE } from './support/console-harness';
 import { eventually } from './support/processes';
@@ -371,7 +372,7 @@ describe('console in a browser', () => {
     const row = page.getByRole('row').filter({ hasText: 'console-worker' });
     await row.getByText('healthy').waitFor();
     // The worker contract it speaks, as it registered.
-    await row.getByText('contract 1.2.0').waitFor();
+    await row.getByText(`contract ${WORKER_CONTRACT_VERSION}`).waitFor();
     await row.getByRole('button', { name: 'Drain', exact: true }).click();
     await row.getByText('draining since').waitFor();
     const drained = await api.call<{ worker_id: string; draining: boolean }[]>(

@@ -97,6 +97,10 @@ function errorsOf(op: Operation, facts: RouteFacts): ContractErrorCode[] {
     );
   else if (facts.access !== 'public')
     [C.UNAUTHENTICATED, C.FORBIDDEN, C.RATE_LIMITED, C.OVERLOADED].forEach((c) => codes.add(c));
+  // Every route but the probes, metrics and documents needs the database (BackendGate).
+  if (facts.access !== 'public') codes.add(C.NOT_READY);
+  // What Node's HTTP parser refuses before any route runs (contractClientErrors).
+  [C.MALFORMED_REQUEST, C.REQUEST_TIMEOUT, C.HEADERS_TOO_LARGE].forEach((c) => codes.add(c));
   if (params.some((p) => p.in === 'query')) codes.add(C.VALIDATION_FAILED);
   for (const p of params.filter((x) => x.in === 'path')) {
     codes.add(C.BAD_URL);

@@ -9,7 +9,6 @@ import {
   CompletionCallbackDto,
   ContractException,
   ContractErrorCode,
-  ContractExceptionFilter,
   FastValidator,
   HeartbeatCallbackDto,
   LogBatchDto,
@@ -24,6 +23,7 @@ import { schedulerDocument } from './api-document';
 import { SchedulerAppModule } from './app.module';
 import { ApiKeysService, bearerToken } from './auth';
 import { Clock, FastValidationPipe, Lifecycle, Overload } from './common';
+import { BackendErrorFilter, BackendGate, needsDatabase } from './health';
 import { CREATE_FAST_VALIDATORS } from './tasks';
 import { RegisterWorkerDto } from './workers';
 import { SchedulerConfig } from './config';
@@ -115,7 +115,7 @@ export async function createSchedulerApp(
       WORKER_FACING_BODIES,
     ),
   );
-  app.useGlobalFilters(new ContractExceptionFilter());
+  app.useGlobalFilters(new BackendErrorFilter(app.get(BackendGate)));
   const fastify = app.getHttpAdapter().getInstance();
   // A body too deep or too wide is refused on its bytes, before parsing and validation.
   limitJsonShape(fastify, config.jsonShape);
@@ -156,6 +156,18 @@ export async function createSchedulerApp(
         message: `overloaded: ${admitted.refused}; nothing was done, retry in ${retryAfter} s`,
         data: { retry_after_seconds: retryAfter },
       });
+  });
+  // A database found down: every request that needs it is refused at once (503, Retry-After),
+  // before it is read, rather than waiting out a partition (BackendGate).
+  const gate = app.get(BackendGate);
+  fastify.addHook('onRequest', async (req, reply) => {
+    const refused = needsDatabase(req.url) ? gate.refusal('database') : undefined;
+    if (!refused) return;
+    return reply
+      .status(refused.httpStatus)
+      .header('retry-after', String(gate.retryAfterSeconds))
+      .header('content-type', 'application/json')
+      .send({ code: refused.code, message: refused.message, data: refused.data });
   });
   await protect(app, config);
   app.enableShutdownHooks();

@@ -27,6 +27,8 @@ export interface RedisNodeConfig {
   port?: number;
   password?: string;
   db?: number;
+  /** A command not answered within this fails; default 2000 ms. */
+  commandTimeoutMs?: number;
 }
 
 /** Settings of the `redis` driver: redlock over one or several independent servers. */

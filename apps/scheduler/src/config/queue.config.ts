@@ -4,6 +4,8 @@ export interface RedisQueueConnection {
   port: number;
   db?: number;
   password?: string;
+  /** A command not answered within this fails (BATON_REDIS_COMMAND_TIMEOUT_MS); default 2000. */
+  commandTimeoutMs?: number;
 }
 
 /** The queue drivers the factory knows. */

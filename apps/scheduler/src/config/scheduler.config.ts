@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { AuthConfig, DEFAULT_JSON_SHAPE, JsonShapeLimits } from '@baton/task-contract';
 import { LockConfig } from '@baton/locks';
-import { DatabaseConfig } from './database.config';
-import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
+import { BackendCheckConfig, DatabaseConfig, backendCheck, database } from './database.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig, RedisQueueConnection } from './queue.config';
 import { OutgoingConfig, outgoingConfig } from './outgoing.config';
 import { ApiAuthConfig, apiAuthConfig } from './api-auth.config';
 import { LogConfig, logConfig } from './log.config';
@@ -18,6 +18,8 @@ export interface SchedulerConfig {
   instanceId: string;
   log: LogConfig;
   database: DatabaseConfig & { migrate: boolean };
+  /** How often the database and queue are checked, and after how long one counts as down. */
+  backendCheck: BackendCheckConfig;
   queue: QueueConfig;
   locks: LockConfig;
   /** How the scheduler signs calls to workers and checks callbacks from them. */
@@ -140,33 +142,12 @@ export interface LogDumperConfig {
   streamBlockMs: number;
 }
 
-function database(env: Env): SchedulerConfig['database'] {
-  const type = oneOf(env, 'BATON_DB', ['sqlite', 'mysql'] as const, 'sqlite');
-  if (type === 'sqlite') {
-    // The embedded default migrates itself; a shared MySQL is migrated on purpose (npm run migrate).
-    return {
-      type,
-      path: env.BATON_DB_PATH ?? '.data/baton.sqlite',
-      migrate: env.BATON_DB_MIGRATE !== 'false',
-    };
-  }
-  return {
-    type,
-    host: env.BATON_MYSQL_HOST ?? '127.0.0.1',
-    port: int(env, 'BATON_MYSQL_PORT', 3306, 1, 65535),
-    user: env.BATON_MYSQL_USER ?? 'root',
-    password: env.BATON_MYSQL_PASSWORD ?? '',
-    database: required(env, 'BATON_MYSQL_DATABASE', 'when BATON_DB=mysql'),
-    poolSize: int(env, 'BATON_MYSQL_POOL', 20, 1, 500),
-    migrate: env.BATON_DB_MIGRATE === 'true',
-  };
-}
-
-function redisNode(env: Env): { host: string; port: number; db: number } {
+function redisNode(env: Env): Required<Omit<RedisQueueConnection, 'password'>> {
   return {
     host: env.BATON_REDIS_HOST ?? '127.0.0.1',
     port: int(env, 'BATON_REDIS_PORT', 6379, 1, 65535),
     db: int(env, 'BATON_REDIS_DB', 0, 0, 15),
+    commandTimeoutMs: int(env, 'BATON_REDIS_COMMAND_TIMEOUT_MS', 2000, 100, 600_000),
   };
 }
 
@@ -319,6 +300,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     instanceId: env.BATON_INSTANCE_ID ?? `${hostname()}-${process.pid}`,
     log: logConfig(env),
     database: database(env),
+    backendCheck: backendCheck(env),
     queue: queue(env),
     locks: locks(env),
     auth: auth(env),

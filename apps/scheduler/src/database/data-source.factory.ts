@@ -98,6 +98,12 @@ export function createDataSource(
     password: config.password,
     database: config.database,
     poolSize: config.poolSize,
+    // Every wait on the server has a bound: the connection, each statement, and TCP keep-alive
+    // probes that find a peer gone silent (a partition closes nothing) long before TCP would.
+    connectTimeout: config.connectTimeoutMs ?? 2000,
+    enableQueryTimeout: true,
+    maxQueryExecutionTime: config.queryTimeoutMs ?? 30_000,
+    extra: { enableKeepAlive: true, keepAliveInitialDelay: 10_000 },
     supportBigNumbers: true,
     bigNumberStrings: false,
     charset: 'utf8mb4',

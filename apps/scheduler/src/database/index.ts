@@ -2,3 +2,4 @@ export * from './column-transformers';
 export * from './data-source.factory';
 export * from './database.module';
 export * from './transaction-runner';
+export * from './pool-hygiene';

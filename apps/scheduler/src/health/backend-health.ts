@@ -5,6 +5,8 @@ import { DataSource } from 'typeorm';
 import { Clock, Timer } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { LANES, QueueLanes } from '../queue';
+import { BackendGate } from './backend-gate';
+import { WatchedBackend } from './backend-watch';
 
 /** How long one backend may take to answer a readiness probe before it counts as down. */
 const PROBE_TIMEOUT_MS = 2000;
@@ -31,10 +33,12 @@ export class BackendHealth {
     @Inject(LOCK_PROVIDER) private readonly lockProvider: LockProvider,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
     private readonly clock: Clock,
+    private readonly gate: BackendGate,
   ) {}
 
   database(): Promise<HealthIndicatorResult> {
     return this.probe('database', async () => {
+      this.throwWhenDown('database');
       await this.db.query('SELECT 1');
       if (await this.db.showMigrations()) throw new Error('migrations are pending');
       return { type: this.config.database.type };
@@ -43,6 +47,7 @@ export class BackendHealth {
 
   queue(): Promise<HealthIndicatorResult> {
     return this.probe('queue', async () => {
+      this.throwWhenDown('queue');
       const sizes = await Promise.all(LANES.map((l) => this.lanes.lane(l).size()));
       return {
         driver: this.config.queue.driver,
@@ -60,6 +65,15 @@ export class BackendHealth {
       await lease?.release();
       return { driver: this.lockProvider.driver };
     });
+  }
+
+  /** A backend the watch found down is down now, without waiting for a probe of its own. */
+  private throwWhenDown(backend: WatchedBackend): void {
+    const outage = this.gate.outage(backend);
+    if (outage)
+      throw new Error(
+        `no answer for ${((this.clock.now() - outage.since) / 1000).toFixed(1)} s: ${outage.reason}`,
+      );
   }
 
   private async probe(

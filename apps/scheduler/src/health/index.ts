@@ -1,1 +1,3 @@
 export * from './health.module';
+export * from './backend-gate';
+export * from './backend-watch';

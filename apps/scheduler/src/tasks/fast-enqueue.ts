@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
+import { BackendGate } from '../health';
 import { QueueLanes } from '../queue';
 import { RunnerService } from '../runner';
 import { TaskModel } from '../task-store';
@@ -16,6 +17,7 @@ export class FastEnqueue {
     private readonly runner: RunnerService,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
+    private readonly gate: BackendGate,
   ) {}
 
   /** The fast path: due tasks go straight into the queue; the Dispatcher covers the rest. */
@@ -24,7 +26,8 @@ export class FastEnqueue {
     const due = tasks.filter(
       (t) => t.dueAt !== null && t.dueAt <= now + this.config.dispatcher.intervalMs,
     );
-    if (due.length === 0) return;
+    // A queue found down is not waited on: the Dispatcher enqueues them once it is back.
+    if (due.length === 0 || this.gate.isDown('queue')) return;
     try {
       await this.lanes.enqueue(due);
       this.runner.nudge();

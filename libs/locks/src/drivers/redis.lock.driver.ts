@@ -1,4 +1,5 @@
 import { Clock, systemClock } from '@baton/time';
+import { reconnectOnTimeout } from './redis-timeouts';
 import Redis from 'ioredis';
 import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'redlock';
 import { BaseLockProvider } from '../base-lock.provider';
@@ -100,22 +101,26 @@ export class RedisLockDriver extends BaseLockProvider {
     this.prefix = config.keyPrefix ?? 'baton:lock:';
     this.channel = `${this.prefix}released`;
     this.maxPollMs = config.maxPollMs ?? 200;
-    const connect = (): Redis[] =>
-      config.nodes.map(
-        (n) =>
-          new Redis({
-            host: n.host,
-            port: n.port ?? 6379,
-            password: n.password,
-            db: n.db,
-            lazyConnect: true,
-            // Fail calls fast while a node is down instead of queueing them for minutes.
-            maxRetriesPerRequest: 1,
-            enableOfflineQueue: true,
-          }),
-      );
-    this.clients = connect();
-    this.subscribers = connect();
+    const connect = (commands: boolean): Redis[] =>
+      config.nodes.map((n) => {
+        const client = new Redis({
+          host: n.host,
+          port: n.port ?? 6379,
+          password: n.password,
+          db: n.db,
+          lazyConnect: true,
+          // Fail calls fast while a node is down instead of queueing them for minutes, and a
+          // call a node does not answer (a partition that drops packets) after a bound.
+          maxRetriesPerRequest: 1,
+          enableOfflineQueue: true,
+          ...(commands ? { commandTimeout: n.commandTimeoutMs ?? 2000 } : {}),
+          keepAlive: 10_000,
+        });
+        return commands ? reconnectOnTimeout(client) : client;
+      });
+    this.clients = connect(true);
+    // A subscriber's connection waits for messages for as long as it lives: no command bound.
+    this.subscribers = connect(false);
     // Connection errors surface as failed calls (BACKEND_UNAVAILABLE); without a listener
     // ioredis would also print every reconnect attempt as an unhandled error event.
     for (const c of [...this.clients, ...this.subscribers]) c.on('error', () => undefined);

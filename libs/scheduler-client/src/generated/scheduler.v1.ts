@@ -2875,8 +2875,35 @@ export interface components {
         };
     };
     responses: {
+        /** @description 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40004": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
         /** @description 40100: no or wrong credentials */
         "error-40100": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 40800: the request was not received whole in time; the connection is closed */
+        "error-40800": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 43100: the request's headers are larger than the server takes (Node's --max-http-header-size, 16 KiB by default); the connection is closed */
+        "error-43100": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2893,8 +2920,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide */
-        "error-40000-40001": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40000-40001-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2947,8 +2974,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
-        "error-50302": {
+        /** @description 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending; 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
+        "error-50301-50302": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2956,8 +2983,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40003: the URL is not valid: bad percent-encoding or UTF-8 */
-        "error-40003": {
+        /** @description 40003: the URL is not valid: bad percent-encoding or UTF-8; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40003-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2983,8 +3010,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range */
-        "error-40000": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40000-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -2992,8 +3019,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
-        "error-40000-40001-40003": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40003: the URL is not valid: bad percent-encoding or UTF-8; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40000-40001-40003-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3012,6 +3039,15 @@ export interface components {
         };
         /** @description 40905: scheduler: the registering worker speaks a worker contract older than this scheduler accepts (BATON_MIN_WORKER_CONTRACT) */
         "error-40905": {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending */
+        "error-50301": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3055,8 +3091,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 50300: the worker could not be reached (client side); 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
-        "error-50300-50302": {
+        /** @description 50300: the worker could not be reached (client side); 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending; 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
+        "error-50300-50301-50302": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3064,17 +3100,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending; 50302: scheduler: too busy to take the request now (nothing was done); retry after Retry-After, on another instance if there is one */
-        "error-50301-50302": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelopeDto"];
-            };
-        };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40002: a changing call came without a valid X-Baton-Fence header; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
-        "error-40000-40001-40002-40003": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40001: the body is not valid JSON or not an object, not UTF-8, has a lone surrogate, or is nested too deep or too wide; 40002: a changing call came without a valid X-Baton-Fence header; 40003: the URL is not valid: bad percent-encoding or UTF-8; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40000-40001-40002-40003-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3091,8 +3118,8 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8 */
-        "error-40000-40003": {
+        /** @description 40000: a field is missing, unknown, of the wrong type or out of range; 40003: the URL is not valid: bad percent-encoding or UTF-8; 40004: the HTTP request itself is malformed (its request line, headers or framing); the connection is closed */
+        "error-40000-40003-40004": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3111,15 +3138,6 @@ export interface components {
         };
         /** @description 40900: the transition table does not allow this call now */
         "error-40900": {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorEnvelopeDto"];
-            };
-        };
-        /** @description 50301: scheduler: a backend it needs (database, queue, locks) cannot be reached, or migrations are pending */
-        "error-50301": {
             headers: {
                 [name: string]: unknown;
             };
@@ -3155,7 +3173,10 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
+            408: components["responses"]["error-40800"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
         };
     };
@@ -3182,11 +3203,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     ApiKeysController_create: {
@@ -3216,15 +3240,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40902"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     ApiKeysController_revoke: {
@@ -3252,14 +3278,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     AuditController_list: {
@@ -3291,12 +3319,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskTypesController_list: {
@@ -3322,11 +3352,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskTypesController_get: {
@@ -3354,14 +3387,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskTypesController_update: {
@@ -3393,16 +3428,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TenantsController_list: {
@@ -3431,12 +3468,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TenantsController_get: {
@@ -3464,14 +3503,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TenantsController_set: {
@@ -3503,16 +3544,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TenantsController_reset: {
@@ -3540,14 +3583,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WorkersController_list: {
@@ -3573,11 +3618,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WorkersController_register: {
@@ -3607,12 +3655,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40905"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     WorkersController_heartbeat: {
@@ -3642,11 +3693,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     WorkersController_remove: {
@@ -3676,11 +3730,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     WorkersController_drain: {
@@ -3708,14 +3765,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WorkersController_undrain: {
@@ -3743,14 +3802,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WorkersController_blacklist: {
@@ -3782,16 +3843,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WorkersController_unblacklist: {
@@ -3819,14 +3882,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_list: {
@@ -3882,12 +3947,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_create: {
@@ -3936,15 +4003,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             422: components["responses"]["error-42200"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_createBatch: {
@@ -3974,14 +4043,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_get: {
@@ -4009,14 +4080,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_events: {
@@ -4044,14 +4117,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_attempts: {
@@ -4079,14 +4154,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_pause: {
@@ -4114,16 +4191,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             501: components["responses"]["error-50100"];
-            503: components["responses"]["error-50300-50302"];
+            503: components["responses"]["error-50300-50301-50302"];
         };
     };
     TasksController_continue: {
@@ -4151,15 +4230,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50300-50302"];
+            503: components["responses"]["error-50300-50301-50302"];
         };
     };
     TasksController_cancel: {
@@ -4187,15 +4268,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50300-50302"];
+            503: components["responses"]["error-50300-50301-50302"];
         };
     };
     TasksController_retry: {
@@ -4223,15 +4306,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_rerun: {
@@ -4263,17 +4348,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_rollback: {
@@ -4301,16 +4388,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             501: components["responses"]["error-50100"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TasksController_change: {
@@ -4342,18 +4431,20 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900-40904"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             501: components["responses"]["error-50100"];
-            503: components["responses"]["error-50300-50302"];
+            503: components["responses"]["error-50300-50301-50302"];
         };
     };
     TaskLocksController_locks: {
@@ -4381,12 +4472,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50301-50302"];
         };
@@ -4414,11 +4507,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskCountsController_history: {
@@ -4447,12 +4543,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskCountsController_backlog: {
@@ -4478,11 +4576,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskChangesController_open: {
@@ -4514,10 +4615,12 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50301-50302"];
         };
@@ -4558,14 +4661,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40002-40003"];
+            400: components["responses"]["error-40000-40001-40002-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40901"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     CallbacksController_heartbeat: {
@@ -4604,14 +4710,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40002-40003"];
+            400: components["responses"]["error-40000-40001-40002-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40901"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     CallbacksController_progress: {
@@ -4650,14 +4759,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40002-40003"];
+            400: components["responses"]["error-40000-40001-40002-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40901"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     CallbacksController_logs: {
@@ -4698,14 +4810,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40002-40003"];
+            400: components["responses"]["error-40000-40001-40002-40003-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40901"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     AttemptLogsController_page: {
@@ -4744,14 +4859,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     AttemptLogsController_stream: {
@@ -4785,14 +4902,16 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     AttemptLogsCallbackController_put: {
@@ -4837,11 +4956,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100-40101-40102-40103"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301"];
         };
     };
     TimersController_list: {
@@ -4870,12 +4992,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_create: {
@@ -4905,14 +5029,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_preview: {
@@ -4942,14 +5068,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_get: {
@@ -4977,14 +5105,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_remove: {
@@ -5014,14 +5144,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_update: {
@@ -5053,17 +5185,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40904"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TimersController_status: {
@@ -5089,11 +5223,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_list: {
@@ -5122,12 +5259,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_create: {
@@ -5157,14 +5296,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_test: {
@@ -5194,14 +5335,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_get: {
@@ -5229,14 +5372,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_remove: {
@@ -5268,14 +5413,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogRulesController_update: {
@@ -5307,16 +5454,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogsController_ingest: {
@@ -5346,14 +5495,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     LogsController_stats: {
@@ -5379,11 +5530,14 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_list: {
@@ -5412,12 +5566,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_save: {
@@ -5463,14 +5619,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_check: {
@@ -5501,14 +5659,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_get: {
@@ -5538,14 +5698,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_versions: {
@@ -5573,14 +5735,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologiesController_start: {
@@ -5631,16 +5795,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_list: {
@@ -5682,12 +5848,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_get: {
@@ -5715,14 +5883,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_runHistory: {
@@ -5750,14 +5920,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_cancel: {
@@ -5785,15 +5957,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_pause: {
@@ -5821,15 +5995,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_resume: {
@@ -5857,15 +6033,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_signal: {
@@ -5897,17 +6075,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_retry: {
@@ -5935,15 +6115,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_rerunNode: {
@@ -5972,15 +6154,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_skip: {
@@ -6009,15 +6193,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_approve: {
@@ -6050,17 +6236,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyRunsController_reject: {
@@ -6093,17 +6281,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40900"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TopologyApprovalsController_list: {
@@ -6131,12 +6321,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_list: {
@@ -6165,12 +6357,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_create: {
@@ -6200,14 +6394,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001"];
+            400: components["responses"]["error-40000-40001-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_callbackSecret: {
@@ -6236,12 +6432,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000"];
+            400: components["responses"]["error-40000-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
+            408: components["responses"]["error-40800"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_get: {
@@ -6269,14 +6467,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_remove: {
@@ -6308,14 +6508,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_update: {
@@ -6347,17 +6549,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40904"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_rotate: {
@@ -6385,15 +6589,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             409: components["responses"]["error-40904"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_ping: {
@@ -6421,14 +6627,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_deliveries: {
@@ -6461,14 +6669,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_redeliverOne: {
@@ -6497,14 +6707,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40003"];
+            400: components["responses"]["error-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     WebhooksController_redeliverFailed: {
@@ -6536,16 +6748,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40001-40003"];
+            400: components["responses"]["error-40000-40001-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     TaskDeliveriesController_deliveries: {
@@ -6576,14 +6790,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["error-40000-40003"];
+            400: components["responses"]["error-40000-40003-40004"];
             401: components["responses"]["error-40100"];
             403: components["responses"]["error-40300"];
             404: components["responses"]["error-40401"];
+            408: components["responses"]["error-40800"];
             414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
-            503: components["responses"]["error-50302"];
+            503: components["responses"]["error-50301-50302"];
         };
     };
     HealthController_health: {
@@ -6613,6 +6829,9 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
+            408: components["responses"]["error-40800"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
         };
     };
@@ -6643,6 +6862,9 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
+            408: components["responses"]["error-40800"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
         };
     };
@@ -6680,6 +6902,9 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["error-40004"];
+            408: components["responses"]["error-40800"];
+            431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];
             503: components["responses"]["error-50301"];
         };

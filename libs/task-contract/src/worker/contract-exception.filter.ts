@@ -82,7 +82,11 @@ export class ContractExceptionFilter implements ExceptionFilter {
     const reply = http.getResponse<ReplyLike>();
     const headers = http.getRequest<{ headers?: IncomingHttpHeaders } | undefined>()?.headers ?? {};
     const { status, body } = errorEnvelope(exception, this.logger, requestFields(headers));
-    reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+    reply.status(status).header('content-type', 'application/json; charset=utf-8');
+    // A refusal that says when to come back says it in the header clients and proxies read.
+    const retry = (body.data as { retry_after_seconds?: unknown } | null)?.retry_after_seconds;
+    if (typeof retry === 'number') reply.header('retry-after', String(Math.ceil(retry)));
+    reply.send(body);
   }
 }
 

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { reconnectOnTimeout } from '@baton/locks';
 import { KEEP_MS, RateLimit, RateStore, SLACK_MS, shape, stateKey } from '../rate-store';
 
 /**
@@ -44,17 +45,27 @@ export class RedisRateStore implements RateStore {
   private readonly tag: string;
 
   constructor(
-    connection: { host: string; port: number; db?: number; password?: string },
+    connection: {
+      host: string;
+      port: number;
+      db?: number;
+      password?: string;
+      commandTimeoutMs?: number;
+    },
     prefix: string,
   ) {
     this.tag = `{${prefix}:limits}`;
+    const { commandTimeoutMs, ...node } = connection;
     this.redis = new Redis({
-      ...connection,
+      ...node,
+      commandTimeout: commandTimeoutMs ?? 2000,
+      keepAlive: 10_000,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       disconnectTimeout: 200,
     });
     this.redis.on('error', () => undefined);
+    reconnectOnTimeout(this.redis);
     this.redis.defineCommand('batonRateTake', { lua: TAKE });
   }
 

@@ -1,5 +1,6 @@
 import { Clock, systemClock } from '@baton/time';
 import Redis, { ChainableCommander, Cluster } from 'ioredis';
+import { reconnectOnTimeout } from '@baton/locks';
 import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
 import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
@@ -105,13 +106,17 @@ export class RedisQueueDriver implements QueueDriver {
       this.client = options.redis;
       this.ownsClient = false;
     } else {
-      const { host, port, db, password } = options.redis;
+      const { host, port, db, password, commandTimeoutMs } = options.redis;
       this.client = new Redis({
         host,
         port,
         db,
         password,
         lazyConnect: false,
+        // A command a partitioned Redis does not answer fails after this bound instead of
+        // waiting for TCP to give up (minutes); keep-alive finds a silently dead socket.
+        commandTimeout: commandTimeoutMs ?? 2000,
+        keepAlive: 10_000,
         // A call fails after one reconnect attempt instead of waiting out an outage: the caller
         // (runner, Checker) retries on its own schedule and the database still holds the task.
         maxRetriesPerRequest: 1,
@@ -124,6 +129,7 @@ export class RedisQueueDriver implements QueueDriver {
       // Failures surface as rejected calls; without a listener ioredis would also report every
       // reconnect attempt as an unhandled 'error' event.
       this.client.on('error', () => undefined);
+      reconnectOnTimeout(this.client);
       this.ownsClient = true;
     }
     for (const [name, script] of Object.entries(SCRIPTS)) {
