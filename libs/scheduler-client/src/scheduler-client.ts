@@ -294,12 +294,8 @@ export class SchedulerClient {
           ? Math.min(this.backoffMaxMs, this.backoffMs * 2 ** Math.max(0, round - 1))
           : 0;
         // A Retry-After is the refusing instance's: another one is tried at once.
-        const waitMs = roundDone
-          ? Math.min(
-              this.backoffMaxMs,
-              Math.max(backoff * (0.5 + Math.random() / 2), error.retryAfterMs ?? 0),
-            )
-          : 0;
+        const paced = Math.max(backoff * (0.5 + Math.random() / 2), error.retryAfterMs ?? 0);
+        const waitMs = roundDone ? Math.min(this.backoffMaxMs, paced) : 0;
         this.options.onRetry?.({ request: req, url, error, attempt, waitMs });
         if (waitMs > 0) await sleep(this.clock, waitMs, req.signal);
       }
