@@ -67,9 +67,10 @@ export class IdempotencyService {
         );
       }
       const stored = seen.state === 'done' ? seen : await this.answerOf(tenant, key, hash);
+      // The stored answer, but a repeat creates nothing: 201 Created is answered as 200.
       if (stored)
         return {
-          status: stored.response_status ?? 200,
+          status: stored.response_status === 201 ? 200 : (stored.response_status ?? 200),
           body: JSON.parse(stored.response_body ?? 'null') as unknown,
         };
       // Still in flight: run the work too, leaving the record to the request that wrote it.

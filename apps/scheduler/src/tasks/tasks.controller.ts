@@ -69,7 +69,7 @@ export class TasksController {
     name: 'Idempotency-Key',
     required: false,
     description:
-      'A repeat answers the stored answer of the first request (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body.',
+      'A repeat answers the stored answer of the first request, as 200 where the first was 201 (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body.',
   })
   @ApiCreatedResponse({ type: TaskDto, description: 'the new task' })
   @ApiOkResponse({

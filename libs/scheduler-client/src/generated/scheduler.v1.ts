@@ -3961,7 +3961,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description A repeat answers the stored answer of the first request (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body. */
+                /** @description A repeat answers the stored answer of the first request, as 200 where the first was 201 (waiting up to 2 s for one still in flight, then creating or finding the task under the same key itself); 422 on a different body. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
