@@ -820,6 +820,27 @@ describe('topology semantics', () => {
     expect(r.outcome).toBe('SUCCESS');
   });
 
+  it("a fan-out node took from its first item's start to its last one's end", async () => {
+    // The console showed "Took 0 ms": the node's own row is written when it ends.
+    const r = await finished(
+      await start(
+        {
+          nodes: [
+            {
+              key: 'each',
+              for_each: '{{input.items}}',
+              task: { create_info: { task_type: 'demo.sleep' }, params: { seconds: '{{item}}' } },
+            },
+          ],
+        },
+        { items: [1, 2] },
+      ),
+    );
+    const each = node(r, 'each');
+    const took = Date.parse(each.finished_at ?? '') - Date.parse(each.started_at ?? '');
+    expect(took).toBeGreaterThanOrEqual(2000);
+  });
+
   it('a fan-out with one failing item fails, counts it, and its dependant is not run', async () => {
     // Argo: a failed item fails the step unless continueOn; the others still run.
     const r = await finished(

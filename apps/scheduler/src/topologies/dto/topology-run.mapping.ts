@@ -31,8 +31,25 @@ function listOf(result: Record<string, unknown> | null, field: string): string[]
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 }
 
+/**
+ * When a for_each node began and ended: its first item's start to its last item's end (its own
+ * row is written when it ends, so its times alone would show it taking nothing).
+ */
+function itemsSpan(v: NodeView): { started: number | null; finished: number | null } {
+  let started: number | null = null;
+  let finished: number | null = null;
+  for (const i of v.items) {
+    const from = i.task?.startedAt ?? i.row.createdAt;
+    const to = i.task?.finishedAt ?? (i.status !== 'ACTIVE' ? i.row.updatedAt : null);
+    if (from !== null && from !== undefined) started = Math.min(started ?? from, from);
+    if (to !== null && to !== undefined) finished = Math.max(finished ?? to, to);
+  }
+  return { started, finished: v.status === 'ACTIVE' ? null : finished };
+}
+
 function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
   const t = v.task;
+  const span = v.count !== undefined && v.items.length > 0 ? itemsSpan(v) : undefined;
   const dto: RunNodeDto = {
     key: def.key,
     kind: kindOf(def),
@@ -43,9 +60,11 @@ function nodeDto(def: NodeDef, v: NodeView): RunNodeDto {
     task_id: t?.taskId ?? null,
     task_status: t?.status ?? null,
     attempt: t?.attempt ?? null,
-    started_at: iso(t?.startedAt ?? (v.row && !t ? v.row.createdAt : null)),
+    started_at: iso(span ? span.started : (t?.startedAt ?? (v.row && !t ? v.row.createdAt : null))),
     finished_at: iso(
-      t?.finishedAt ?? (v.row && !t && v.status !== 'ACTIVE' ? v.row.updatedAt : null),
+      span
+        ? span.finished
+        : (t?.finishedAt ?? (v.row && !t && v.status !== 'ACTIVE' ? v.row.updatedAt : null)),
     ),
     progress: t?.progress ?? null,
     result: v.result,
