@@ -63,6 +63,35 @@ const apps = [
   ],
 ];
 
+// The first admin key, when this start made one: printed again last, set apart from the start-up
+// lines (among some 160 of them it is easy to miss), once the output has been quiet for a moment.
+const FIRST_KEY = /first admin API key, shown once[^:]*: (baton_\S+)/;
+let firstKey;
+let keyBoxTimer;
+let keyBoxShown = false;
+function keyBoxAfterQuiet() {
+  if (keyBoxShown) return;
+  clearTimeout(keyBoxTimer);
+  keyBoxTimer = setTimeout(() => {
+    keyBoxShown = true;
+    const rule = '='.repeat(78);
+    process.stdout.write(
+      [
+        '',
+        rule,
+        '  The first admin API key (shown this once: keep it; make others with POST /v1/api-keys):',
+        '',
+        `    ${firstKey}`,
+        '',
+        `  Console: http://127.0.0.1:${ports.console} (paste the key) · API docs: http://127.0.0.1:${ports.scheduler}/docs`,
+        rule,
+        '',
+      ].join('\n'),
+    );
+  }, 1500);
+  keyBoxTimer.unref();
+}
+
 const children = [];
 let stopping = false;
 function stopAll(code) {
@@ -90,7 +119,12 @@ for (const [name, file, env] of apps) {
       buffered += chunk;
       const lines = buffered.split('\n');
       buffered = lines.pop();
-      for (const line of lines) process.stdout.write(prefix + line + '\n');
+      for (const line of lines) {
+        process.stdout.write(prefix + line + '\n');
+        const key = name === 'scheduler' && FIRST_KEY.exec(line)?.[1];
+        if (key) firstKey = key;
+        if (firstKey) keyBoxAfterQuiet();
+      }
     });
   }
   child.on('exit', (code, signal) => {

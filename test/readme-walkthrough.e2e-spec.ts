@@ -93,6 +93,18 @@ describe('the README walkthrough', () => {
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- start.mjs output ---\n${output}`);
     });
+    // And again once the start-up lines are over, set apart from them: the last lines printed.
+    const box = await eventually(
+      async () =>
+        /={78}\n {2}The first admin API key[^\n]*\n\n {4}(baton_\S+)\n[\s\S]*?={78}\n/.exec(
+          output,
+        ) ?? undefined,
+      60_000,
+      'npm start: the key printed again, set apart, at the end of the start-up lines',
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\n--- start.mjs output ---\n${output}`);
+    });
+    expect(box[1]).toBe(key);
     api = new Api(`http://127.0.0.1:${ports.scheduler}`, key);
     // README: the worker registers itself once the scheduler answers.
     await eventually(
