@@ -187,6 +187,8 @@ describe('console in a browser', () => {
     await page.getByRole('button', { name: 'Cancel', exact: true }).click();
     const dialog = page.getByRole('dialog', { name: 'Cancel this task?' });
     await dialog.waitFor();
+    // The confirmation says what will happen, not only the status it is in.
+    await dialog.getByText('Its worker is told to stop the run').waitFor();
     await shot('task-cancel-confirm');
     await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
 
@@ -197,6 +199,9 @@ describe('console in a browser', () => {
     );
     expect(ended.cancel_requested).toBe(true);
     await page.getByText('FINISH · CANCELLED').first().waitFor({ timeout: 30_000 });
+    // What the cancel came to, not "stopping" any more.
+    await page.getByText('The task was cancelled.').waitFor({ timeout: 30_000 });
+    expect(await page.getByText('the task is stopping').count()).toBe(0);
   });
 
   it('follows a task through the live stream, not only by polling', async () => {
@@ -373,7 +378,12 @@ describe('console in a browser', () => {
     await row.getByText('healthy').waitFor();
     // The worker contract it speaks, as it registered.
     await row.getByText(`contract ${WORKER_CONTRACT_VERSION}`).waitFor();
-    await row.getByRole('button', { name: 'Drain', exact: true }).click();
+    // A drain asks first, and says what it will do: here the only worker of its types.
+    await row.getByRole('button', { name: 'Drain…' }).click();
+    const drain = page.getByRole('dialog', { name: 'Drain console-worker?' });
+    await drain.getByText('It will take no new tasks').waitFor();
+    await drain.getByText(/No other healthy worker serves .*demo\.sleep/).waitFor();
+    await drain.getByRole('button', { name: 'Drain', exact: true }).click();
     await row.getByText('draining since').waitFor();
     const drained = await api.call<{ worker_id: string; draining: boolean }[]>(
       'GET',
@@ -382,20 +392,26 @@ describe('console in a browser', () => {
     expect(drained.data.find((w) => w.worker_id === 'console-worker')?.draining).toBe(true);
     await shot('workers-draining');
     await row.getByRole('button', { name: 'Undrain', exact: true }).click();
-    await row.getByRole('button', { name: 'Drain', exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Drain…' }).waitFor();
 
     await row.getByRole('button', { name: 'Blacklist…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Blacklist console-worker?' });
     await dialog.getByLabel('Reason (kept with the blacklist)').fill('disk errors on /dev/sdb');
+    // With an end: it lifts by itself then (the field is the browser's local time).
+    await dialog
+      .getByLabel('Until (optional; empty: until lifted by hand)')
+      .fill('2099-01-02T03:04');
+    await dialog.getByText('No new tasks go to it until then').waitFor();
     await dialog.getByRole('button', { name: 'Blacklist', exact: true }).click();
     await row.getByText('blacklisted: disk errors on /dev/sdb').waitFor();
-    const listed = await api.call<{ worker_id: string; blacklist: { reason: string } | null }[]>(
-      'GET',
-      '/v1/workers',
-    );
-    expect(listed.data.find((w) => w.worker_id === 'console-worker')?.blacklist?.reason).toBe(
-      'disk errors on /dev/sdb',
-    );
+    await row.getByText(/until/).waitFor();
+    const listed = await api.call<
+      { worker_id: string; blacklist: { reason: string; until: string | null } | null }[]
+    >('GET', '/v1/workers');
+    const blacklist = listed.data.find((w) => w.worker_id === 'console-worker')?.blacklist;
+    expect(blacklist?.reason).toBe('disk errors on /dev/sdb');
+    const local = await page.evaluate(() => new Date('2099-01-02T03:04').toISOString());
+    expect(blacklist?.until).toBe(local);
     await row.getByRole('button', { name: 'Lift blacklist' }).click();
     await row.getByRole('button', { name: 'Blacklist…' }).waitFor();
   });

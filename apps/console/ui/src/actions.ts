@@ -76,3 +76,34 @@ export function bulkRetryCall(task: Task): 'retry' | 'rerun' | null {
     return 'rerun';
   return null;
 }
+
+/** What a cancel asked for has come to: stopping, stopped, or too late. */
+export function cancelNote(t: { task_status: string; outcome?: string | null }): string {
+  if (t.task_status !== 'FINISH') return 'A cancel was asked for: the task is stopping.';
+  if (t.outcome === 'CANCELLED') return 'The task was cancelled.';
+  return `A cancel was asked for, but the task had already ended (${t.outcome ?? 'no outcome'}).`;
+}
+
+/** What `action` will do to this very task, said in its confirmation (not the status it is in). */
+export function effectOf(task: Task, action: TaskAction): string {
+  const running = task.task_status === 'RUNNING';
+  const next = task.attempt + 1;
+  switch (action) {
+    case 'pause':
+      return running
+        ? 'Its worker pauses the run where it is; nothing else starts until you continue it.'
+        : 'It will not start or move on until you continue it.';
+    case 'continue':
+      return 'It goes on from where it was paused.';
+    case 'cancel':
+      return running
+        ? 'Its worker is told to stop the run; the task then ends as CANCELLED, and no retry follows.'
+        : 'It ends as CANCELLED without running again.';
+    case 'retry':
+      return `Attempt ${next} starts; the history of attempt ${task.attempt} is kept.`;
+    case 'rerun':
+      return `It runs again from the start as attempt ${next}; its history is kept.`;
+    case 'rollback':
+      return 'Its worker undoes what the task did; the task ends as ROLLBACK.';
+  }
+}

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useTaskChanges } from '../live';
 import { useRef, useState } from 'react';
-import { ACTION_LABELS, TaskAction, whyNot } from '../actions';
+import { ACTION_LABELS, TaskAction, cancelNote, effectOf, whyNot } from '../actions';
 import { ApiError, api } from '../api';
 import {
   ActionButton,
@@ -148,7 +148,7 @@ export function TaskDetail({ id }: { id: string }) {
             </p>
           </>
         )}
-        {t.cancel_requested ? <p>A cancel was asked for: the task is stopping.</p> : null}
+        {t.cancel_requested ? <p>{cancelNote(t)}</p> : null}
       </section>
 
       <section aria-labelledby="actions-h">
@@ -389,9 +389,7 @@ export function TaskDetail({ id }: { id: string }) {
           onConfirm={() => void act(asking)}
           onClose={() => setAsking(null)}
         >
-          <p>
-            {t.task_name} ({t.task_id}) is in {t.task_status}.
-          </p>
+          <p>{effectOf(t, asking)}</p>
         </ConfirmDialog>
       ) : null}
     </>

@@ -15,7 +15,9 @@ export function Workers() {
     refetchInterval: 5000,
   });
   const [blacklisting, setBlacklisting] = useState<Worker | null>(null);
+  const [draining, setDraining] = useState<Worker | null>(null);
   const [reason, setReason] = useState('');
+  const [until, setUntil] = useState('');
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);
 
   const call = async (w: Worker, method: string, path: string, body?: unknown, done?: string) => {
@@ -33,9 +35,32 @@ export function Workers() {
     const w = blacklisting;
     if (!w || !reason.trim()) return;
     setBlacklisting(null);
-    void call(w, 'POST', 'blacklist', { reason: reason.trim() }, 'blacklisted');
+    // The field is local time; the API takes an instant.
+    const end = until ? new Date(until).toISOString() : undefined;
+    void call(
+      w,
+      'POST',
+      'blacklist',
+      { reason: reason.trim(), ...(end ? { until: end } : {}) },
+      end ? `blacklisted until ${new Date(end).toLocaleString()}` : 'blacklisted until lifted',
+    );
     setReason('');
+    setUntil('');
   };
+
+  /** The task types no other healthy worker (not draining, not blacklisted) serves but `w`. */
+  const onlyServedBy = (w: Worker): string[] =>
+    w.task_types.filter(
+      (t) =>
+        !(workers.data ?? []).some(
+          (o) =>
+            o.worker_id !== w.worker_id &&
+            o.health === 'healthy' &&
+            !o.draining &&
+            !o.blacklist &&
+            o.task_types.includes(t),
+        ),
+    );
 
   return (
     <>
@@ -130,11 +155,8 @@ export function Workers() {
                           Undrain
                         </button>
                       ) : (
-                        <button
-                          type="button"
-                          onClick={() => void call(w, 'POST', 'drain', {}, 'draining')}
-                        >
-                          Drain
+                        <button type="button" onClick={() => setDraining(w)}>
+                          Drain…
                         </button>
                       )}
                       {w.blacklist ? (
@@ -159,6 +181,30 @@ export function Workers() {
           </table>
         </div>
       )}
+      {draining ? (
+        <ConfirmDialog
+          title={`Drain ${draining.worker_id}?`}
+          confirmLabel="Drain"
+          onConfirm={() => {
+            const w = draining;
+            setDraining(null);
+            void call(w, 'POST', 'drain', {}, 'draining: it takes no new tasks');
+          }}
+          onClose={() => setDraining(null)}
+        >
+          <p>
+            It will take no new tasks; the {draining.inflight} it runs now finish there. Undrain
+            gives it work again.
+          </p>
+          {onlyServedBy(draining).length > 0 ? (
+            <p className="error">
+              No other healthy worker serves {onlyServedBy(draining).join(', ')}: new tasks of{' '}
+              {onlyServedBy(draining).length === 1 ? 'that type' : 'those types'} will wait until a
+              worker that serves them is back.
+            </p>
+          ) : null}
+        </ConfirmDialog>
+      ) : null}
       {blacklisting ? (
         <ConfirmDialog
           title={`Blacklist ${blacklisting.worker_id}?`}
@@ -178,8 +224,21 @@ export function Workers() {
                 />
               )}
             </Field>
+            <Field label="Until (optional; empty: until lifted by hand)">
+              {(id) => (
+                <input
+                  id={id}
+                  type="datetime-local"
+                  value={until}
+                  onChange={(e) => setUntil(e.target.value)}
+                />
+              )}
+            </Field>
           </form>
-          <p>No new tasks go to it until the blacklist is lifted; the tasks it has finish there.</p>
+          <p>
+            No new tasks go to it {until ? 'until then' : 'until the blacklist is lifted'}; the
+            tasks it has finish there.
+          </p>
         </ConfirmDialog>
       ) : null}
     </>
