@@ -12,6 +12,23 @@ import { SchedulerConfig } from '../config';
  * hooks AsyncLocalStorage needs on Node 20 cost the scheduler about 8% of its throughput.
  * Requests themselves are not logged one by one: the metrics count them.
  */
+/**
+ * Whether pino-pretty is installed: a development dependency (a production install, `npm ci
+ * --omit=dev` as the Dockerfiles do, leaves it out). Without it `pretty` falls back to JSON lines,
+ * saying so once, rather than failing to start.
+ */
+function prettyAvailable(): boolean {
+  try {
+    require.resolve('pino-pretty');
+    return true;
+  } catch {
+    process.stderr.write(
+      'BATON_LOG_FORMAT=pretty needs pino-pretty, a development dependency not installed here: logging JSON lines\n',
+    );
+    return false;
+  }
+}
+
 @Module({})
 export class LoggingModule {
   static forConfig(config: SchedulerConfig): DynamicModule {
@@ -26,7 +43,7 @@ export class LoggingModule {
             base: { instance: config.instanceId },
             timestamp: stdTimeFunctions.isoTime,
             formatters: { level: (label) => ({ level: label }) },
-            ...(config.log.format === 'pretty'
+            ...(config.log.format === 'pretty' && prettyAvailable()
               ? {
                   transport: {
                     target: 'pino-pretty',
