@@ -138,7 +138,7 @@ export function WebhookDeliveries({ webhookId }: { webhookId: string }) {
                     <span className={`badge delivery-${d.status}`}>{d.status}</span>
                   </td>
                   <td className="num">{d.attempts}</td>
-                  <td>
+                  <td className="wrap">
                     {lastAnswer(d)}
                     {d.attempt_log.length ? (
                       <JsonBlock label={`Attempts of ${d.message_id}`} value={d.attempt_log} />

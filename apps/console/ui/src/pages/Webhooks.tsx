@@ -231,7 +231,7 @@ export function Webhooks() {
             <tbody>
               {hooks.data.map((w) => (
                 <tr key={w.webhook_id} className={w.webhook_id === chosen ? 'selected' : undefined}>
-                  <td>
+                  <td className="wrap">
                     {w.url}
                     <div className="id">
                       {w.webhook_id}
@@ -239,7 +239,7 @@ export function Webhooks() {
                       {w.description ? ` · ${w.description}` : ''}
                     </div>
                   </td>
-                  <td>
+                  <td className="wrap">
                     {w.events.join(', ')}
                     {w.task_types.length ? (
                       <div className="muted">types: {w.task_types.join(', ')}</div>
@@ -259,7 +259,7 @@ export function Webhooks() {
                   <td>
                     <Time iso={w.created_at} />
                   </td>
-                  <td>
+                  <td className="actions">
                     <div className="row">
                       <Link href={withQuery(loc, { webhook: w.webhook_id, before: undefined })}>
                         Deliveries<span className="visually-hidden"> of {w.url}</span>
