@@ -348,7 +348,10 @@ describe('console operations pages in a browser', () => {
         // At desktop width a table fits: its last columns (the actions) are not off to the side.
         if (suffix === '')
           for (const region of await page.locator('.scroll[role="region"]').all()) {
-            const hidden = await region.evaluate((el) => el.scrollWidth - el.clientWidth);
+            const hidden = await region.evaluate((el) => {
+              const box = el as unknown as { scrollWidth: number; clientWidth: number };
+              return box.scrollWidth - box.clientWidth;
+            });
             if (hidden > 1)
               problems.push(
                 `${name}: the ${await region.getAttribute('aria-label')} table hides ${hidden} px to the side`,
