@@ -1,5 +1,5 @@
 import { Clock, systemClock } from '@baton/time';
-import { reconnectOnTimeout } from './redis-timeouts';
+import { boundedRedis } from './redis-timeouts';
 import Redis from 'ioredis';
 import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'redlock';
 import { BaseLockProvider } from '../base-lock.provider';
@@ -101,29 +101,13 @@ export class RedisLockDriver extends BaseLockProvider {
     this.prefix = config.keyPrefix ?? 'baton:lock:';
     this.channel = `${this.prefix}released`;
     this.maxPollMs = config.maxPollMs ?? 200;
-    const connect = (commands: boolean): Redis[] =>
-      config.nodes.map((n) => {
-        const client = new Redis({
-          host: n.host,
-          port: n.port ?? 6379,
-          password: n.password,
-          db: n.db,
-          lazyConnect: true,
-          // Fail calls fast while a node is down instead of queueing them for minutes, and a
-          // call a node does not answer (a partition that drops packets) after a bound.
-          maxRetriesPerRequest: 1,
-          enableOfflineQueue: true,
-          ...(commands ? { commandTimeout: n.commandTimeoutMs ?? 2000 } : {}),
-          keepAlive: 10_000,
-        });
-        return commands ? reconnectOnTimeout(client) : client;
-      });
-    this.clients = connect(true);
-    // A subscriber's connection waits for messages for as long as it lives: no command bound.
-    this.subscribers = connect(false);
-    // Connection errors surface as failed calls (BACKEND_UNAVAILABLE); without a listener
-    // ioredis would also print every reconnect attempt as an unhandled error event.
-    for (const c of [...this.clients, ...this.subscribers]) c.on('error', () => undefined);
+    // Calls fail fast while a node is down instead of queueing for minutes (boundedRedis).
+    const connect = (subscriber: boolean): Redis[] =>
+      config.nodes.map((n) =>
+        boundedRedis(n, { lazyConnect: true, enableOfflineQueue: true, subscriber }),
+      );
+    this.clients = connect(false);
+    this.subscribers = connect(true);
     // redlock emits 'error' for every vote against (a held key is one); it already swallows it.
     this.redlock = new Redlock(
       this.clients,

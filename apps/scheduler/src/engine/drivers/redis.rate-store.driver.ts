@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { reconnectOnTimeout } from '@baton/locks';
+import { BoundedRedisNode, boundedRedis } from '@baton/locks';
 import { KEEP_MS, RateLimit, RateStore, SLACK_MS, shape, stateKey } from '../rate-store';
 
 /**
@@ -44,28 +44,9 @@ export class RedisRateStore implements RateStore {
   /** One hash tag: every key of a call lives in one Cluster slot. */
   private readonly tag: string;
 
-  constructor(
-    connection: {
-      host: string;
-      port: number;
-      db?: number;
-      password?: string;
-      commandTimeoutMs?: number;
-    },
-    prefix: string,
-  ) {
+  constructor(connection: BoundedRedisNode, prefix: string) {
     this.tag = `{${prefix}:limits}`;
-    const { commandTimeoutMs, ...node } = connection;
-    this.redis = new Redis({
-      ...node,
-      commandTimeout: commandTimeoutMs ?? 2000,
-      keepAlive: 10_000,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      disconnectTimeout: 200,
-    });
-    this.redis.on('error', () => undefined);
-    reconnectOnTimeout(this.redis);
+    this.redis = boundedRedis(connection);
     this.redis.defineCommand('batonRateTake', { lua: TAKE });
   }
 

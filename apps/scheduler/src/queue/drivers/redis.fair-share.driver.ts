@@ -1,6 +1,6 @@
 import { Clock, Timer, systemClock } from '@baton/time';
 import Redis from 'ioredis';
-import { reconnectOnTimeout } from '@baton/locks';
+import { BoundedRedisNode, boundedRedis } from '@baton/locks';
 import { BURST_OF_SECOND, FairShare, KEEP_MS, second } from '../fair-share';
 
 /**
@@ -46,29 +46,13 @@ export class RedisFairShare implements FairShare {
   private flushTimer: Timer | undefined;
 
   constructor(
-    connection: {
-      host: string;
-      port: number;
-      db?: number;
-      password?: string;
-      commandTimeoutMs?: number;
-    },
+    connection: BoundedRedisNode,
     prefix: string,
     private readonly minShare: number,
     private readonly clock: Clock = systemClock,
   ) {
     this.tag = `{${prefix}:fair}`;
-    const { commandTimeoutMs, ...node } = connection;
-    this.redis = new Redis({
-      ...node,
-      commandTimeout: commandTimeoutMs ?? 2000,
-      keepAlive: 10_000,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      disconnectTimeout: 200,
-    });
-    this.redis.on('error', () => undefined);
-    reconnectOnTimeout(this.redis);
+    this.redis = boundedRedis(connection);
     this.redis.defineCommand('batonFairAdmit', { numberOfKeys: 4, lua: ADMIT });
   }
 

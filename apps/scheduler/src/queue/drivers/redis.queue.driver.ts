@@ -1,6 +1,6 @@
 import { Clock, systemClock } from '@baton/time';
 import Redis, { ChainableCommander, Cluster } from 'ioredis';
-import { reconnectOnTimeout } from '@baton/locks';
+import { boundedRedis } from '@baton/locks';
 import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
 import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
@@ -106,30 +106,9 @@ export class RedisQueueDriver implements QueueDriver {
       this.client = options.redis;
       this.ownsClient = false;
     } else {
-      const { host, port, db, password, commandTimeoutMs } = options.redis;
-      this.client = new Redis({
-        host,
-        port,
-        db,
-        password,
-        lazyConnect: false,
-        // A command a partitioned Redis does not answer fails after this bound instead of
-        // waiting for TCP to give up (minutes); keep-alive finds a silently dead socket.
-        commandTimeout: commandTimeoutMs ?? 2000,
-        keepAlive: 10_000,
-        // A call fails after one reconnect attempt instead of waiting out an outage: the caller
-        // (runner, Checker) retries on its own schedule and the database still holds the task.
-        maxRetriesPerRequest: 1,
-        connectTimeout: 2000,
-        // On disconnect ioredis ends the socket and destroys it after this long if it has not
-        // closed; a socket that was refused never closes again, so the default 2 s timer would
-        // keep the process (and a test run) alive after close().
-        disconnectTimeout: 200,
-      });
-      // Failures surface as rejected calls; without a listener ioredis would also report every
-      // reconnect attempt as an unhandled 'error' event.
-      this.client.on('error', () => undefined);
-      reconnectOnTimeout(this.client);
+      // A call fails after one reconnect attempt instead of waiting out an outage: the caller
+      // (runner, Checker) retries on its own schedule and the database still holds the task.
+      this.client = boundedRedis(options.redis, { lazyConnect: false });
       this.ownsClient = true;
     }
     for (const [name, script] of Object.entries(SCRIPTS)) {
