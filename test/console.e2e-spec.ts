@@ -1,27 +1,12 @@
-import { request as httpRequest } from 'node:http';
 import { Page } from 'playwright-core';
 import { request } from 'undici';
 import { WORKER_CONTRACT_VERSION } from '../libs/task-contract/src/openapi/contract-changelog';
 import { ADMIN_KEY, Api } from './support/baton';
 import { ConsoleHarness, DESKTOP, PHONE } from './support/console-harness';
 import { eventually } from './support/processes';
+import { rawGet } from './support/raw-http';
 
 jest.setTimeout(180_000);
-
-/** A GET of `path` byte for byte: no client-side URL parsing resolves its dot segments. */
-function rawGet(base: string, path: string): Promise<{ status: number; body: string }> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: hostname, port, path }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Waits for an end state: long, since a loaded two-core machine may be slow; never a measure. */
 const SETTLE_MS = 90_000;

@@ -85,6 +85,58 @@ function resolve(doc: Document, schema: Schema): Schema {
   return { ...resolve(doc, named), nullable: schema.nullable ?? named.nullable };
 }
 
+interface NullProbe {
+  body: unknown;
+  field: string;
+  nullable: boolean;
+}
+
+/**
+ * A body for each field of `schema` set to null, and one level into the fields the document
+ * gives a schema of their own (DTOs, or lists of them); inline objects, such as ingested log
+ * records, are free-form there and checked record by record.
+ */
+function nullProbes(doc: Document, schema: Schema): NullProbe[] {
+  const probes: NullProbe[] = [];
+  const named = (x?: Schema): boolean => x?.$ref !== undefined || x?.allOf !== undefined;
+  for (const [name, raw] of Object.entries(resolve(doc, schema).properties ?? {})) {
+    const prop = resolve(doc, raw);
+    probes.push({ body: { [name]: null }, field: name, nullable: prop.nullable === true });
+    const list = prop.type === 'array' && named(prop.items) ? resolve(doc, prop.items!) : undefined;
+    const nested = list ?? (named(raw) ? prop : undefined);
+    for (const [inner, innerRaw] of Object.entries(nested?.properties ?? {})) {
+      const nullable = resolve(doc, innerRaw).nullable === true;
+      probes.push(
+        list
+          ? { body: { [name]: [{ [inner]: null }] }, field: `${name}.0.${inner}`, nullable }
+          : { body: { [name]: { [inner]: null } }, field: `${name}.${inner}`, nullable },
+      );
+    }
+  }
+  return probes;
+}
+
+/**
+ * What a null probe must be answered: a field documented nullable takes null (no 5xx, no
+ * complaint about it); any other is refused with 400 (`40000`) naming it. True when refused.
+ */
+function expectNullAnswer(where: string, probe: NullProbe, res: Raw): boolean {
+  const complaint = `${probe.field} must not be null`;
+  if (probe.nullable) {
+    expect(res.status).toBeLessThan(500);
+    expect(res.body.message).not.toContain(complaint);
+    return false;
+  }
+  expect({ where, field: probe.field, status: res.status, code: res.body.code }).toEqual({
+    where,
+    field: probe.field,
+    status: 400,
+    code: 40000,
+  });
+  expect(res.body.message).toContain(complaint);
+  return true;
+}
+
 const DEEP_OBJECTS = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
 const DEEP_ARRAYS = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
 
@@ -202,43 +254,10 @@ describe('hostile input', () => {
         const res = await send(url, method, body);
         expect({ route, body, status: res.status }).toEqual({ route, body, status: 400 });
       }
-      const props = resolve(doc, schema).properties ?? {};
-      const probes: { body: unknown; field: string; nullable: boolean }[] = [];
-      for (const [name, raw] of Object.entries(props)) {
-        const prop = resolve(doc, raw);
-        probes.push({ body: { [name]: null }, field: name, nullable: prop.nullable === true });
-        // Into the objects the API documents as schemas of their own (DTOs); inline ones, such
-        // as ingested log records, are free-form there and checked record by record.
-        const named = (x?: Schema): boolean => x?.$ref !== undefined || x?.allOf !== undefined;
-        const list =
-          prop.type === 'array' && named(prop.items) ? resolve(doc, prop.items!) : undefined;
-        const nested = list ?? (named(raw) ? prop : undefined);
-        for (const [inner, innerRaw] of Object.entries(nested?.properties ?? {})) {
-          const nullable = resolve(doc, innerRaw).nullable === true;
-          probes.push(
-            list
-              ? { body: { [name]: [{ [inner]: null }] }, field: `${name}.0.${inner}`, nullable }
-              : { body: { [name]: { [inner]: null } }, field: `${name}.${inner}`, nullable },
-          );
-        }
-      }
-      for (const probe of probes) {
+      for (const probe of nullProbes(doc, schema)) {
         const res = await send(url, method, JSON.stringify(probe.body));
-        const complaint = `${probe.field} must not be null`;
-        if (probe.nullable) {
-          allowed++;
-          expect(res.status).toBeLessThan(500);
-          expect(res.body.message).not.toContain(complaint);
-        } else {
-          refused++;
-          expect({ route, field: probe.field, status: res.status, code: res.body.code }).toEqual({
-            route,
-            field: probe.field,
-            status: 400,
-            code: 40000,
-          });
-          expect(res.body.message).toContain(complaint);
-        }
+        if (expectNullAnswer(route, probe, res)) refused++;
+        else allowed++;
       }
     }
     console.log(`null refused on ${refused} fields, taken where documented on ${allowed}`);
@@ -257,19 +276,7 @@ describe('hostile input', () => {
     ];
     let refused = 0;
     for (const { method, query, schema } of calls) {
-      const probes: { body: unknown; field: string; nullable: boolean }[] = [];
-      for (const [name, raw] of Object.entries(schema.properties ?? {})) {
-        const prop = resolve(doc, raw);
-        probes.push({ body: { [name]: null }, field: name, nullable: prop.nullable === true });
-        const inner = raw.$ref !== undefined || raw.allOf !== undefined ? prop.properties : {};
-        for (const [key, innerRaw] of Object.entries(inner ?? {}))
-          probes.push({
-            body: { [name]: { [key]: null } },
-            field: `${name}.${key}`,
-            nullable: resolve(doc, innerRaw).nullable === true,
-          });
-      }
-      for (const probe of probes) {
+      for (const probe of nullProbes(doc, schema)) {
         const pathWithQuery = `/v1/task/demo.echo${query}`;
         const body = JSON.stringify(probe.body);
         const headers = {
@@ -280,19 +287,7 @@ describe('hostile input', () => {
           'x-baton-fence': '1',
         };
         const res = await send(`${worker.url}${pathWithQuery}`, method, body, headers);
-        const complaint = `${probe.field} must not be null`;
-        const call = `${method} ${query}`;
-        if (probe.nullable) expect(res.body.message).not.toContain(complaint);
-        else {
-          refused++;
-          expect({ call, field: probe.field, status: res.status, code: res.body.code }).toEqual({
-            call,
-            field: probe.field,
-            status: 400,
-            code: 40000,
-          });
-          expect(res.body.message).toContain(complaint);
-        }
+        if (expectNullAnswer(`${method} ${query}`, probe, res)) refused++;
       }
     }
     console.log(`worker: null refused on ${refused} fields`);

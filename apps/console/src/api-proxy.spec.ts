@@ -1,21 +1,8 @@
-import { createServer, request as httpRequest, Server } from 'node:http';
+import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import Fastify, { FastifyInstance } from 'fastify';
+import { rawGet } from '../../../test/support/raw-http';
 import { registerApiProxy, schedulerPath } from './api-proxy';
-
-/** Sends `path` byte for byte (no client-side URL parsing), as `curl --path-as-is` does. */
-function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** The ways out of `/api/v1/` the hostile-input probe found, and their kin. */
 const WAYS_OUT = [
@@ -88,7 +75,7 @@ describe('the console proxy, over HTTP', () => {
   it('sends nothing upstream for a way out of /api/v1/: 400 in the envelope', async () => {
     reached.length = 0;
     for (const path of WAYS_OUT.filter((p) => !p.includes('#'))) {
-      const res = await rawGet(port, path);
+      const res = await rawGet(`http://127.0.0.1:${port}`, path);
       expect([path, res.status, JSON.parse(res.body)]).toEqual([
         path,
         400,
@@ -100,7 +87,7 @@ describe('the console proxy, over HTTP', () => {
 
   it('passes a plain path on unchanged', async () => {
     reached.length = 0;
-    const res = await rawGet(port, '/api/v1/tasks/01J%20x?limit=5');
+    const res = await rawGet(`http://127.0.0.1:${port}`, '/api/v1/tasks/01J%20x?limit=5');
     expect(res.status).toBe(200);
     expect(reached).toEqual(['/v1/tasks/01J%20x?limit=5']);
   });
