@@ -6,7 +6,8 @@ import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { loadSchedulerConfig } from './config';
-import { createDataSource } from './database';
+import { systemClock } from '@baton/time';
+import { createDataSource, openDataSource } from './database';
 import { ENTITIES } from './entities';
 
 async function main(): Promise<void> {
@@ -15,8 +16,12 @@ async function main(): Promise<void> {
     BATON_AUTH_MODE: process.env.BATON_AUTH_MODE ?? 'none',
   });
   if (database.type === 'sqlite') mkdirSync(dirname(database.path), { recursive: true });
-  const ds = createDataSource(database, ENTITIES);
-  await ds.initialize();
+  // A migration Job started beside a database that is still coming up waits for it.
+  const ds = await openDataSource(
+    () => createDataSource(database, ENTITIES),
+    database.type === 'mysql' ? (database.startWaitMs ?? 60_000) : 0,
+    systemClock,
+  );
   const ran = await ds.runMigrations({ transaction: 'each' });
   console.log(
     ran.length ? `migrated: ${ran.map((m) => m.name).join(', ')}` : 'schema is up to date',

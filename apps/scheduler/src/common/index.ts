@@ -13,3 +13,4 @@ export * from './nudged-loop';
 export * from './task-log-context';
 export * from './ulid';
 export * from './shutdown-deadline';
+export * from './backend-errors';

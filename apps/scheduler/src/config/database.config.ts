@@ -15,6 +15,8 @@ export type DatabaseConfig =
       connectTimeoutMs?: number;
       /** A statement not answered within this fails (BATON_MYSQL_QUERY_TIMEOUT_MS). */
       queryTimeoutMs?: number;
+      /** How long a start waits for a server that does not answer (BATON_MYSQL_START_WAIT_MS). */
+      startWaitMs?: number;
     };
 
 /**
@@ -44,8 +46,9 @@ export function database(env: Env): DatabaseConfig & { migrate: boolean } {
     password: env.BATON_MYSQL_PASSWORD ?? '',
     database: required(env, 'BATON_MYSQL_DATABASE', 'when BATON_DB=mysql'),
     poolSize: int(env, 'BATON_MYSQL_POOL', 20, 1, 500),
-    connectTimeoutMs: int(env, 'BATON_MYSQL_CONNECT_TIMEOUT_MS', 2000, 100, 600_000),
+    connectTimeoutMs: int(env, 'BATON_MYSQL_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     queryTimeoutMs: int(env, 'BATON_MYSQL_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    startWaitMs: int(env, 'BATON_MYSQL_START_WAIT_MS', 60_000, 0, 3_600_000),
     migrate: env.BATON_DB_MIGRATE === 'true',
   };
 }

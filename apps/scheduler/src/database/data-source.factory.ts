@@ -100,7 +100,7 @@ export function createDataSource(
     poolSize: config.poolSize,
     // Every wait on the server has a bound: the connection, each statement, and TCP keep-alive
     // probes that find a peer gone silent (a partition closes nothing) long before TCP would.
-    connectTimeout: config.connectTimeoutMs ?? 2000,
+    connectTimeout: config.connectTimeoutMs ?? 5000,
     enableQueryTimeout: true,
     maxQueryExecutionTime: config.queryTimeoutMs ?? 30_000,
     extra: { enableKeepAlive: true, keepAliveInitialDelay: 10_000 },

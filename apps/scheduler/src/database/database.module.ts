@@ -2,8 +2,10 @@ import { DynamicModule, Inject, Logger, Module, OnApplicationShutdown } from '@n
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataSource } from 'typeorm';
+import { Clock } from '../common';
 import { DatabaseConfig } from '../config';
 import { EntityClass, createDataSource } from './data-source.factory';
+import { openDataSource } from './open-data-source';
 import { TransactionRunner } from './transaction-runner';
 
 /**
@@ -26,10 +28,13 @@ export class DatabaseModule implements OnApplicationShutdown {
       providers: [
         {
           provide: DataSource,
-          useFactory: async (): Promise<DataSource> => {
+          useFactory: async (clock: Clock): Promise<DataSource> => {
             if (config.type === 'sqlite') mkdirSync(dirname(config.path), { recursive: true });
-            const ds = createDataSource(config, entities);
-            await ds.initialize();
+            const ds = await openDataSource(
+              () => createDataSource(config, entities),
+              config.type === 'mysql' ? (config.startWaitMs ?? 60_000) : 0,
+              clock,
+            );
             if (config.migrate) {
               const ran = await ds.runMigrations({ transaction: 'each' });
               if (ran.length)
@@ -37,6 +42,7 @@ export class DatabaseModule implements OnApplicationShutdown {
             }
             return ds;
           },
+          inject: [Clock],
         },
         TransactionRunner,
       ],

@@ -3,3 +3,4 @@ export * from './data-source.factory';
 export * from './database.module';
 export * from './transaction-runner';
 export * from './pool-hygiene';
+export * from './open-data-source';

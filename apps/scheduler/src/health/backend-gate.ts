@@ -88,7 +88,9 @@ export class BackendGate extends BackendWatch implements OnModuleInit, OnApplica
         user: db.user,
         password: db.password,
         database: db.database,
-        connectTimeout: this.settings.backendCheck.timeoutMs,
+        // The check's own deadline bounds the wait (and tolerates a stall of this process):
+        // the driver's timer, which a busy process runs late, only ends a connect left behind.
+        connectTimeout: db.connectTimeoutMs ?? 5000,
         enableKeepAlive: true,
       });
       if (connecting) this.ping.on('error', () => undefined);

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ContractErrorCode } from '@baton/task-contract';
-import { ManualClock } from '@baton/time';
+import { ManualClock, STALL_GRACE_MS } from '@baton/time';
 import { BackendWatch, backendUnreachable } from './backend-watch';
 
 /** A logger that keeps its warnings. */
@@ -91,6 +91,32 @@ describe('BackendWatch', () => {
     expect(logger.warnings[1]).toBe(
       'the queue answers again, after 5.5 s without it (connect ECONNREFUSED 127.0.0.1:6379)',
     );
+  });
+
+  it('does not take a stall of its own process for an outage: an answer waiting unread is read first', async () => {
+    const ping = new Ping();
+    const downs: string[] = [];
+    watch.onDown((b) => downs.push(b));
+    watch.watch('database', ping.fn);
+    ping.answer();
+    await clock.advance(500);
+    // The second check is sent; then this process gets no CPU for 3 s (a loaded box, a long GC).
+    // The database answered meanwhile: the answer is in the socket when the process runs again,
+    // after its check's timer, which is 2 s overdue.
+    clock.stall(3000);
+    ping.answer();
+    await clock.advance(0);
+    expect([watch.outage('database'), downs]).toEqual([undefined, []]);
+
+    // A backend that is silent through a stall is still found down, once the process has had
+    // running time to read an answer and none came.
+    await clock.advance(500);
+    clock.stall(3000);
+    await clock.advance(0);
+    expect(watch.outage('database')).toBeUndefined();
+    await clock.advance(STALL_GRACE_MS);
+    expect(watch.outage('database')?.reason).toBe('no answer within 1500 ms');
+    expect(downs).toEqual(['database']);
   });
 
   it('checks one at a time: a check waits for the one before to end', async () => {

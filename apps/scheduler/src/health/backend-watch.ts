@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { Clock, Timer } from '../common';
+
+export { backendUnreachable } from '../common';
 import { BackendCheckConfig } from '../config';
 
 /** The shared backends whose outage the API answers for at once. */
@@ -9,32 +11,6 @@ export type WatchedBackend = 'database' | 'queue';
 interface Outage {
   since: number;
   reason: string;
-}
-
-/** Errors of a backend that did not answer (or went away), not of the request itself. */
-const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'PROTOCOL_CONNECTION_LOST',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-
-/** Whether an error says a backend did not answer: a driver's timeout or a lost connection. */
-export function backendUnreachable(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown }; message?: unknown } | null;
-  const code = e?.driverError?.code ?? e?.code;
-  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
-  // ioredis: a command past its commandTimeout, or one that could not be sent.
-  return (
-    typeof e?.message === 'string' &&
-    /^(Command timed out|Connection is closed|Reached the max retries per request limit)/.test(
-      e.message,
-    )
-  );
 }
 
 /**
@@ -64,21 +40,30 @@ export class BackendWatch {
   watch(backend: WatchedBackend, ping: () => Promise<unknown>, abandon?: () => void): void {
     const pass = async (): Promise<void> => {
       let problem: string | undefined;
-      let timer: Timer | undefined;
+      // The clock's deadline, not a bare timer: when this process itself was starved or frozen
+      // (a loaded box, a long GC), its timer runs late and the answer may sit unread in the
+      // socket; the deadline then gives the process running time to read it before the backend
+      // counts as silent. Otherwise a busy instance would find its healthy database "down", drop
+      // its pool and refuse every request.
+      const limit = this.clock.deadline(this.config.timeoutMs);
       try {
         await Promise.race([
           ping(),
           new Promise<never>((_, reject) => {
-            timer = this.clock.setTimeout(() => {
-              abandon?.();
-              reject(new Error(`no answer within ${this.config.timeoutMs} ms`));
-            }, this.config.timeoutMs);
+            limit.signal.addEventListener(
+              'abort',
+              () => {
+                abandon?.();
+                reject(new Error(`no answer within ${this.config.timeoutMs} ms`));
+              },
+              { once: true },
+            );
           }),
         ]);
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
       } finally {
-        this.clock.clearTimeout(timer);
+        limit.cancel();
       }
       if (!this.stopped) this.record(backend, problem);
     };

@@ -1,4 +1,5 @@
-import Redis, { Cluster, RedisOptions } from 'ioredis';
+import Redis, { Cluster, Command, RedisOptions } from 'ioredis';
+import { Clock, STALL_SLACK_MS, Timer, systemClock } from '@baton/time';
 
 /** Where a Redis client connects, and how long one command may wait. */
 export interface BoundedRedisNode {
@@ -20,9 +21,9 @@ export interface BoundedRedisNode {
  */
 export function boundedRedis(
   node: BoundedRedisNode,
-  options: RedisOptions & { subscriber?: boolean } = {},
+  options: RedisOptions & { subscriber?: boolean; clock?: Clock } = {},
 ): Redis {
-  const { subscriber = false, ...rest } = options;
+  const { subscriber = false, clock = systemClock, ...rest } = options;
   const client = new Redis({
     host: node.host,
     port: node.port ?? 6379,
@@ -32,29 +33,95 @@ export function boundedRedis(
     connectTimeout: 2000,
     disconnectTimeout: 200,
     keepAlive: 10_000,
-    ...(subscriber ? {} : { commandTimeout: node.commandTimeoutMs ?? 2000 }),
     ...rest,
   });
   client.on('error', () => undefined);
-  return subscriber ? client : reconnectOnTimeout(client);
+  return subscriber ? client : reconnectOnTimeout(client, node.commandTimeoutMs ?? 2000, clock);
 }
 
+/** The message of a command past its bound, as ioredis' own `commandTimeout` words it. */
+export const COMMAND_TIMED_OUT = 'Command timed out';
+
 /**
- * Makes a client start a new connection when a command times out (`commandTimeout`). Redis
- * answers in order: a reply that never came (a partition that lost the command) would leave every
- * later command of the connection waiting, or matched with a reply that is not its own; a fresh
- * connection has no such debt. Commands under way on the old one fail (and are retried by their
- * callers), new ones wait for the new one.
+ * Bounds every command of a client to `timeoutMs` and starts a new connection when one goes past
+ * it. Redis answers in order: a reply that never came (a partition that lost the command) would
+ * leave every later command of the connection waiting, or matched with a reply that is not its
+ * own; a fresh connection has no such debt. Commands under way on the old one fail (and are
+ * retried by their callers), new ones wait for the new one.
+ *
+ * The bound is this module's, not ioredis' `commandTimeout` (a bare timer per command): when the
+ * process itself was starved or frozen past the bound (a loaded box, a long pause), such a timer
+ * runs before the replies that arrived meanwhile are read, and every command under way would
+ * fail and cost the connection although Redis had answered. Here one sweep checks the commands
+ * under way; a sweep that runs late reads first (the next one judges), so only a command that
+ * stayed unanswered while the process ran fails.
  */
-export function reconnectOnTimeout<T extends Redis | Cluster>(client: T): T {
+export function reconnectOnTimeout<T extends Redis | Cluster>(
+  client: T,
+  timeoutMs: number,
+  clock: Clock = systemClock,
+): T {
+  const sweeper = new CommandSweeper(timeoutMs, clock, () => {
+    if (client.status === 'ready') client.disconnect(true);
+  });
   const send = client.sendCommand.bind(client) as Redis['sendCommand'];
   (client as Redis).sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
     const result = send(...args);
-    args[0].promise.catch((err: unknown) => {
-      if (err instanceof Error && err.message === 'Command timed out' && client.status === 'ready')
-        client.disconnect(true);
-    });
+    sweeper.track(args[0]);
     return result;
   }) as Redis['sendCommand'];
+  client.once('end', () => sweeper.stop());
   return client;
+}
+
+/** The commands under way of one client, and the sweep that fails those past their bound. */
+class CommandSweeper {
+  private readonly underWay = new Map<Command, number>();
+  private readonly periodMs: number;
+  private timer: Timer | undefined;
+  private due = 0;
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly clock: Clock,
+    private readonly timedOut: () => void,
+  ) {
+    this.periodMs = Math.max(10, Math.min(250, Math.floor(timeoutMs / 4)));
+  }
+
+  track(command: Command): void {
+    if (command.isResolved) return;
+    this.underWay.set(command, this.clock.monotonic());
+    const done = (): void => void this.underWay.delete(command);
+    command.promise.then(done, done);
+    if (!this.timer) this.arm();
+  }
+
+  stop(): void {
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(): void {
+    this.due = this.clock.monotonic() + this.periodMs;
+    this.timer = this.clock.setTimeout(() => this.sweep(), this.periodMs).unref();
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    const now = this.clock.monotonic();
+    // Late: the process did not run meanwhile. Replies may wait unread: the next sweep judges.
+    if (now - this.due <= STALL_SLACK_MS) {
+      let failed = false;
+      for (const [command, sentAt] of this.underWay) {
+        if (now - sentAt < this.timeoutMs) continue;
+        this.underWay.delete(command);
+        if (command.isResolved) continue;
+        command.reject(new Error(COMMAND_TIMED_OUT));
+        failed = true;
+      }
+      if (failed) this.timedOut();
+    }
+    if (this.underWay.size > 0) this.arm();
+  }
 }
