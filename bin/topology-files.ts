@@ -26,34 +26,66 @@ export function filesOf(path: string): string[] {
     .map((f) => join(path, f));
 }
 
-/** The definitions in one file, each checked to be an object with a name and nodes. */
-export function readDefinitions(file: string): Definition[] {
-  const text = readFileSync(file, 'utf8');
-  let docs: unknown[];
-  if (extname(file).toLowerCase() === '.json') {
+/**
+ * The documents of one file (`-`: standard input): JSON (one value, or an array of them when
+ * `arrays` is set), or YAML (one or more documents separated by `---`). JSON is told by a `.json`
+ * name, or for standard input by its first character.
+ */
+export function readDocuments(file: string, arrays = true): unknown[] {
+  const name = file === '-' ? 'standard input' : file;
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw new FileProblem(
+      `${name}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
+  }
+  const json = file === '-' ? /^\s*[[{]/.test(text) : extname(file).toLowerCase() === '.json';
+  if (json) {
     try {
       const parsed: unknown = JSON.parse(text);
-      docs = Array.isArray(parsed) ? parsed : [parsed];
+      return arrays && Array.isArray(parsed) ? parsed : [parsed];
     } catch (err) {
-      throw new FileProblem(`${file}: not JSON: ${(err as Error).message}`);
-    }
-  } else {
-    docs = [];
-    for (const doc of parseAllDocuments(text)) {
-      if (doc.errors.length > 0)
-        throw new FileProblem(`${file}: not YAML: ${doc.errors[0].message}`);
-      let value: unknown;
-      try {
-        // A file whose aliases multiply (a "billion laughs") is refused, not expanded.
-        value = doc.toJS({ maxAliasCount: MAX_ALIASES });
-      } catch (err) {
-        throw new FileProblem(
-          `${file}: not YAML: ${(err as Error).message} (at most ${MAX_ALIASES} aliases are expanded)`,
-        );
-      }
-      if (value !== null && value !== undefined) docs.push(value);
+      throw new FileProblem(`${name}: not JSON: ${(err as Error).message}`);
     }
   }
+  const docs: unknown[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) throw new FileProblem(`${name}: not YAML: ${doc.errors[0].message}`);
+    let value: unknown;
+    try {
+      // A file whose aliases multiply (a "billion laughs") is refused, not expanded.
+      value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+    } catch (err) {
+      throw new FileProblem(
+        `${name}: not YAML: ${(err as Error).message} (at most ${MAX_ALIASES} aliases are expanded)`,
+      );
+    }
+    if (value !== null && value !== undefined) docs.push(value);
+  }
+  return docs;
+}
+
+/** The one object a file holds (a task to create, a timer): anything else is a FileProblem. */
+export function readObject(file: string): Record<string, unknown> {
+  const docs = readDocuments(file, false);
+  const name = file === '-' ? 'standard input' : file;
+  if (
+    docs.length !== 1 ||
+    typeof docs[0] !== 'object' ||
+    docs[0] === null ||
+    Array.isArray(docs[0])
+  )
+    throw new FileProblem(
+      `${name}: holds one object (found ${docs.length === 1 ? 'something else' : `${docs.length} documents`})`,
+    );
+  return docs[0] as Record<string, unknown>;
+}
+
+/** The definitions in one file, each checked to be an object with a name and nodes. */
+export function readDefinitions(file: string): Definition[] {
+  const docs = readDocuments(file);
   return docs.map((d, i) => {
     const where = docs.length > 1 ? `${file} (definition ${i + 1})` : file;
     if (typeof d !== 'object' || d === null || Array.isArray(d))

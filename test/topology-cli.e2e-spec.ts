@@ -17,6 +17,7 @@ jest.setTimeout(180_000);
 
 type Json = Record<string, unknown>;
 const CLI = join(__dirname, '..', 'dist', 'bin', 'topology.js');
+const BATON = join(__dirname, '..', 'dist', 'bin', 'baton.js');
 
 const FAILOVER_YAML = `# the failover, kept in Git
 name: failover
@@ -150,7 +151,8 @@ nodes:
       expect(r.status).toBe(1);
       expect(r.err).toContain('nowhere');
       expect(await versions('broken')).toEqual([]);
-      expect(cli('apply', '-f', join(dir, 'missing.yaml'))).toMatchObject({ status: 1 });
+      // A file that cannot be read is the command line's fault: exit 2, as a bad option.
+      expect(cli('apply', '-f', join(dir, 'missing.yaml'))).toMatchObject({ status: 2 });
       expect(cli('frobnicate')).toMatchObject({ status: 2 });
       // A YAML alias bomb (each level names the one before nine times): one line, no stack.
       const bomb = join(dir, 'bomb.yaml');
@@ -159,10 +161,45 @@ nodes:
         levels.push(`a${i}: &a${i} [${Array.from({ length: 9 }, () => `*a${i - 1}`).join(', ')}]`);
       writeFileSync(bomb, `${levels.join('\n')}\nname: bomb\nnodes: *a8\n`);
       const boom = cli('apply', '--dry-run', '-f', bomb);
-      expect(boom.status).toBe(1);
+      expect(boom.status).toBe(2);
       expect(boom.err.trim().split('\n')).toEqual([
         expect.stringMatching(/bomb\.yaml: not YAML: .*aliases/),
       ]);
+    });
+
+    it('runs as the `baton` command: a task from standard input waited for, and exit statuses for scripts', () => {
+      expect(readFileSync(BATON, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+      const baton = (input: string | undefined, ...args: string[]) => {
+        const r = spawnSync(process.execPath, [BATON, ...args], {
+          encoding: 'utf8',
+          input,
+          env: {
+            ...process.env,
+            BATON_URL: scheduler.url,
+            BATON_KEY: ADMIN_KEY,
+            BATON_CONFIG: join(dir, 'no-profiles.json'),
+          },
+          timeout: 120_000,
+        });
+        return { status: r.status, out: r.stdout, err: r.stderr };
+      };
+      expect(baton(undefined, '--help')).toMatchObject({ status: 0 });
+      const body = {
+        create_info: { task_type: 'demo.echo', task_name: 'from stdin' },
+        params: { x: 1 },
+      };
+      const done = baton(JSON.stringify(body), 'tasks', 'create', '-f', '-', '--wait', '--json');
+      expect([done.status, done.err]).toEqual([0, expect.stringMatching(/^created \S+; waiting/)]);
+      expect(JSON.parse(done.out)).toMatchObject({
+        task_status: 'FINISH',
+        outcome: 'SUCCESS',
+        task_name: 'from stdin',
+      });
+      expect(baton(undefined, 'tasks', 'get', 'no-such-task')).toMatchObject({ status: 1 });
+      expect(baton(undefined, 'tasks', 'list', '--url', 'http://127.0.0.1:9')).toMatchObject({
+        status: 3,
+      });
+      expect(baton(undefined, 'tasks', 'lst')).toMatchObject({ status: 2 });
     });
 
     it('fires a timer whose template is a topology: one run per slot, labelled with it', async () => {
