@@ -134,13 +134,11 @@ describe('producer ownership on the shared lock drivers', () => {
 
       let joined = '';
       let moved: string[] = [];
-      let owners = taken;
       if (mode === 'distributed') {
         // A member joins: it takes its share from the survivor, and only that.
         await group.start('c');
         await group.membersAgree();
         const after = await group.owners(ids);
-        owners = after;
         moved = ids.filter((id) => after.get(id) !== survivor);
         expect(moved.length).toBeGreaterThan(0);
         expect(moved.length).toBeLessThan(ids.length);
@@ -148,21 +146,24 @@ describe('producer ownership on the shared lock drivers', () => {
         joined = `, join moved ${moved.length}/${ids.length} timers`;
       }
 
-      // Fires go on after the takeover (and the join): every timer's owner now fires a slot after
-      // this point (waited for, however loaded the box); then every instance stops.
+      // Fires go on after the takeover (and the join): every timer fires a slot after this point,
+      // by a live member (waited for, however loaded the box: on a starved one a lease may lapse
+      // and a timer move again, which is allowed; each slot once is checked below); then every
+      // instance stops.
       const resumedAt = Date.now();
+      const live = new Set(group.ids());
       await eventually(
         async () => {
           for (const id of ids) {
             const rows = await fireRows(group.database, id);
-            if (!rows.some((r) => r.slot >= resumedAt && r.firedBy === owners.get(id)))
-              return undefined;
+            if (!rows.some((r) => r.slot >= resumedAt && live.has(r.firedBy))) return undefined;
           }
           return true;
         },
-        60_000,
+        180_000,
         'every timer firing after the takeover',
       );
+      const final = mode === 'distributed' ? await group.owners(ids) : taken;
       await group.stop();
       let fires = 0;
       for (const id of ids) {
@@ -174,8 +175,10 @@ describe('producer ownership on the shared lock drivers', () => {
         // From its first slot (fire_all: none is dropped, however late the box reached it).
         expect(slots[0]).toBe(firstSlot.get(id));
         expect(slots[slots.length - 1]).toBeGreaterThanOrEqual(resumedAt);
-        // The joined member fires what moved to it, and nothing else.
-        expect(rows.some((r) => r.firedBy === 'c')).toBe(moved.includes(id));
+        // The joined member fires what moved to it, and nothing it never owned.
+        if (moved.includes(id)) expect(rows.some((r) => r.firedBy === 'c')).toBe(true);
+        if (rows.some((r) => r.firedBy === 'c'))
+          expect(moved.includes(id) || final.get(id) === 'c').toBe(true);
         fires += slots.length;
       }
       const line = `${driver} ${mode}: failover ${failoverMs} ms (killed ${victim})${joined}; ${fires} fires, each slot once`;

@@ -23,6 +23,8 @@ jest.setTimeout(600_000);
  * measure of the box, not of the deploy. At 40 the deploy is what the delay shows.
  */
 const RATE = 40;
+/** Creates waiting for their answer at most (what the client has in flight). */
+const IN_FLIGHT = 16;
 
 const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -85,7 +87,7 @@ describe('rolling restart under load', () => {
     const counting = new SchedulerClient({
       apiKey: ADMIN_KEY,
       urls,
-      timeoutMs: 5000,
+      timeoutMs: 15_000,
       maxTries: 12,
       onRetry: () => retries++,
     });
@@ -96,6 +98,13 @@ describe('rolling restart under load', () => {
     const load = (async () => {
       let n = 0;
       while (loading) {
+        // A client that keeps at most IN_FLIGHT creates waiting, as a real submitter does: on a
+        // box too busy for RATE/s, an open loop would pile up requests without bound and every
+        // one would time out (the box's collapse, not the deploy's).
+        if (inFlight.size >= IN_FLIGHT) {
+          await Promise.race(inFlight);
+          continue;
+        }
         const at = Date.now();
         const p = counting
           .createTask({
