@@ -3,8 +3,8 @@ import { ManualClock } from '@baton/time';
 import { COMMAND_TIMED_OUT, boundedRedis } from '../src/drivers/redis-timeouts';
 import { TcpProxy } from './fixtures/tcp-proxy';
 
-const HOST = process.env.BATON_TEST_REDIS_HOST ?? '127.0.0.1';
-const PORT = Number(process.env.BATON_TEST_REDIS_PORT ?? 6379);
+const HOST = process.env.REDIS_HOST ?? '127.0.0.1';
+const PORT = Number(process.env.REDIS_PORT ?? 6379);
 
 /** Settles within real time what the real Redis and the proxy do (a round trip on loopback). */
 const io = (): Promise<void> => new Promise((r) => setImmediate(r));
