@@ -149,7 +149,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['ioredis', 'redlock', 'node-zookeeper-client', 'etcd3', 'mysql2', 'undici'],
+          paths: ['ioredis', 'node-zookeeper-client', 'etcd3', 'mysql2', 'undici'],
           patterns: [LIBRARY_BY_NAME],
         },
       ],

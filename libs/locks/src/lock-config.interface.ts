@@ -31,12 +31,12 @@ export interface RedisNodeConfig {
   commandTimeoutMs?: number;
 }
 
-/** Settings of the `redis` driver: redlock over one or several independent servers. */
+/** Settings of the `redis` driver: the Redlock algorithm over one or several independent servers. */
 export interface RedisLockConfig {
   nodes: readonly RedisNodeConfig[];
   /** Prefix of every lock, fence and channel key. Defaults to `baton:lock:`. */
   keyPrefix?: string;
-  /** Clock drift factor for redlock's validity time. Defaults to 0.01. */
+  /** Clock drift factor for a lock's validity time (Redlock's). Defaults to 0.01. */
   driftFactor?: number;
   /** Polling cap for keys freed by expiry (releases are announced by pub/sub). Defaults to 200 ms. */
   maxPollMs?: number;

@@ -1,7 +1,7 @@
 import { Clock, systemClock } from '@baton/time';
+import { QuorumLock, RedisQuorum, Round } from './redis-quorum';
 import { boundedRedis } from './redis-timeouts';
 import Redis from 'ioredis';
-import Redlock, { ExecutionError, Lock, ResourceLockedError } from 'redlock';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { RedisLockConfig } from '../lock-config.interface';
@@ -11,10 +11,10 @@ import { freeState } from '../lock-state';
 import { Backoff, KeyWaiters } from '../wait';
 
 /**
- * redlock's own acquire script plus a fence: for every key it takes, it INCRs `<key>:fence` in
- * the same atomic script, so a fence is taken if and only if the lock is. The counter is never
- * expired, so it survives holders and (with persistence) restarts. The return value must stay
- * `#KEYS`, which is how redlock counts a vote.
+ * The take, with a fence: for every key it takes, it INCRs `<key>:fence` in the same atomic
+ * script, so a fence is taken if and only if the lock is. The counter is never expired, so it
+ * survives holders and (with persistence) restarts. It returns `#KEYS` where it took the key
+ * (a vote for, in RedisQuorum) and 0 where the key is held (a vote against).
  */
 const ACQUIRE_WITH_FENCE = `
   for i, key in ipairs(KEYS) do
@@ -74,15 +74,15 @@ const READ_STATE = `
 `;
 
 /**
- * Redis locks through redlock (one server, or several independent ones for the Redlock
- * algorithm). Waiting: a release is published on one channel per prefix and wakes waiters at
+ * Redis locks on one server, or on several independent ones with the Redlock algorithm
+ * (RedisQuorum). Waiting: a release is published on one channel per prefix and wakes waiters at
  * once; keys freed by expiry are found by polling capped at the key's remaining TTL.
  */
 export class RedisLockDriver extends BaseLockProvider {
   readonly driver = 'redis' as const;
   private readonly clients: Redis[];
   private readonly subscribers: Redis[];
-  private readonly redlock: Redlock;
+  private readonly quorum: RedisQuorum;
   private readonly prefix: string;
   private readonly channel: string;
   private readonly maxPollMs: number;
@@ -108,13 +108,7 @@ export class RedisLockDriver extends BaseLockProvider {
       );
     this.clients = connect(false);
     this.subscribers = connect(true);
-    // redlock emits 'error' for every vote against (a held key is one); it already swallows it.
-    this.redlock = new Redlock(
-      this.clients,
-      { retryCount: 0, driftFactor: config.driftFactor ?? 0.01 },
-      // redlock 5.0.0-beta.2 ignores a string here; only the modifier-function form is applied.
-      { acquireScript: () => ACQUIRE_WITH_FENCE },
-    );
+    this.quorum = new RedisQuorum(this.clients, clock, config.driftFactor ?? 0.01);
   }
 
   async acquireKey(
@@ -129,14 +123,11 @@ export class RedisLockDriver extends BaseLockProvider {
     for (;;) {
       if (this.closed) throw new LockException(LockErrorCode.CLOSED, 'redis provider is closed');
       const epoch = this.waiters.epoch(key);
-      let lock: Lock | undefined;
       // Redis starts the PX after this; the holder's clock must not start it earlier.
       const attemptAt = this.clock.now();
-      try {
-        lock = await this.redlock.acquire([resource], ttlMs);
-      } catch (error) {
-        if (!(await isContention(error))) throw unavailable('acquire', error);
-      }
+      const { lock, round } = await this.quorum.acquire(resource, ttlMs, ACQUIRE_WITH_FENCE);
+      if (!lock && !round.contended && round.error !== undefined)
+        throw unavailable('acquire', round.error);
       if (lock) {
         const fence = await this.fenceOf(lock);
         if (fence !== null) {
@@ -145,7 +136,7 @@ export class RedisLockDriver extends BaseLockProvider {
         }
         // The fence is not on a quorum: the next holder might count below it. Give the
         // lock back and try again; servers that stay unreachable end it as unavailable.
-        await lock.release().catch(() => undefined);
+        await this.quorum.release(lock).catch(() => undefined);
         if (this.clock.now() >= deadline) {
           throw new LockException(
             LockErrorCode.BACKEND_UNAVAILABLE,
@@ -171,7 +162,7 @@ export class RedisLockDriver extends BaseLockProvider {
   }
 
   /**
-   * A key is held when a quorum of nodes hold one value (what redlock counts as taken). The
+   * A key is held when a quorum of nodes hold one value (what an acquire counts as taken). The
    * fence is the holder's record's when its token matches, else the highest counter among the
    * nodes holding the value; the expiry is the shortest PTTL among them, on this process's clock.
    */
@@ -219,8 +210,8 @@ export class RedisLockDriver extends BaseLockProvider {
    * Best effort on every node: a label that reached no node leaves the holding unnamed in
    * `inspect`, never refuses the lock that was taken.
    */
-  private async writeHolder(lock: Lock, fence: number, label: string): Promise<void> {
-    const [resource] = lock.resources;
+  private async writeHolder(lock: QuorumLock, fence: number, label: string): Promise<void> {
+    const { resource } = lock;
     const record = JSON.stringify({ token: lock.value, fence, label });
     await Promise.allSettled(
       this.clients.map((c) => c.eval(WRITE_HOLDER, 1, resource, lock.value, record)),
@@ -237,8 +228,8 @@ export class RedisLockDriver extends BaseLockProvider {
    * on a quorum. Null when either step reached fewer servers (the next holder's quorum might
    * then miss every server that knows this fence, and count below it).
    */
-  private async fenceOf(lock: Lock): Promise<number | null> {
-    const [resource] = lock.resources;
+  private async fenceOf(lock: QuorumLock): Promise<number | null> {
+    const { resource } = lock;
     const quorum = Math.floor(this.clients.length / 2) + 1;
     const reads = await Promise.allSettled(
       this.clients.map((c) => c.eval(READ_FENCE, 1, resource, lock.value) as Promise<number>),
@@ -261,43 +252,25 @@ export class RedisLockDriver extends BaseLockProvider {
     return fence;
   }
 
-  private heldKey(key: string, initial: Lock, fence: number, takenAt: number): HeldKey {
-    let lock = initial;
+  private heldKey(key: string, lock: QuorumLock, fence: number, takenAt: number): HeldKey {
+    /** A round that did not win: the key is not ours (any more), or servers did not answer. */
+    const lost = (operation: string, round: Round): LockException =>
+      round.contended || round.error === undefined
+        ? new LockException(LockErrorCode.NOT_HOLDER, `"${key}" is not held by this lease`, {
+            key,
+          })
+        : unavailable(operation, round.error);
     return {
       key,
       fence,
       takenAt,
       extend: async (ttlMs) => {
-        try {
-          lock = await lock.extend(ttlMs);
-        } catch (error) {
-          if (error instanceof ExecutionError && (await isContention(error))) {
-            throw new LockException(
-              LockErrorCode.NOT_HOLDER,
-              `"${key}" is not held by this lease`,
-              {
-                key,
-              },
-            );
-          }
-          throw unavailable('extend', error);
-        }
+        const round = await this.quorum.extend(lock, ttlMs);
+        if (!round.won) throw lost('extend', round);
       },
       release: async () => {
-        try {
-          await lock.release();
-        } catch (error) {
-          if (await isContention(error)) {
-            throw new LockException(
-              LockErrorCode.NOT_HOLDER,
-              `"${key}" is not held by this lease`,
-              {
-                key,
-              },
-            );
-          }
-          throw unavailable('release', error);
-        }
+        const round = await this.quorum.release(lock);
+        if (!round.won) throw lost('release', round);
         // On every node: a waiter subscribed to a node that is up hears it.
         await Promise.allSettled(this.clients.map((c) => c.publish(this.channel, key)));
       },
@@ -318,7 +291,7 @@ export class RedisLockDriver extends BaseLockProvider {
         }),
       );
       // Wake-ups are an optimisation (waiters also poll): one node down must not fail every
-      // acquire when redlock still has its quorum. None subscribed is a Redis that is down.
+      // acquire when a quorum of servers answers. None subscribed is a Redis that is down.
       const failed = results.filter((r) => r.status === 'rejected');
       if (failed.length === results.length) throw failed[0].reason;
     })().catch((error: unknown) => {
@@ -341,22 +314,6 @@ function parseRecord(
   } catch {
     return undefined;
   }
-}
-
-/**
- * True when redlock failed because the key is held (or, on extend/release, not ours) rather
- * than because servers were unreachable: every vote against was a ResourceLockedError.
- */
-async function isContention(error: unknown): Promise<boolean> {
-  if (!(error instanceof ExecutionError)) return false;
-  if (error.attempts.length === 0) return true; // "Cannot extend an already-expired lock."
-  const stats = await error.attempts[error.attempts.length - 1];
-  const against = [...stats.votesAgainst.values()];
-  const locked = against.filter((e) => e instanceof ResourceLockedError).length;
-  if (locked === 0) return false;
-  // Held: the "held" votes alone keep a quorum out of reach, whatever the unreachable nodes do
-  // (one node down of three must not turn a held key into "Redis unavailable").
-  return locked > stats.membershipSize - stats.quorumSize;
 }
 
 function unavailable(operation: string, error: unknown): LockException {
