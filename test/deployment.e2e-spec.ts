@@ -68,6 +68,29 @@ describe('deployment files', () => {
     expect(missing).toEqual([]);
   });
 
+  it('compose: every service restarts and says when it is ready, and none is there unused', () => {
+    const services = readYaml(join(ROOT, 'docker', 'compose.yml')).services as Record<string, Doc>;
+    const problems: string[] = [];
+    for (const [name, s] of Object.entries(services)) {
+      if (s.restart !== 'unless-stopped') problems.push(`${name}: restart is ${s.restart}`);
+      if (!Array.isArray(s.healthcheck?.test)) problems.push(`${name}: no healthcheck`);
+      // Every dependency waits for readiness (a started database may not take connections yet).
+      const deps = (s.depends_on ?? {}) as Doc;
+      if (!Array.isArray(deps))
+        for (const [dep, how] of Object.entries(deps))
+          if ((how as Doc).condition !== 'service_healthy')
+            problems.push(`${name}: waits for ${dep} to start, not to be ready`);
+    }
+    // A service without published ports is a backend: some Baton service must be told its host.
+    const settings = Object.values(services).flatMap((s) =>
+      Object.values((s.environment ?? {}) as Doc).map(String),
+    );
+    for (const [name, s] of Object.entries(services))
+      if (!s.ports && !settings.some((v) => v === name || v.startsWith(`${name}:`)))
+        problems.push(`${name}: no service uses it`);
+    expect(problems).toEqual([]);
+  });
+
   it('gives every Deployment /health probes, resources and a non-root, read-only container', () => {
     const deployments = kinds('Deployment');
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual([
