@@ -117,6 +117,17 @@ describe('deployment files', () => {
           readOnlyRootFilesystem: true,
         });
       }
+      // Init containers have no probes, and the same limits and hardening.
+      for (const c of pod.initContainers ?? []) {
+        const where = `${d.metadata.name}/${c.name}`;
+        expect(`${where}: ${Object.keys(c.resources?.limits ?? {}).sort()}`).toBe(
+          `${where}: cpu,memory`,
+        );
+        expect(c.securityContext).toMatchObject({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+        });
+      }
     }
     // The ports the images expose (docker/*.Dockerfile) are the ports the pods declare.
     for (const [name, image] of [
@@ -149,11 +160,17 @@ describe('deployment files', () => {
     ).toEqual(['baton-scheduler', 'baton-worker-template']);
   });
 
-  it('migrates with a Job running `npm run migrate`, and every reference resolves in the overlay', () => {
-    const [job] = kinds('Job');
-    const migrate = job.spec.template.spec.containers[0];
+  it("migrates in the scheduler pods' init step (`npm run migrate`, under the database's lock), and every reference resolves in the overlay", () => {
+    // No Job: one with a fixed name would have to be deleted before every upgrade.
+    expect(kinds('Job')).toEqual([]);
+    const scheduler = kinds('Deployment').find((d) => d.metadata.name === 'baton-scheduler')!;
+    const [migrate] = scheduler.spec.template.spec.initContainers;
     const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts;
     expect(migrate.command.join(' ')).toBe(scripts.migrate);
+    expect(migrate.image).toBe(scheduler.spec.template.spec.containers[0].image);
+    expect(readFileSync(join(ROOT, 'apps/scheduler/src/migrate.ts'), 'utf8')).toContain(
+      'runMigrationsLocked',
+    );
     expect(existsSync(join(ROOT, 'apps/scheduler/src/migrate.ts'))).toBe(true);
 
     const base = readYaml(join(K8S, 'base', 'kustomization.yaml'));
@@ -163,9 +180,9 @@ describe('deployment files', () => {
     );
     const secret = overlay.secretGenerator.find((g: Doc) => g.name === 'baton-secrets');
     const secretKeys = keysOf(secret.literals);
-    const pods = [...kinds('Deployment'), ...kinds('Job')].map((d) => d.spec.template.spec);
+    const pods = kinds('Deployment').map((d) => d.spec.template.spec);
     const unknown: string[] = [];
-    for (const c of pods.flatMap((p) => p.containers)) {
+    for (const c of pods.flatMap((p) => [...p.containers, ...(p.initContainers ?? [])])) {
       for (const e of c.env ?? []) {
         const s = e.valueFrom?.secretKeyRef;
         if (s && !s.optional && (s.name !== 'baton-secrets' || !secretKeys.includes(s.key)))

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { loadSchedulerConfig } from './config';
 import { systemClock } from '@baton/time';
-import { createDataSource, openDataSource } from './database';
+import { createDataSource, openDataSource, runMigrationsLocked } from './database';
 import { ENTITIES } from './entities';
 
 async function main(): Promise<void> {
@@ -22,10 +22,9 @@ async function main(): Promise<void> {
     database.type === 'mysql' ? (database.startWaitMs ?? 60_000) : 0,
     systemClock,
   );
-  const ran = await ds.runMigrations({ transaction: 'each' });
-  console.log(
-    ran.length ? `migrated: ${ran.map((m) => m.name).join(', ')}` : 'schema is up to date',
-  );
+  // One migrator at a time (several pods' init steps may start together): the others wait.
+  const ran = await runMigrationsLocked(ds);
+  console.log(ran.length ? `migrated: ${ran.join(', ')}` : 'schema is up to date');
   await ds.destroy();
 }
 

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { Clock } from '../common';
 import { DatabaseConfig } from '../config';
 import { EntityClass, createDataSource } from './data-source.factory';
+import { runMigrationsLocked } from './migrate-locked';
 import { openDataSource } from './open-data-source';
 import { TransactionRunner } from './transaction-runner';
 
@@ -36,9 +37,8 @@ export class DatabaseModule implements OnApplicationShutdown {
               clock,
             );
             if (config.migrate) {
-              const ran = await ds.runMigrations({ transaction: 'each' });
-              if (ran.length)
-                new Logger('Database').log(`migrated: ${ran.map((m) => m.name).join(', ')}`);
+              const ran = await runMigrationsLocked(ds);
+              if (ran.length) new Logger('Database').log(`migrated: ${ran.join(', ')}`);
             }
             return ds;
           },

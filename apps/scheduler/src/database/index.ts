@@ -4,3 +4,4 @@ export * from './database.module';
 export * from './transaction-runner';
 export * from './pool-hygiene';
 export * from './open-data-source';
+export * from './migrate-locked';
