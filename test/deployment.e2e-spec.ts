@@ -68,6 +68,58 @@ describe('deployment files', () => {
     expect(missing).toEqual([]);
   });
 
+  it('publishes the console and the API over TLS only, and lets in only who needs each pod', () => {
+    const services = kinds('Service');
+    const deployments = kinds('Deployment');
+    const [ingress] = kinds('Ingress');
+    const tlsHosts = ingress.spec.tls.flatMap((t: Doc) => t.hosts);
+    const routes: string[] = [];
+    for (const rule of ingress.spec.rules) {
+      expect(tlsHosts).toContain(rule.host);
+      for (const p of rule.http.paths) {
+        const svc = services.find((s) => s.metadata.name === p.backend.service.name);
+        const port = svc?.spec.ports.find((x: Doc) => x.name === p.backend.service.port.name);
+        expect(`${rule.host}${p.path} -> ${port ? 'a port' : 'nothing'}`).toBe(
+          `${rule.host}${p.path} -> a port`,
+        );
+        routes.push(`${rule.host}${p.path} ${svc!.metadata.name}`);
+      }
+    }
+    // The scheduler's metrics and health are not published.
+    expect(routes.sort()).toEqual([
+      'api.baton.example.com/docs baton-scheduler',
+      'api.baton.example.com/v1 baton-scheduler',
+      'baton.example.com/ baton-console',
+    ]);
+    // Every policy selects pods that exist (or all), and lets in only ports those pods declare.
+    const policies = kinds('NetworkPolicy');
+    expect(policies.some((p) => Object.keys(p.spec.podSelector).length === 0)).toBe(true);
+    const labelsMatch = (want: Doc, labels: Doc): boolean =>
+      Object.entries(want).every(([k, v]) => labels[k] === v);
+    const problems: string[] = [];
+    for (const p of policies) {
+      const want = p.spec.podSelector.matchLabels;
+      if (!want) continue;
+      const pods = deployments.filter((d) => labelsMatch(want, d.spec.template.metadata.labels));
+      if (pods.length === 0) problems.push(`${p.metadata.name}: selects no pod`);
+      const ports = pods.flatMap((d) =>
+        d.spec.template.spec.containers.flatMap((c: Doc) =>
+          c.ports.map((x: Doc) => x.containerPort),
+        ),
+      );
+      for (const rule of p.spec.ingress ?? []) {
+        for (const port of rule.ports ?? [])
+          if (!ports.includes(port.port)) problems.push(`${p.metadata.name}: port ${port.port}`);
+        for (const from of rule.from ?? []) {
+          const peer = from.podSelector?.matchLabels;
+          if (peer && !deployments.some((d) => labelsMatch(peer, d.spec.template.metadata.labels)))
+            problems.push(`${p.metadata.name}: a peer that matches no pod`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('compose: every service restarts and says when it is ready, and none is there unused', () => {
     const services = readYaml(join(ROOT, 'docker', 'compose.yml')).services as Record<string, Doc>;
     const problems: string[] = [];
