@@ -1,44 +1,12 @@
 /** `baton timers|workers|keys ...`: the fleet's timers, its workers and its API keys. */
+import type { components } from '@baton/scheduler-client';
 import { readObject } from '../topology-files';
 import { Cli, EXIT, Group, UsageProblem } from './cli';
 
-interface Timer {
-  timer_id: string;
-  name: string;
-  tenant: string;
-  schedule: { kind?: string } & Record<string, unknown>;
-  enabled: boolean;
-  next_fire_at: string | null;
-  last_fire_at: string | null;
-  fire_count: number;
-  [field: string]: unknown;
-}
-
-interface Worker {
-  worker_id: string;
-  url: string;
-  task_types: string[];
-  health: string;
-  inflight: number;
-  capacity: number;
-  draining: boolean;
-  blacklisted_until: string | null;
-  blacklist?: { reason?: string; until?: string | null } | null;
-  [field: string]: unknown;
-}
-
-interface ApiKey {
-  key_id: string;
-  name: string;
-  role: string;
-  tenant: string | null;
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  last_used_at: string | null;
-  key?: string;
-}
+// The API's shapes, as the client generated from openapi/scheduler.v1.json has them.
+type Timer = components['schemas']['TimerDto'];
+type Worker = components['schemas']['WorkerDto'];
+type ApiKey = components['schemas']['NewApiKeyDto'];
 
 const timerPath = (id: string): string => `/v1/timers/${encodeURIComponent(id)}`;
 const workerPath = (id: string, tail = ''): string =>
@@ -72,8 +40,7 @@ function enable(on: boolean): Group[string] {
         body: { enabled: on },
         resend: 'any',
       });
-      cli.say(`timer ${timer.timer_id} ${timer.enabled ? 'enabled' : 'disabled'}`);
-      if (cli.json) cli.print(timer);
+      cli.done(`timer ${timer.timer_id} ${timer.enabled ? 'enabled' : 'disabled'}`, timer);
       return EXIT.ok;
     },
   };
@@ -128,8 +95,7 @@ export const TIMERS: Group = {
         body: readObject(v.file as string),
         resend: 'unsent',
       });
-      if (cli.json) cli.print(timer);
-      else cli.out(`${timer.timer_id}\n`);
+      cli.made(timer.timer_id, timer);
       return EXIT.ok;
     },
   },
@@ -178,8 +144,7 @@ export const WORKERS: Group = {
     options: { undo: { type: 'boolean' } },
     async run(cli, [id], v) {
       const w = (await cli.client.drainWorker(id, v.undo !== true)) as unknown as Worker;
-      cli.say(`worker ${w.worker_id} ${w.draining ? 'draining' : 'takes new tasks again'}`);
-      if (cli.json) cli.print(w);
+      cli.done(`worker ${w.worker_id} ${w.draining ? 'draining' : 'takes new tasks again'}`, w);
       return EXIT.ok;
     },
   },
@@ -197,8 +162,10 @@ export const WORKERS: Group = {
         resend: 'any',
       });
       const until = w.blacklist?.until ?? w.blacklisted_until;
-      cli.say(`worker ${w.worker_id} blacklisted${until ? ` until ${until}` : ' until lifted'}`);
-      if (cli.json) cli.print(w);
+      cli.done(
+        `worker ${w.worker_id} blacklisted${until ? ` until ${until}` : ' until lifted'}`,
+        w,
+      );
       return EXIT.ok;
     },
   },
@@ -208,8 +175,7 @@ export const WORKERS: Group = {
     args: 1,
     async run(cli, [id]) {
       const w = (await cli.client.unblacklistWorker(id)) as unknown as Worker;
-      cli.say(`worker ${w.worker_id} takes tasks again`);
-      if (cli.json) cli.print(w);
+      cli.done(`worker ${w.worker_id} takes tasks again`, w);
       return EXIT.ok;
     },
   },

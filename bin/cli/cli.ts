@@ -163,6 +163,18 @@ export class Cli {
       if (v !== undefined) this.out(`${`${k}:`.padEnd(width + 2)}${text(v)}\n`);
   }
 
+  /** What an action did: a line for people, and with --json the object the API answered. */
+  done(line: string, value: unknown): void {
+    this.say(line);
+    if (this.json) this.print(value);
+  }
+
+  /** A new thing's id alone on standard output (for `$(baton ...)`), or with --json the object. */
+  made(id: string, value: unknown): void {
+    if (this.json) this.print(value);
+    else this.out(`${id}\n`);
+  }
+
   print(value: unknown): void {
     this.out(`${JSON.stringify(value, null, 2)}\n`);
   }

@@ -150,10 +150,10 @@ function action(verb: string, summary: string): Group[string] {
         body: {},
         resend: 'unsent',
       });
-      cli.say(
+      cli.done(
         `${verb}: task ${task.task_id} is ${task.task_status}${task.outcome ? ` (${task.outcome})` : ''}`,
+        task,
       );
-      if (cli.json) cli.print(task);
       return EXIT.ok;
     },
   };
@@ -229,8 +229,7 @@ export const TASKS: Group = {
         idempotencyKey: values['idempotency-key'] as string | undefined,
       })) as unknown as Task;
       if (!values.wait) {
-        if (cli.json) cli.print(task);
-        else cli.out(`${task.task_id}\n`);
+        cli.made(task.task_id, task);
         return EXIT.ok;
       }
       cli.err(`created ${task.task_id}; waiting for it to finish\n`);

@@ -248,8 +248,7 @@ export const TOPOLOGIES: Group = {
         resend: key ? 'any' : 'unsent',
       });
       if (!v.watch) {
-        if (cli.json) cli.print(run);
-        else cli.out(`${run.run_id}\n`);
+        cli.made(run.run_id, run);
         return EXIT.ok;
       }
       return watch(cli, run.run_id, v.timeout as string | undefined);
