@@ -252,7 +252,27 @@ describe('chaos: scheduler kills, a worker kill and a Redis flush under load', (
           'SELECT status, COUNT(*) AS n FROM baton_task WHERE task_id IN (?) GROUP BY status',
           [created],
         );
-        throw new Error(`${String(err)}; by status ${JSON.stringify(r)}`);
+        // What the unfinished ones wait for, to read in the failure: their last events, when they
+        // are due again, and who the lock backend says holds their keys.
+        const [open] = await db.query(
+          "SELECT task_id, status, lock_keys, due_at, owner, lease_until FROM baton_task WHERE task_id IN (?) AND status <> 'FINISH' LIMIT 8",
+          [created],
+        );
+        const [events] = await db.query(
+          'SELECT task_id, from_status, to_status, attempt, actor, reason, created_at FROM baton_task_event WHERE task_id IN (?) ORDER BY id DESC LIMIT 40',
+          [(open as { task_id: string }[]).map((o) => o.task_id).concat([''])],
+        );
+        const first = (open as { task_id: string }[])[0]?.task_id;
+        const locks = first
+          ? await fetch(`${urls[0]}/v1/tasks/${first}/locks`, {
+              headers: { authorization: `Bearer ${ADMIN_KEY}` },
+            })
+              .then((res) => res.text())
+              .catch((e: unknown) => `locks unreadable: ${String(e)}`)
+          : '';
+        throw new Error(
+          `${String(err)}; by status ${JSON.stringify(r)}\nunfinished: ${JSON.stringify(open)}\nlast events: ${JSON.stringify(events)}\nlocks: ${locks}`,
+        );
       });
       const [attemptRows] = await db.query(
         'SELECT task_id, attempt, worker_id, error FROM baton_task_attempt WHERE task_id IN (?) ORDER BY attempt',
