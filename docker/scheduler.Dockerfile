@@ -1,10 +1,11 @@
 # Baton scheduler. Build from the repository root:
 #   docker build -f docker/scheduler.Dockerfile -t baton/scheduler .
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
-# better-sqlite3 compiles when no prebuilt binary matches.
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+# No compiler: the SQLite binding ships prebuilt (N-API) in its package, and no install script runs.
 COPY package.json package-lock.json ./
+# The stub that package.json's overrides point at (msgpackr's optional native speed-up, left out).
+COPY tools/stubs ./tools/stubs
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY apps ./apps
@@ -12,7 +13,7 @@ COPY libs ./libs
 COPY bin ./bin
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /src/node_modules ./node_modules

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs a command on a supported Node: the machine's when it is 22 or newer, else the version
+# .nvmrc names, installed once from the npm registry (the node-<os>-<arch> package, which carries
+# Node's headers for native builds) into .tools/. Usage: bash scripts/with-node.sh COMMAND [ARGS...]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+major=$(node -p 'process.versions.node.split(".")[0]' 2> /dev/null || echo 0)
+if [ "$major" -lt 22 ]; then
+  want=$(tr -d ' v\r\n' < "$root/.nvmrc")
+  case "$(uname -s)" in
+    Linux) os=linux ;;
+    Darwin) os=darwin ;;
+    *) echo "[node] no Node package of the npm registry for $(uname -s): install Node $want" >&2 && exit 1 ;;
+  esac
+  case "$(uname -m)" in
+    x86_64 | amd64) arch=x64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) echo "[node] no Node package of the npm registry for $(uname -m): install Node $want" >&2 && exit 1 ;;
+  esac
+  pkg="node-$os-$arch"
+  home="$root/.tools/node-$want/node_modules/$pkg"
+  if [ ! -x "$home/bin/node" ]; then
+    echo "[node] Node $(node -v 2> /dev/null || echo '(none)') is past its end of life; Baton runs on 22 or 24: installing Node $want ($pkg from the npm registry) into .tools/" >&2
+    # --ignore-scripts: the platform package is the binary itself, nothing to run.
+    npm install --prefix "$root/.tools/node-$want" --no-save --no-package-lock --ignore-scripts \
+      --no-audit --no-fund --loglevel=error "$pkg@$want" >&2
+  fi
+  export PATH="$home/bin:$PATH"
+  # Native modules build against this Node's own headers, not the machine's.
+  export npm_config_nodedir="$home"
+fi
+
+exec "$@"
