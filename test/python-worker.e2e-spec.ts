@@ -86,6 +86,16 @@ describe('the Python example worker under a real scheduler (sqlite + memory)', (
     // Pausable while running is declared by `pause`: py.sleep is, py.echo only before its run.
     expect(sleepType?.implements).toContain('pause');
     expect(echo?.implements).not.toContain('pause');
+    // Its params schema came with the registration: a bad value is refused before the worker.
+    expect(sleepType).toMatchObject({ params_schema: { properties: { ms: { minimum: 0 } } } });
+    const refused = await api.call('POST', '/v1/tasks', {
+      create_info: { task_type: 'py.sleep', task_name: 'negative' },
+      params: { ms: -5 },
+    });
+    expect([refused.status, refused.data]).toEqual([
+      400,
+      expect.objectContaining({ errors: [{ pointer: '/params/ms', message: 'must be >= 0' }] }),
+    ]);
     // A registration of one more instance with a type of its own (then removed), signed as a
     // worker signs it.
     const body = JSON.stringify({

@@ -104,9 +104,29 @@ if AUTH_MODE == "token" and len(AUTH_TOKEN) < 16:
 if BROKEN not in KNOWN_BROKEN:
     die(f"unknown BROKEN={BROKEN}")
 
+# What each type's params look like (JSON Schema, sent with the registration): the scheduler
+# refuses a task whose params break it before calling this worker. The checks below stay, for a
+# scheduler that does not read the schemas.
 TYPES = {
-    "py.echo": {"blocking": "sync", "pausable_running": False},
-    "py.sleep": {"blocking": "async", "pausable_running": True},
+    "py.echo": {
+        "blocking": "sync",
+        "pausable_running": False,
+        "params_schema": {
+            "type": "object",
+            "properties": {"fail": {"type": "boolean", "default": False, "description": "fail the run"}},
+        },
+    },
+    "py.sleep": {
+        "blocking": "async",
+        "pausable_running": True,
+        "params_schema": {
+            "type": "object",
+            "properties": {
+                "ms": {"type": "number", "minimum": 0, "default": 300, "description": "how long to sleep"},
+                "tick_ms": {"type": "number", "exclusiveMinimum": 0, "default": 100, "description": "progress every"},
+            },
+        },
+    },
 }
 # Optional calls worth the scheduler's making, per type (told at registration). `prepare` is
 # served but not declared: it checks nothing here, so the scheduler skips it. `pause` and
@@ -901,7 +921,12 @@ class Scheduler:
             **({"contract_version": CONTRACT_VERSION} if CONTRACT_VERSION != "1.0.0" else {}),
             "capacity": CAPACITY,
             "task_types": [
-                {"task_type": name, "blocking": spec["blocking"], "implements": implements(spec)}
+                {
+                    "task_type": name,
+                    "blocking": spec["blocking"],
+                    "implements": implements(spec),
+                    "params_schema": spec["params_schema"],
+                }
                 for name, spec in TYPES.items()
             ],
         }

@@ -25,6 +25,7 @@ import { WaitsToldOnce1766100000000 } from './migrations/1766100000000-WaitsTold
 import { WorkerContractVersion1766200000000 } from './migrations/1766200000000-WorkerContractVersion';
 import { AttemptLogs1766300000000 } from './migrations/1766300000000-AttemptLogs';
 import { TypeWorkerLost1766400000000 } from './migrations/1766400000000-TypeWorkerLost';
+import { TypeSchemas1766500000000 } from './migrations/1766500000000-TypeSchemas';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -57,6 +58,7 @@ export const MIGRATIONS = [
   WorkerContractVersion1766200000000,
   AttemptLogs1766300000000,
   TypeWorkerLost1766400000000,
+  TypeSchemas1766500000000,
 ];
 
 /**

@@ -256,14 +256,30 @@ export class LogRulesService {
     const captured = (v: unknown): boolean => typeof v === 'string' && v.includes('{{');
     if (captured(info.task_type) || captured(info.http_url)) return;
     const sample = validateDto(CreateTaskDto, sampleOf(template));
+    // A param a capture fills is checked against the type's schema when the task is made.
+    const filled = (pointer: string): boolean => {
+      const v = valueAt(template.params, pointer);
+      return typeof v === 'string' && v.includes('{{');
+    };
     try {
-      await this.tasks.check(sample);
+      await this.tasks.check(sample, undefined, filled);
     } catch (err) {
       templateError(() => {
         throw err;
       });
     }
   }
+}
+
+/** The value at a JSON pointer (RFC 6901) inside `root`; undefined when there is none. */
+function valueAt(root: unknown, pointer: string): unknown {
+  let v = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[key];
+  }
+  return v;
 }
 
 /** A template with every placeholder filled with a sample value. */

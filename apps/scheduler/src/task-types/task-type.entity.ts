@@ -66,6 +66,14 @@ export class TaskTypeEntity {
   @Column({ type: 'text', nullable: true, transformer: jsonText })
   worker_rules!: WorkerRules | null;
 
+  /** The JSON Schema its workers declare for a task's params (JSON); null: none declared. */
+  @Column({ type: 'text', nullable: true, transformer: jsonText })
+  params_schema!: Record<string, unknown> | null;
+
+  /** The JSON Schema its workers declare for a task's result (JSON), shown, not enforced. */
+  @Column({ type: 'text', nullable: true, transformer: jsonText })
+  result_schema!: Record<string, unknown> | null;
+
   @Column({ type: 'bigint', transformer: bigintNumber })
   created_at!: number;
 

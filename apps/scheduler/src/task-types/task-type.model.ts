@@ -25,6 +25,13 @@ export interface TaskTypeModel {
   retentionDays: number | null;
   /** Which worker versions take new tasks of this type; null: any. */
   workerRules: WorkerRules | null;
+  /**
+   * The JSON Schema (draft 2020-12) of a task's params, as the type's workers last declared it:
+   * params are checked against it wherever a task is made; null: none declared, any object goes.
+   */
+  paramsSchema: Record<string, unknown> | null;
+  /** The schema of a task's result, as declared: documentation for callers, not checked. */
+  resultSchema: Record<string, unknown> | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -44,4 +51,6 @@ export const TASK_TYPE_DEFAULTS = {
   rateLimitPerSec: null,
   retentionDays: null,
   workerRules: null,
+  paramsSchema: null,
+  resultSchema: null,
 } as const satisfies Partial<TaskTypeModel>;

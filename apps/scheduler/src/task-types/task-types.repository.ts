@@ -21,6 +21,8 @@ const toModel = (e: TaskTypeEntity): TaskTypeModel => ({
   rateLimitPerSec: e.rate_limit_per_sec ?? null,
   retentionDays: e.retention_days ?? null,
   workerRules: e.worker_rules ?? null,
+  paramsSchema: e.params_schema ?? null,
+  resultSchema: e.result_schema ?? null,
   createdAt: e.created_at,
   updatedAt: e.updated_at,
 });
@@ -58,6 +60,8 @@ export class TaskTypesRepository {
       rate_limit_per_sec: m.rateLimitPerSec,
       retention_days: m.retentionDays,
       worker_rules: m.workerRules,
+      params_schema: m.paramsSchema,
+      result_schema: m.resultSchema,
       created_at: m.createdAt,
       updated_at: m.updatedAt,
     });

@@ -10,6 +10,13 @@ import { TaskTypeDefaultsDto, UpdateTaskTypeDto, toWorkerRules } from './dto/tas
 import { TASK_TYPE_DEFAULTS, TaskTypeModel } from './task-type.model';
 import { TaskTypesRepository } from './task-types.repository';
 import { rulesProblem } from './worker-rules';
+import { JsonSchemas, SchemaProblem, describeProblems } from './params-schema';
+
+/** The schemas a worker declares for a type. */
+export interface DeclaredSchemas {
+  params: Record<string, unknown> | null;
+  result: Record<string, unknown> | null;
+}
 
 /** How long a cached type is trusted before it is read again (another instance may change it). */
 const CACHE_MS = 2000;
@@ -21,6 +28,7 @@ export const CENTRE_TASK_TYPE = 'topology';
 @Injectable()
 export class TaskTypesService {
   private readonly cache = new Map<string, { model: TaskTypeModel; at: number }>();
+  private readonly schemas = new JsonSchemas();
 
   constructor(
     private readonly repo: TaskTypesRepository,
@@ -58,6 +66,7 @@ export class TaskTypesService {
     blocking: BlockingKind,
     implemented: ContractCall[],
     defaults: TaskTypeDefaultsDto = {},
+    schemas: DeclaredSchemas = { params: null, result: null },
   ): Promise<void> {
     if (taskType === CENTRE_TASK_TYPE)
       throw new ContractException(
@@ -65,6 +74,16 @@ export class TaskTypesService {
         `${CENTRE_TASK_TYPE} is the type of topology runs' centre tasks: no worker may declare it`,
         { task_type: taskType },
       );
+    for (const [which, schema] of Object.entries(schemas)) {
+      const problem = schema === null ? undefined : this.schemas.problemOf(schema);
+      if (problem)
+        throw new ContractException(
+          ContractErrorCode.VALIDATION_FAILED,
+          `${taskType}: ${which}_schema ${problem}`,
+          { task_type: taskType },
+        );
+    }
+    const declared = { paramsSchema: schemas.params, resultSchema: schemas.result };
     const now = this.clock.now();
     const existing = await this.repo.find(taskType);
     const policy = {
@@ -79,19 +98,40 @@ export class TaskTypesService {
       );
     }
     const model: TaskTypeModel = existing
-      ? { ...existing, blocking, implements: implemented, updatedAt: now }
+      ? { ...existing, blocking, implements: implemented, ...declared, updatedAt: now }
       : {
           taskType,
           blocking,
           implements: implemented,
           ...TASK_TYPE_DEFAULTS,
           ...policy,
+          ...declared,
           timeoutPolicy: { ...TASK_TYPE_DEFAULTS.timeoutPolicy },
           createdAt: now,
           updatedAt: now,
         };
     await this.repo.save(model);
     this.cache.set(taskType, { model, at: now });
+  }
+
+  /**
+   * Refuses `params` that break the type's declared schema (400, every problem with its JSON
+   * pointer under `at`, e.g. `/params`); `skip` spares a pointer a placeholder fills later.
+   */
+  checkParams(
+    type: TaskTypeModel,
+    params: unknown,
+    at = '/params',
+    skip?: (pointer: string) => boolean,
+  ): void {
+    if (!type.paramsSchema) return;
+    const problems: SchemaProblem[] = this.schemas.check(type.paramsSchema, params, at, skip);
+    if (problems.length === 0) return;
+    throw new ContractException(
+      ContractErrorCode.VALIDATION_FAILED,
+      `params do not match the schema of ${type.taskType}: ${describeProblems(problems)}`,
+      { task_type: type.taskType, errors: problems },
+    );
   }
 
   async update(taskType: string, dto: UpdateTaskTypeDto): Promise<TaskTypeModel> {

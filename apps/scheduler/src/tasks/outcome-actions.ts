@@ -97,6 +97,7 @@ export class OutcomeActions {
         `task ${t.taskId} is at attempt ${t.attempt}: its re-run from attempt ${fromAttempt} was made already`,
         { task_id: t.taskId, attempt: t.attempt },
       );
+    if (params) this.types.checkParams(await this.types.get(t.taskType), params);
     const next = await this.steps.change(
       t,
       {

@@ -266,6 +266,7 @@ export class TaskActionsService {
     this.factory.checkParamsSize(params);
     const t = await this.steps.free(taskId);
     if (!CHANGEABLE.has(t.status)) throw illegal('change the params of', t);
+    this.types.checkParams(await this.types.get(t.taskType), params);
     const workerHasIt =
       t.workerUrl &&
       [TaskStatus.CREATE, TaskStatus.PREPARE, TaskStatus.RUNNING, TaskStatus.PAUSE].includes(

@@ -35,7 +35,16 @@ export class TaskFactory {
     private readonly clock: Clock,
   ) {}
 
-  async build(dto: CreateTaskDto, now: number, made?: RepetitionKind): Promise<TaskModel> {
+  /**
+   * The task `dto` asks for, checked: type registered, worker, callback, sizes, labels, and the
+   * params against the type's schema (`skipParams` spares pointers a placeholder fills later).
+   */
+  async build(
+    dto: CreateTaskDto,
+    now: number,
+    made?: RepetitionKind,
+    skipParams?: (pointer: string) => boolean,
+  ): Promise<TaskModel> {
     const info = dto.create_info;
     // A task made by a timer is timed; a body asks for simple or permanent itself.
     if (made !== undefined && dto.repetition !== undefined && dto.repetition !== made) {
@@ -70,6 +79,7 @@ export class TaskFactory {
       );
     const params = dto.params ?? {};
     this.checkParamsSize(params);
+    this.types.checkParams(type, params, '/params', skipParams);
     this.checkLabels(dto.labels ?? {});
     const arg = dto.process_arg ?? {};
     const startTime = arg.start_time ? Date.parse(arg.start_time) : null;

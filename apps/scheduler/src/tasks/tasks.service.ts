@@ -98,8 +98,12 @@ export class TasksService {
   }
 
   /** Checks a create body as `create` would (type registered, http_url, params, labels), writing nothing. */
-  async check(dto: CreateTaskDto, repetition?: RepetitionKind): Promise<void> {
-    await this.factory.build(dto, this.clock.now(), repetition);
+  async check(
+    dto: CreateTaskDto,
+    repetition?: RepetitionKind,
+    skipParams?: (pointer: string) => boolean,
+  ): Promise<void> {
+    await this.factory.build(dto, this.clock.now(), repetition, skipParams);
   }
 
   /**
@@ -124,7 +128,7 @@ export class TasksService {
         built.push(await this.factory.build(dto, now));
       } catch (err) {
         if (err instanceof ContractException)
-          throw new ContractException(err.code, `tasks[${i}]: ${err.message}`, err.data);
+          throw new ContractException(err.code, `tasks[${i}]: ${err.message}`, atItem(err.data, i));
         throw err;
       }
     }
@@ -197,4 +201,17 @@ export class TasksService {
   countsByTypeAndStatus(): Promise<TaskCount[]> {
     return this.counts.totals();
   }
+}
+
+/** A batch item's refusal: its schema problems' pointers from the batch body's root. */
+function atItem(data: unknown, i: number): unknown {
+  const errors = (data as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(errors)) return data;
+  return {
+    ...(data as object),
+    errors: (errors as { pointer: string; message: string }[]).map((e) => ({
+      ...e,
+      pointer: `/tasks/${i}${e.pointer}`,
+    })),
+  };
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { Clock } from '../common';
-import { TaskTypesService } from '../task-types';
+import { TaskTypeModel, TaskTypesService } from '../task-types';
+import { DefinitionContext } from './node-kinds/node-def';
 import { TopologySpec, parseDefinition } from './topology-definition';
 import { TopologiesRepository, TopologyVersion } from './topologies.repository';
 
@@ -35,10 +36,7 @@ export class TopologiesService {
     const [types, names] = await Promise.all([this.types.list(), this.repo.names()]);
     const name = (body as { name?: unknown } | null)?.name;
     if (typeof name === 'string') names.add(name); // a definition may run itself (depth-bounded)
-    const spec = parseDefinition(body, {
-      taskTypes: new Set(types.map((t) => t.taskType)),
-      topologies: names,
-    });
+    const spec = parseDefinition(body, this.contextOf(types, names));
     const newest = await this.repo.get(spec.name);
     if (newest && newest.tenant !== tenant)
       throw new ContractException(
@@ -58,10 +56,20 @@ export class TopologiesService {
     const [types, names] = await Promise.all([this.types.list(), this.repo.names()]);
     const name = (body as { name?: unknown } | null)?.name;
     if (typeof name === 'string') names.add(name);
-    return parseDefinition(body, {
-      taskTypes: new Set(types.map((t) => t.taskType)),
+    return parseDefinition(body, this.contextOf(types, names));
+  }
+
+  /** What a definition is checked against: the registered types (and their schemas), the names. */
+  private contextOf(types: TaskTypeModel[], names: ReadonlySet<string>): DefinitionContext {
+    const byName = new Map(types.map((t) => [t.taskType, t]));
+    return {
+      taskTypes: new Set(byName.keys()),
       topologies: names,
-    });
+      checkParams: (taskType, params, skip) => {
+        const type = byName.get(taskType);
+        if (type) this.types.checkParams(type, params, '/task/params', skip);
+      },
+    };
   }
 
   async get(name: string, version?: number): Promise<TopologyVersion> {

@@ -37,6 +37,8 @@ export const TOPOLOGY_NAME = /^[a-z0-9][a-z0-9._-]{0,99}$/;
 /** One thing wrong with a definition: the node it is about (when it is about one) and what. */
 export interface DefinitionProblem {
   node?: string;
+  /** Where in the body, for a node's params that break its type's schema (one problem each). */
+  pointer?: string;
   message: string;
 }
 
@@ -95,17 +97,28 @@ function readDefinition(body: unknown, ctx: DefinitionContext): TopologySpec {
       nodeKey(nodes[MAX_NODES]),
     );
   const problems: DefinitionProblem[] = [];
-  const collect = <T>(check: () => T): T | undefined => {
+  /** Runs a check, keeping its problem; `at` is the body's pointer to what it checks. */
+  const collect = <T>(check: () => T, at = ''): T | undefined => {
     try {
       return check();
     } catch (err) {
       if (!(err instanceof ContractException)) throw err;
-      const node = (err.data as { node?: string } | null)?.node;
+      const data = err.data as { node?: string; errors?: { pointer: string; message: string }[] };
+      const node = data?.node;
+      if (node && Array.isArray(data.errors)) {
+        for (const e of data.errors)
+          problems.push({
+            node,
+            pointer: `${at}${e.pointer}`,
+            message: `node ${node}: ${at}${e.pointer} ${e.message}`,
+          });
+        return undefined;
+      }
       problems.push(node ? { node, message: err.message } : { message: err.message });
       return undefined;
     }
   };
-  const parsed = nodes.flatMap((n, i) => collect(() => parseNode(n, i, ctx)) ?? []);
+  const parsed = nodes.flatMap((n, i) => collect(() => parseNode(n, i, ctx), `/nodes/${i}`) ?? []);
   // Keys of nodes that could not be read still exist: a dependency on one is not "unknown".
   const present = new Set(nodes.map(nodeKey).filter((k): k is string => k !== undefined));
   const byKey = new Map<string, NodeDef>();

@@ -98,7 +98,10 @@ export class WorkersService {
       manualBlacklist: previous?.manualBlacklist ?? null,
     };
     for (const t of dto.task_types)
-      await this.types.declare(t.task_type, t.blocking, t.implements, t.defaults);
+      await this.types.declare(t.task_type, t.blocking, t.implements, t.defaults, {
+        params: t.params_schema ?? null,
+        result: t.result_schema ?? null,
+      });
     await this.repo.saveRegistration(model);
     this.cachedAt = 0;
     return this.view(model, now, await this.rulesOf(model.taskTypes));

@@ -13,6 +13,25 @@ import {
 export class EchoHandler implements TaskHandler {
   readonly type = 'demo.echo';
   readonly blocking = BlockingKind.SYNC;
+  /** Any params (they are the result); one of them is read. */
+  readonly paramsSchema = {
+    type: 'object',
+    description: 'anything: the result echoes it',
+    properties: {
+      log_lines: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 1000,
+        default: 0,
+        description: 'lines to log before answering',
+      },
+    },
+  };
+  readonly resultSchema = {
+    type: 'object',
+    properties: { echo: { type: 'object', description: 'the params, as given' } },
+    required: ['echo'],
+  };
 
   create(_task: TaskSnapshot): void {}
 

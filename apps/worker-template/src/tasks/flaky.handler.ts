@@ -17,6 +17,26 @@ export class FlakyHandler implements TaskHandler {
   readonly blocking = BlockingKind.SYNC;
   /** Retries are what this type is for: it fails its first attempts, then succeeds. */
   readonly defaults = { maxRetry: 3, backoffBaseMs: 500, backoffMaxMs: 4000 };
+  readonly paramsSchema = {
+    type: 'object',
+    properties: {
+      fail_times: {
+        type: 'integer',
+        minimum: 0,
+        description: "attempts that fail before one succeeds (default: the worker's setting)",
+      },
+      delay_ms: {
+        type: 'number',
+        minimum: 0,
+        description: 'how long each run takes (at most 60 s)',
+      },
+      clean_ms: {
+        type: 'number',
+        minimum: 0,
+        description: 'how long each clean takes (at most 60 s)',
+      },
+    },
+  };
 
   constructor(
     private readonly defaultFailures: number,

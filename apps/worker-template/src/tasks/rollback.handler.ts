@@ -23,6 +23,16 @@ import {
 export class RollbackHandler implements TaskHandler {
   readonly type = 'demo.rollback';
   readonly blocking = BlockingKind.SYNC;
+  readonly paramsSchema = {
+    type: 'object',
+    properties: {
+      fail: {
+        type: 'boolean',
+        default: false,
+        description: 'fail after writing, as a half-done change would',
+      },
+    },
+  };
 
   constructor(
     private readonly dir: string,

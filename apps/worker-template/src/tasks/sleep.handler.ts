@@ -41,6 +41,26 @@ export class SleepHandler implements TaskHandler {
   readonly blocking = BlockingKind.ASYNC;
   readonly pausable = true;
   readonly heartbeatTimeoutMs = 5_000;
+  /** What readParams checks, for the scheduler to check first (and a form to offer). */
+  readonly paramsSchema = {
+    type: 'object',
+    properties: {
+      seconds: {
+        type: 'number',
+        minimum: 0,
+        maximum: MAX_SECONDS,
+        default: 5,
+        description: 'how long to sleep',
+      },
+      tick_ms: {
+        type: 'number',
+        minimum: 10,
+        maximum: 60_000,
+        default: 250,
+        description: 'how often to report progress and beat',
+      },
+    },
+  };
 
   /** `clock`: the worker's, which the ticks are slept on. */
   constructor(private readonly clock: Clock = systemClock) {}

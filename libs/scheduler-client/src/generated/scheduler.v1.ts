@@ -1523,6 +1523,14 @@ export interface components {
             retention_days?: number | null;
             /** @description which worker versions take new tasks of the type; null: any */
             worker_rules?: components["schemas"]["WorkerRulesDto"] | null;
+            /** @description the JSON Schema (draft 2020-12) of a task's params, as the type's workers last declared it: a task whose params break it is refused (400, each problem's JSON pointer in `data.errors`); null: none declared, any object goes */
+            params_schema: {
+                [key: string]: unknown;
+            } | null;
+            /** @description the JSON Schema of a task's result, as declared: for callers to read, not checked; null: none declared */
+            result_schema: {
+                [key: string]: unknown;
+            } | null;
         };
         UpdateTaskTypeDto: {
             max_retry?: number;
@@ -1580,6 +1588,29 @@ export interface components {
             implements: ("prepare" | "pause" | "continue" | "rollback" | "change" | "clean" | "progress" | "summary" | "notify" | "create_run")[];
             /** @description the retry policy to start the type with if the scheduler does not know it yet; a known type keeps its own */
             defaults?: components["schemas"]["TaskTypeDefaultsDto"];
+            /**
+             * @description a JSON Schema (draft 2020-12, at most 64 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "seconds": {
+             *           "type": "number",
+             *           "minimum": 0,
+             *           "maximum": 3600
+             *         }
+             *       },
+             *       "required": [
+             *         "seconds"
+             *       ]
+             *     }
+             */
+            params_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description a JSON Schema of the type's result, shown with the type (`GET /v1/task-types/{task_type}`) for callers; the scheduler does not check results against it */
+            result_schema?: {
+                [key: string]: unknown;
+            };
         };
         RegisterWorkerDto: {
             /** @example backup-worker-1 */

@@ -28,6 +28,8 @@ export interface RegistrationOptions extends JsonHttpOptions {
     blocking: BlockingKind;
     implements: string[];
     defaults?: { max_retry?: number; backoff_base_ms?: number; backoff_max_ms?: number };
+    params_schema?: Record<string, unknown>;
+    result_schema?: Record<string, unknown>;
   }[];
   /** How often to heartbeat. Default 2000 ms. */
   heartbeatMs?: number;
@@ -69,6 +71,8 @@ export class WorkerRegistration {
   private stopped = false;
   private firstTryAt: number | undefined;
   private everRegistered = false;
+  /** The scheduler refused the schema fields once: registrations leave them out. */
+  private withoutSchemas = false;
   /** Failed tries before the first registration: the start-up backoff's exponent. */
   private startupFailures = 0;
   /** The registration heartbeat interval the scheduler's answer asked for (`timing`). */
@@ -140,7 +144,25 @@ export class WorkerRegistration {
   }
 
   private async register(): Promise<void> {
+    try {
+      await this.registerOnce();
+    } catch (err) {
+      // A scheduler older than contract 1.4.0 refuses the schemas as unknown fields: register
+      // without them (it checks no params either way), and say so once.
+      if (this.withoutSchemas || !refusesSchemas(err)) throw err;
+      this.withoutSchemas = true;
+      this.logger.warn(
+        'registration: the scheduler does not take params_schema/result_schema (older than worker contract 1.4.0): registered without them, so it does not check params; create() still does',
+      );
+      await this.registerOnce();
+    }
+  }
+
+  private async registerOnce(): Promise<void> {
     const o = this.options;
+    const taskTypes = this.withoutSchemas
+      ? o.taskTypes.map(({ params_schema: _p, result_schema: _r, ...t }) => t)
+      : o.taskTypes;
     const answer = await this.urls.call((url) =>
       this.http.call<{ timing?: { heartbeat_interval_ms?: unknown } }>(
         'POST',
@@ -153,7 +175,7 @@ export class WorkerRegistration {
           version: o.version,
           contract_version: WORKER_CONTRACT_VERSION,
           capacity: o.capacity,
-          task_types: o.taskTypes,
+          task_types: taskTypes,
         },
         { fence: 0 },
       ),
@@ -177,6 +199,15 @@ export class WorkerRegistration {
       ),
     );
   }
+}
+
+/** A 400 of a scheduler that does not know the schema fields of a declared type. */
+function refusesSchemas(err: unknown): boolean {
+  return (
+    err instanceof WorkerCallError &&
+    err.httpStatus === 400 &&
+    /(params|result)_schema should not exist/.test(err.message)
+  );
 }
 
 function notListening(err: unknown): boolean {

@@ -10,6 +10,9 @@ export interface TaskTypeDeclaration {
   implements: ContractCall[];
   /** The retry policy the scheduler starts a type it does not know yet with. */
   defaults?: { max_retry?: number; backoff_base_ms?: number; backoff_max_ms?: number };
+  /** JSON Schemas of the params and the result (contract 1.4.0). */
+  params_schema?: Record<string, unknown>;
+  result_schema?: Record<string, unknown>;
 }
 
 /** The task types this worker serves: one handler per type, and what each one offers. */
@@ -62,6 +65,8 @@ export class TaskHandlerRegistry {
               },
             }
           : {}),
+        ...(h.paramsSchema ? { params_schema: { ...h.paramsSchema } } : {}),
+        ...(h.resultSchema ? { result_schema: { ...h.resultSchema } } : {}),
       };
     });
   }

@@ -85,6 +85,15 @@ export interface TaskHandler {
    * Without it the scheduler's defaults apply: no retry.
    */
   readonly defaults?: TaskTypeDefaults;
+  /**
+   * A JSON Schema (draft 2020-12) of the params, sent with the registration: the scheduler refuses
+   * a task whose params break it before it reaches this worker (400 naming each problem's JSON
+   * pointer), and shows it with the type. Keep `create`'s own checks: a scheduler older than
+   * contract 1.4.0 does not read it.
+   */
+  readonly paramsSchema?: Readonly<Record<string, unknown>>;
+  /** A JSON Schema of the result `run` gives: shown with the type for callers; not checked. */
+  readonly resultSchema?: Readonly<Record<string, unknown>>;
 
   /** Accept the task: check params (throw a ContractException VALIDATION_FAILED to refuse). */
   create(task: TaskSnapshot): Promise<void> | void;

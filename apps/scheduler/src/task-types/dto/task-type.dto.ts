@@ -154,6 +154,22 @@ export class TaskTypeDto {
     description: 'which worker versions take new tasks of the type; null: any',
   })
   worker_rules!: WorkerRulesDto | null;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description:
+      "the JSON Schema (draft 2020-12) of a task's params, as the type's workers last declared it: a task whose params break it is refused (400, each problem's JSON pointer in `data.errors`); null: none declared, any object goes",
+  })
+  params_schema!: Record<string, unknown> | null;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description:
+      "the JSON Schema of a task's result, as declared: for callers to read, not checked; null: none declared",
+  })
+  result_schema!: Record<string, unknown> | null;
 }
 
 export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
@@ -174,6 +190,8 @@ export function toTaskTypeDto(m: TaskTypeModel): TaskTypeDto {
     rate_limit_per_sec: m.rateLimitPerSec,
     retention_days: m.retentionDays,
     worker_rules: m.workerRules ? toWorkerRulesDto(m.workerRules) : null,
+    params_schema: m.paramsSchema,
+    result_schema: m.resultSchema,
   };
 }
 

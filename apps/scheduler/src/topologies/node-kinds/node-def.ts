@@ -119,4 +119,9 @@ export const MAX_DEADLINE_SECONDS = 30 * 24 * 3600;
 export interface DefinitionContext {
   taskTypes: ReadonlySet<string>;
   topologies: ReadonlySet<string>;
+  /**
+   * Refuses a node's params that break its type's schema (a ContractException naming the
+   * problems); `skip` spares a pointer whose value is a placeholder, filled at the run.
+   */
+  checkParams?: (taskType: string, params: unknown, skip: (pointer: string) => boolean) => void;
 }

@@ -1,3 +1,4 @@
+import { ContractException } from '@baton/task-contract';
 import { NodeView } from '../node-state';
 import { PlaceholderMissing, render } from '../placeholders';
 import { bad, isObject } from './checks';
@@ -27,6 +28,7 @@ export const taskKind: NodeKindSpec<TaskNode> = {
       if (info[f] !== undefined) throw bad(`task.create_info.${f} is set by the run`, key);
     if (!ctx.taskTypes.has(info.task_type))
       throw bad(`task type ${info.task_type} is not registered: no worker has declared it`, key);
+    checkLiteralParams(info.task_type, t.params, key, ctx);
     const node: TaskNode = { ...base, task: { ...t, create_info: { task_name: key, ...info } } };
     if (raw.for_each === undefined && raw.concurrency === undefined) return node;
     if (typeof raw.for_each !== 'string' || !/^\{\{[^{}]+\}\}$/.test(raw.for_each.trim()))
@@ -49,6 +51,38 @@ export const taskKind: NodeKindSpec<TaskNode> = {
     if (n.for_each !== undefined && v.count !== undefined) startItems(n, v, e);
   },
 };
+
+/**
+ * The node's params against its type's schema where they are literal: a value with a placeholder
+ * is checked when the run makes the task, and a node whose params are one placeholder (a whole
+ * object from the input) only then.
+ */
+function checkLiteralParams(
+  taskType: string,
+  params: unknown,
+  key: string,
+  ctx: { checkParams?: (t: string, p: unknown, skip: (pointer: string) => boolean) => void },
+): void {
+  if (!ctx.checkParams || !isObject(params)) return;
+  const placeholder = (pointer: string): boolean => {
+    let v: unknown = params;
+    for (const raw of pointer.split('/').slice(1)) {
+      if (typeof v === 'string') break;
+      if (v === null || typeof v !== 'object') return false;
+      v = (v as Record<string, unknown>)[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
+    }
+    return typeof v === 'string' && v.includes('{{');
+  };
+  try {
+    ctx.checkParams(taskType, params, placeholder);
+  } catch (err) {
+    if (!(err instanceof ContractException)) throw err;
+    throw new ContractException(err.code, `node ${key}: ${err.message}`, {
+      node: key,
+      ...(err.data as object),
+    });
+  }
+}
 
 /** Reads the list and records it: the items start on this pass and the next ones. */
 function fork(n: TaskNode, forEach: string, v: NodeView, e: Evaluation): void {

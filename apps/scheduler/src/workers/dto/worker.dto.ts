@@ -58,6 +58,31 @@ export class DeclaredTaskTypeDto {
   @ValidateNested()
   @Type(() => TaskTypeDefaultsDto)
   defaults?: TaskTypeDefaultsDto;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    example: {
+      type: 'object',
+      properties: { seconds: { type: 'number', minimum: 0, maximum: 3600 } },
+      required: ['seconds'],
+    },
+    description:
+      "a JSON Schema (draft 2020-12, at most 64 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)",
+  })
+  @IsOptional()
+  @IsObject()
+  params_schema?: Record<string, unknown>;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      "a JSON Schema of the type's result, shown with the type (`GET /v1/task-types/{task_type}`) for callers; the scheduler does not check results against it",
+  })
+  @IsOptional()
+  @IsObject()
+  result_schema?: Record<string, unknown>;
 }
 
 /** Body of `POST /v1/workers`: a worker instance announces itself (again, after a restart). */
