@@ -22,7 +22,8 @@ const CALL_TIMEOUT_MS = 600_000;
  */
 class FakeScheduler {
   readonly requests: { method: string; url: string; body: string; at: number }[] = [];
-  answer: Answer = OK;
+  /** The answer, or how to answer a body. */
+  answer: Answer | ((body: string) => Answer) = OK;
   /** The data of a successful answer. */
   data: unknown = {};
   private readonly server: Server;
@@ -37,7 +38,8 @@ class FakeScheduler {
       req.on('end', () => {
         const at = this.clock.now();
         this.requests.push({ method: req.method ?? '', url: req.url ?? '', body, at });
-        const { status, code, message } = this.answer;
+        const answer = typeof this.answer === 'function' ? this.answer(body) : this.answer;
+        const { status, code, message } = answer;
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ code, message, data: code === 0 ? this.data : null }));
       });
@@ -147,6 +149,41 @@ describe('WorkerRegistration', () => {
   afterEach(async () => {
     await registration?.stop();
     await scheduler.close();
+  });
+
+  it('registers again without the schemas, and says so once, when the scheduler predates them', async () => {
+    await scheduler.listen();
+    // What a scheduler before contract 1.4.0 answers to a field it does not know.
+    scheduler.answer = (body) =>
+      body.includes('params_schema')
+        ? {
+            status: 400,
+            code: ContractErrorCode.VALIDATION_FAILED,
+            message: 'task_types.0.property params_schema should not exist',
+          }
+        : OK;
+    const schema = { type: 'object', properties: { n: { type: 'integer' } } };
+    await start({
+      taskTypes: [
+        {
+          task_type: 'demo.echo',
+          blocking: BlockingKind.SYNC,
+          implements: [],
+          params_schema: schema,
+          result_schema: schema,
+        },
+      ],
+    });
+    await triesUntil(clock, 'two heartbeats', () => scheduler.heartbeats() >= 2);
+    const posts = scheduler.requests.filter((r) => r.method === 'POST');
+    expect(posts).toHaveLength(2);
+    expect(JSON.parse(posts[0].body).task_types[0].params_schema).toEqual(schema);
+    expect(JSON.parse(posts[1].body).task_types).toEqual([
+      { task_type: 'demo.echo', blocking: BlockingKind.SYNC, implements: [] },
+    ]);
+    expect(warnings().map((l) => l.message)).toEqual([
+      expect.stringContaining('does not take params_schema/result_schema'),
+    ]);
   });
 
   it('heartbeats as often as the registration answer asks when that is more often', async () => {
