@@ -18,6 +18,8 @@ interface Task {
   attempt: number;
   cancel_requested: boolean;
   progress: { percent: number } | null;
+  params: Record<string, unknown>;
+  labels: Record<string, string>;
 }
 
 /**
@@ -120,7 +122,31 @@ describe('console in a browser', () => {
     await heading('New task').waitFor();
     await page.getByLabel('Type', { exact: true }).selectOption('demo.sleep');
     await page.getByLabel('Name', { exact: true }).fill('console sleeps');
+    // The params are fields generated from demo.sleep's schema, its defaults filled in; a value
+    // the schema refuses is named under its field with the schema's message, and nothing is made.
+    const seconds = page.getByLabel('seconds', { exact: true });
+    expect(await seconds.inputValue()).toBe('5');
+    await page.getByText('how long to sleep').waitFor();
+    await seconds.fill('7200');
+    const made = (await api.call<{ items: unknown[] }>('GET', '/v1/tasks?task_type=demo.sleep'))
+      .data.items.length;
+    await page.getByRole('button', { name: 'Create task' }).click();
+    await page.getByText('must be <= 3600').waitFor();
+    expect(await seconds.getAttribute('aria-invalid')).toBe('true');
+    await page.getByRole('alert').getByText('see the fields above').waitFor();
+    expect(
+      (await api.call<{ items: unknown[] }>('GET', '/v1/tasks?task_type=demo.sleep')).data.items,
+    ).toHaveLength(made);
+    // The JSON view shows the same params, and back.
+    await page.getByRole('button', { name: 'Edit the params as JSON' }).click();
+    expect(JSON.parse(await page.getByLabel('Params (JSON)').inputValue())).toEqual({
+      seconds: 7200,
+      tick_ms: 250,
+    });
     await page.getByLabel('Params (JSON)').fill('{ "seconds": 6, "tick_ms": 250 }');
+    await page.getByRole('button', { name: 'Edit the params as fields' }).click();
+    expect(await seconds.inputValue()).toBe('6');
+    await page.getByLabel('Labels (key=value, one a line)').fill('team=dba');
     await shot('new-task-filled');
     await page.getByRole('button', { name: 'Create task' }).click();
 
@@ -142,6 +168,7 @@ describe('console in a browser', () => {
     expect([...seen].some((v) => Number(v) > 0 && Number(v) < 100)).toBe(true);
     const done = await settled(id, 'finished', (t) => t.task_status === 'FINISH');
     expect(done.outcome).toBe('SUCCESS');
+    expect([done.params, done.labels]).toEqual([{ seconds: 6, tick_ms: 250 }, { team: 'dba' }]);
     await page.getByText('FINISH · SUCCESS').first().waitFor();
     // The lifecycle timeline lists the moves the API lists.
     const events = await api.call<unknown[]>('GET', `/v1/tasks/${id}/events`);

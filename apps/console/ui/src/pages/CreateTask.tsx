@@ -1,19 +1,44 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useState } from 'react';
-import { api } from '../api';
+import { ApiError, api } from '../api';
 import { ErrorState, Field, Loading, useTitle, TextArea } from '../components';
 import { Link, navigate } from '../router';
 import { CreateTask as CreateBody, Task, TaskType } from '../types';
 import { keys } from '../query-keys';
+import {
+  FieldValues,
+  ParamsFields,
+  PropertySchema,
+  paramsFrom,
+  problemsByParam,
+  propertiesOf,
+  valuesFrom,
+} from './ParamsFields';
 
-/** Params to start from for the template worker's demo types; any other type starts with {}. */
-const EXAMPLES: Record<string, string> = {
-  'demo.sleep': '{\n  "seconds": 5\n}',
-  'demo.echo': '{\n  "message": "hello"\n}',
-  'demo.flaky': '{\n  "fail_times": 1\n}',
+/** Labels typed one `key=value` a line; a line without `=` is refused here. */
+function parseLabels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n').map((l) => l.trim())) {
+    if (!line) continue;
+    const at = line.indexOf('=');
+    if (at <= 0) throw new Error(`"${line}" is not key=value`);
+    out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+const parseObject = (text: string): Record<string, unknown> => {
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error('a JSON object is needed');
+  return value as Record<string, unknown>;
 };
 
-/** A form for one task: type, name, priority, params. The API checks it and says what is wrong. */
+/**
+ * A form for one task: type, name, priority, its params as fields generated from the type's
+ * schema (or as JSON: a type without one, or by choice), labels, lock keys and a deadline. The
+ * API checks it; its word on a param shows under that param's field.
+ */
 export function CreateTask() {
   useTitle('New task');
   const types = useQuery({
@@ -24,38 +49,100 @@ export function CreateTask() {
   const [type, setType] = useState('');
   const [name, setName] = useState('');
   const [priority, setPriority] = useState('5');
+  const [asJson, setAsJson] = useState(false);
+  const [values, setValues] = useState<FieldValues>({});
+  /** Params the schema does not name, kept across the two views. */
+  const [extra, setExtra] = useState<Record<string, unknown>>({});
   const [params, setParams] = useState('{}');
+  const [labels, setLabels] = useState('');
+  const [lockKeys, setLockKeys] = useState('');
+  const [deadline, setDeadline] = useState('');
   const [error, setError] = useState<string | null>(null);
+  const [problems, setProblems] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
+
+  const chosen = types.data?.find((t) => t.task_type === type);
+  const schema = (chosen?.params_schema ?? null) as Record<string, unknown> | null;
+  const props = propertiesOf(schema);
+  const required = Array.isArray(schema?.required) ? (schema.required as string[]) : [];
+  const form = props !== undefined && !asJson;
 
   const chooseType = (t: string): void => {
     setType(t);
-    setParams(EXAMPLES[t] ?? '{}');
+    setProblems({});
+    setExtra({});
+    const p = propertiesOf(
+      (types.data?.find((x) => x.task_type === t)?.params_schema ?? null) as Record<
+        string,
+        unknown
+      > | null,
+    );
+    setValues(p ? valuesFrom(p, {}) : {});
+    setParams(p ? JSON.stringify(paramsFrom(p, valuesFrom(p, {})), null, 2) : '{}');
+  };
+
+  /** The params as the current view has them. */
+  const currentParams = (): Record<string, unknown> =>
+    form ? paramsFrom(props as Record<string, PropertySchema>, values, extra) : parseObject(params);
+
+  const switchView = (): void => {
+    setError(null);
+    try {
+      if (form) {
+        setParams(JSON.stringify(currentParams(), null, 2));
+      } else if (props) {
+        const parsed = parseObject(params);
+        setValues(valuesFrom(props, parsed));
+        setExtra(Object.fromEntries(Object.entries(parsed).filter(([k]) => !(k in props))));
+      }
+      setAsJson(!asJson);
+    } catch (err) {
+      setError(`Params: ${(err as Error).message}`);
+    }
   };
 
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
     setError(null);
-    let parsed: Record<string, unknown>;
+    setProblems({});
+    let body: CreateBody;
     try {
-      const value: unknown = JSON.parse(params);
-      if (typeof value !== 'object' || value === null || Array.isArray(value))
-        throw new Error('a JSON object is needed');
-      parsed = value as Record<string, unknown>;
+      const keysList = lockKeys
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean);
+      const labelMap = parseLabels(labels);
+      body = {
+        create_info: { task_type: type, task_name: name, important_level: Number(priority) },
+        params: currentParams(),
+        ...(keysList.length ? { lock_keys: keysList } : {}),
+        ...(Object.keys(labelMap).length ? { labels: labelMap } : {}),
+        ...(deadline.trim() ? { process_arg: { deadline_second: Number(deadline) } } : {}),
+      };
     } catch (err) {
-      setError(`Params: ${(err as Error).message}`);
+      setError(`${(err as Error).message}`);
       return;
     }
-    const body: CreateBody = {
-      create_info: { task_type: type, task_name: name, important_level: Number(priority) },
-      params: parsed,
-    };
     setBusy(true);
     try {
       const task = await api<Task>('/v1/tasks', { method: 'POST', body });
       navigate(`/tasks/${task.task_id}`);
     } catch (err) {
-      setError((err as Error).message);
+      if (err instanceof ApiError && form) {
+        const { byParam, rest } = problemsByParam(err.data);
+        const shown = Object.fromEntries(
+          Object.entries(byParam).filter(([k]) => props && k in props),
+        );
+        const other = Object.entries(byParam)
+          .filter(([k]) => !(props && k in props))
+          .map(([k, m]) => `${k}: ${m}`);
+        setProblems(shown);
+        setError(
+          Object.keys(shown).length && !other.length && !rest.length
+            ? 'The params are not what this type takes: see the fields above.'
+            : [err.message, ...other, ...rest].join(' · '),
+        );
+      } else setError((err as Error).message);
       setBusy(false);
     }
   };
@@ -71,7 +158,7 @@ export function CreateTask() {
       ) : types.isError ? (
         <ErrorState error={types.error} what="task types" />
       ) : (
-        <form className="stack" onSubmit={(e) => void submit(e)}>
+        <form className="stack" noValidate onSubmit={(e) => void submit(e)}>
           <Field label="Type">
             {(id) => (
               <select id={id} required value={type} onChange={(e) => chooseType(e.target.value)}>
@@ -110,7 +197,47 @@ export function CreateTask() {
               />
             )}
           </Field>
-          <TextArea label="Params (JSON)" rows={6} value={params} onChange={setParams} />
+          {form ? (
+            <ParamsFields
+              props={props}
+              required={required}
+              values={values}
+              onChange={setValues}
+              problems={problems}
+            />
+          ) : (
+            <TextArea label="Params (JSON)" rows={6} value={params} onChange={setParams} />
+          )}
+          {props ? (
+            <p>
+              <button type="button" className="link" onClick={switchView}>
+                {form ? 'Edit the params as JSON' : 'Edit the params as fields'}
+              </button>
+            </p>
+          ) : null}
+          <TextArea
+            label="Labels (key=value, one a line)"
+            rows={2}
+            value={labels}
+            onChange={setLabels}
+          />
+          <Field label="Lock keys (comma-separated)">
+            {(id) => (
+              <input id={id} value={lockKeys} onChange={(e) => setLockKeys(e.target.value)} />
+            )}
+          </Field>
+          <Field label="Deadline (seconds from its start, optional)">
+            {(id) => (
+              <input
+                id={id}
+                type="number"
+                min={1}
+                step={1}
+                value={deadline}
+                onChange={(e) => setDeadline(e.target.value)}
+              />
+            )}
+          </Field>
           {error ? (
             <p className="error" role="alert">
               {error}
