@@ -6,6 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 major=$(node -p 'process.versions.node.split(".")[0]' 2> /dev/null || echo 0)
+mkdir -p "$root/.tools"
 if [ "$major" -lt 22 ]; then
   want=$(tr -d ' v\r\n' < "$root/.nvmrc")
   case "$(uname -s)" in
@@ -20,11 +21,22 @@ if [ "$major" -lt 22 ]; then
   esac
   pkg="node-$os-$arch"
   home="$root/.tools/node-$want/node_modules/$pkg"
-  if [ ! -x "$home/bin/node" ]; then
+  # A binary that answers with the wanted version: an install cut off half-way is done again.
+  if [ "$("$home/bin/node" -v 2> /dev/null)" != "v$want" ]; then
+    command -v npm > /dev/null ||
+      { echo "[node] Baton runs on Node 22 or 24 and this machine has no npm to fetch Node $want with: install Node $want" >&2 && exit 1; }
     echo "[node] Node $(node -v 2> /dev/null || echo '(none)') is past its end of life; Baton runs on 22 or 24: installing Node $want ($pkg from the npm registry) into .tools/" >&2
+    # Into a folder of its own first, moved into place whole (two starts at once each make theirs).
     # --ignore-scripts: the platform package is the binary itself, nothing to run.
-    npm install --prefix "$root/.tools/node-$want" --no-save --no-package-lock --ignore-scripts \
+    staging=$(mktemp -d "$root/.tools/.node-$want.XXXXXX")
+    npm install --prefix "$staging" --no-save --no-package-lock --ignore-scripts \
       --no-audit --no-fund --loglevel=error "$pkg@$want" >&2
+    if [ "$("$home/bin/node" -v 2> /dev/null)" = "v$want" ]; then
+      rm -rf "$staging" # another start put it in place meanwhile
+    else
+      rm -rf "$root/.tools/node-$want"
+      mv "$staging" "$root/.tools/node-$want"
+    fi
   fi
   export PATH="$home/bin:$PATH"
   # Native modules build against this Node's own headers, not the machine's.

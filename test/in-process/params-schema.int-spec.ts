@@ -196,6 +196,13 @@ describe('params checked against the schema a task type declares', () => {
       { ...declared, params_schema: { $ref: 'https://example.com/schema.json' } },
     ]);
     expect(external.status).toBe(400);
+    // Refused whole: a good type beside a bad one is not saved either.
+    const half = await register([
+      { ...declared, params_schema: { type: 'object' } },
+      { task_type: 'schema.other', blocking: 'sync', implements: [], params_schema: { type: 1 } },
+    ]);
+    expect(half.status).toBe(400);
+    expect((await api.call('GET', '/v1/task-types/schema.other')).status).toBe(404);
     // The type kept the schema of the last registration that was taken.
     expect((await api.call('GET', `/v1/task-types/${TYPE}`)).data.params_schema).toEqual(SCHEMA);
 

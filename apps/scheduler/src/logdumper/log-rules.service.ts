@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ContractErrorCode, ContractException, validateDto } from '@baton/task-contract';
 import { Clock, IdGenerator } from '../common';
 import { CreateTaskDto, TasksService } from '../tasks';
+import { placeholderPointers } from '../task-types';
 import { CreateLogRuleDto, TestLogRuleDto, UpdateLogRuleDto } from './dto/log-rule.dto';
 import { LogRecord, contentOfLine } from './log-record';
 import { ruleTaskBody } from './rule-task';
@@ -257,29 +258,15 @@ export class LogRulesService {
     if (captured(info.task_type) || captured(info.http_url)) return;
     const sample = validateDto(CreateTaskDto, sampleOf(template));
     // A param a capture fills is checked against the type's schema when the task is made.
-    const filled = (pointer: string): boolean => {
-      const v = valueAt(template.params, pointer);
-      return typeof v === 'string' && v.includes('{{');
-    };
+    const holes = placeholderPointers(template.params);
     try {
-      await this.tasks.check(sample, undefined, filled);
+      await this.tasks.check(sample, undefined, holes);
     } catch (err) {
       templateError(() => {
         throw err;
       });
     }
   }
-}
-
-/** The value at a JSON pointer (RFC 6901) inside `root`; undefined when there is none. */
-function valueAt(root: unknown, pointer: string): unknown {
-  let v = root;
-  for (const raw of pointer.split('/').slice(1)) {
-    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string, unknown>)[key];
-  }
-  return v;
 }
 
 /** A template with every placeholder filled with a sample value. */

@@ -1,4 +1,10 @@
-import { JsonSchemas, MAX_PROBLEMS, MAX_SCHEMA_BYTES, describeProblems } from './params-schema';
+import {
+  JsonSchemas,
+  MAX_PROBLEMS,
+  MAX_SCHEMA_BYTES,
+  describeProblems,
+  placeholderPointers,
+} from './params-schema';
 
 describe('JsonSchemas', () => {
   const schemas = new JsonSchemas();
@@ -26,12 +32,50 @@ describe('JsonSchemas', () => {
     ]);
   });
 
-  it('spares the pointers the caller says a placeholder fills', () => {
-    const schema = { properties: { n: { type: 'integer' }, m: { type: 'integer' } } };
-    const value = { n: '{{n}}', m: 'x' };
-    expect(schemas.check(schema, value, '/params', (p) => p === '/n')).toEqual([
-      { pointer: '/params/m', message: 'must be integer' },
+  it('leaves to the run what a placeholder could change, and checks the rest', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        n: { type: 'integer' },
+        m: { type: 'integer' },
+        target: {
+          oneOf: [
+            { properties: { kind: { const: 'host' } }, required: ['kind', 'host'] },
+            { properties: { kind: { const: 'cluster' } }, required: ['kind', 'cluster'] },
+          ],
+        },
+      },
+      required: ['n', 'must'],
+      additionalProperties: false,
+    };
+    const value = { n: '{{n}}', m: 'x', target: { kind: '{{input.kind}}', host: 'h' }, extra: 1 };
+    const found = schemas.check(schema, value, '/params', placeholderPointers(value));
+    expect(found).toHaveLength(3);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { pointer: '/params/m', message: 'must be integer' },
+        { pointer: '/params/must', message: 'is required' },
+        { pointer: '/params/extra', message: 'is not a field of this type' },
+      ]),
+    );
+    expect(placeholderPointers({ a: ['x', '{{y}}'], 'b/c': { d: 'e {{f}}' } })).toEqual([
+      '/a/1',
+      '/b~1c/d',
     ]);
+  });
+
+  it('runs patterns in linear time: a pattern that backtracks for seconds answers at once', () => {
+    const schema = { properties: { s: { type: 'string', pattern: '^(a+)+$' } } };
+    const began = process.hrtime.bigint();
+    expect(schemas.check(schema, { s: `${'a'.repeat(5000)}b` }, '')).toEqual([
+      { pointer: '/s', message: 'must match pattern "^(a+)+$"' },
+    ]);
+    // A bound on CPU, not on a speed: the backtracking engine takes minutes here.
+    expect(Number(process.hrtime.bigint() - began) / 1e9).toBeLessThan(30);
+    // What RE2 cannot run is refused when declared, not met at a create.
+    expect(schemas.problemOf({ properties: { s: { pattern: '(?=a)a' } } })).toMatch(
+      /^is not a JSON Schema/,
+    );
   });
 
   it('reports at most MAX_PROBLEMS, and says how many more in one line', () => {
@@ -54,7 +98,15 @@ describe('JsonSchemas', () => {
       /^is not a JSON Schema.*can't resolve reference/,
     );
     const huge = { description: 'x'.repeat(MAX_SCHEMA_BYTES) };
-    expect(schemas.problemOf(huge)).toMatch(/bytes; at most 65536 are kept$/);
+    expect(schemas.problemOf(huge)).toMatch(/bytes; at most 61440 are kept$/);
+    // draft-07 (what many generators write) is read as draft-07; an unknown draft is refused.
+    const d7 = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      properties: { n: { type: 'integer', exclusiveMinimum: 0 } },
+    };
+    expect(schemas.problemOf(d7)).toBeUndefined();
+    expect(schemas.check(d7, { n: 0 }, '')).toEqual([{ pointer: '/n', message: 'must be > 0' }]);
+    expect(schemas.problemOf({ $schema: 'https://example.com/mine' })).toMatch(/^names \$schema/);
     // References inside the schema, and annotations another tool reads, are fine.
     expect(
       schemas.problemOf({
@@ -64,12 +116,17 @@ describe('JsonSchemas', () => {
         'x-form': { order: ['keep'] },
       }),
     ).toBeUndefined();
-    // Two equal schemas with one $id compile once each without clashing.
-    const withId = { $id: 'https://example.com/one', type: 'object' };
-    expect(new JsonSchemas().problemOf(withId)).toBeUndefined();
-    expect(schemas.check({ ...withId, minProperties: 1 }, {}, '')).toEqual([
-      { pointer: '', message: 'must NOT have fewer than 1 properties' },
+    // A new version of a schema under the same $id replaces the old one; its own $refs resolve.
+    const withId = {
+      $id: 'https://example.com/one',
+      $defs: { n: { type: 'integer' } },
+      properties: { n: { $ref: 'https://example.com/one#/$defs/n' } },
+    };
+    expect(schemas.check(withId, { n: 'x' }, '')).toEqual([
+      { pointer: '/n', message: 'must be integer' },
     ]);
-    expect(schemas.check({ ...withId }, {}, '')).toEqual([]);
+    expect(schemas.check({ ...withId, minProperties: 2 }, { n: 1 }, '')).toEqual([
+      { pointer: '', message: 'must NOT have fewer than 2 properties' },
+    ]);
   });
 });

@@ -60,6 +60,19 @@ export class TaskTypesService {
     return model;
   }
 
+  /** Refuses a declaration whose schema cannot be one (400 naming the type and which schema). */
+  checkSchemas(taskType: string, schemas: DeclaredSchemas): void {
+    for (const [which, schema] of Object.entries(schemas)) {
+      const problem = schema === null ? undefined : this.schemas.problemOf(schema);
+      if (problem)
+        throw new ContractException(
+          ContractErrorCode.VALIDATION_FAILED,
+          `${taskType}: ${which}_schema ${problem}`,
+          { task_type: taskType },
+        );
+    }
+  }
+
   /** A worker declares a type it serves: created with defaults the first time, its declaration kept current. */
   async declare(
     taskType: string,
@@ -74,15 +87,7 @@ export class TaskTypesService {
         `${CENTRE_TASK_TYPE} is the type of topology runs' centre tasks: no worker may declare it`,
         { task_type: taskType },
       );
-    for (const [which, schema] of Object.entries(schemas)) {
-      const problem = schema === null ? undefined : this.schemas.problemOf(schema);
-      if (problem)
-        throw new ContractException(
-          ContractErrorCode.VALIDATION_FAILED,
-          `${taskType}: ${which}_schema ${problem}`,
-          { task_type: taskType },
-        );
-    }
+    this.checkSchemas(taskType, schemas);
     const declared = { paramsSchema: schemas.params, resultSchema: schemas.result };
     const now = this.clock.now();
     const existing = await this.repo.find(taskType);
@@ -116,16 +121,16 @@ export class TaskTypesService {
 
   /**
    * Refuses `params` that break the type's declared schema (400, every problem with its JSON
-   * pointer under `at`, e.g. `/params`); `skip` spares a pointer a placeholder fills later.
+   * pointer under `at`, e.g. `/params`); `holes` are pointers a placeholder fills later.
    */
   checkParams(
     type: TaskTypeModel,
     params: unknown,
     at = '/params',
-    skip?: (pointer: string) => boolean,
+    holes: readonly string[] = [],
   ): void {
     if (!type.paramsSchema) return;
-    const problems: SchemaProblem[] = this.schemas.check(type.paramsSchema, params, at, skip);
+    const problems: SchemaProblem[] = this.schemas.check(type.paramsSchema, params, at, holes);
     if (problems.length === 0) return;
     throw new ContractException(
       ContractErrorCode.VALIDATION_FAILED,

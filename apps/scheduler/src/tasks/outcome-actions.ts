@@ -87,6 +87,12 @@ export class OutcomeActions {
     params: Record<string, unknown> | undefined,
     actor = ACTOR,
     fromAttempt?: number,
+    /**
+     * False for a run's retry of a node, whose params the run rendered: a refusal there would
+     * leave the run asking again forever, so the worker's own create checks them (and a refusal
+     * fails the node).
+     */
+    checkSchema = true,
   ): Promise<TaskModel> {
     if (params) this.factory.checkParamsSize(params);
     const t = await this.steps.free(taskId);
@@ -97,7 +103,7 @@ export class OutcomeActions {
         `task ${t.taskId} is at attempt ${t.attempt}: its re-run from attempt ${fromAttempt} was made already`,
         { task_id: t.taskId, attempt: t.attempt },
       );
-    if (params) this.types.checkParams(await this.types.get(t.taskType), params);
+    if (params && checkSchema) this.types.checkParams(await this.types.get(t.taskType), params);
     const next = await this.steps.change(
       t,
       {

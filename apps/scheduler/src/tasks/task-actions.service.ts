@@ -254,8 +254,9 @@ export class TaskActionsService {
     params?: Record<string, unknown>,
     actor = ACTOR,
     fromAttempt?: number,
+    checkSchema = true,
   ): Promise<TaskModel> {
-    return this.outcomes.rerun(taskId, params, actor, fromAttempt);
+    return this.outcomes.rerun(taskId, params, actor, fromAttempt, checkSchema);
   }
 
   async changeParams(

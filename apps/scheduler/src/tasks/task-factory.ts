@@ -37,13 +37,13 @@ export class TaskFactory {
 
   /**
    * The task `dto` asks for, checked: type registered, worker, callback, sizes, labels, and the
-   * params against the type's schema (`skipParams` spares pointers a placeholder fills later).
+   * params against the type's schema (`holes`: pointers into them a placeholder fills later).
    */
   async build(
     dto: CreateTaskDto,
     now: number,
     made?: RepetitionKind,
-    skipParams?: (pointer: string) => boolean,
+    holes: readonly string[] = [],
   ): Promise<TaskModel> {
     const info = dto.create_info;
     // A task made by a timer is timed; a body asks for simple or permanent itself.
@@ -79,7 +79,7 @@ export class TaskFactory {
       );
     const params = dto.params ?? {};
     this.checkParamsSize(params);
-    this.types.checkParams(type, params, '/params', skipParams);
+    this.types.checkParams(type, params, '/params', holes);
     this.checkLabels(dto.labels ?? {});
     const arg = dto.process_arg ?? {};
     const startTime = arg.start_time ? Date.parse(arg.start_time) : null;

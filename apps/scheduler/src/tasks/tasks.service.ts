@@ -101,9 +101,9 @@ export class TasksService {
   async check(
     dto: CreateTaskDto,
     repetition?: RepetitionKind,
-    skipParams?: (pointer: string) => boolean,
+    holes: readonly string[] = [],
   ): Promise<void> {
-    await this.factory.build(dto, this.clock.now(), repetition, skipParams);
+    await this.factory.build(dto, this.clock.now(), repetition, holes);
   }
 
   /**

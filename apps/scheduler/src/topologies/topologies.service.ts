@@ -65,9 +65,9 @@ export class TopologiesService {
     return {
       taskTypes: new Set(byName.keys()),
       topologies: names,
-      checkParams: (taskType, params, skip) => {
+      checkParams: (taskType, params, holes) => {
         const type = byName.get(taskType);
-        if (type) this.types.checkParams(type, params, '/task/params', skip);
+        if (type) this.types.checkParams(type, params, '/task/params', holes);
       },
     };
   }

@@ -185,10 +185,14 @@ export class TopologyDriver implements TaskChangeConsumer {
     // Only from the attempt the row names: a re-run asked for twice (two evaluations, two
     // instances) makes one new attempt, never a third after the second has run.
     for (const r of [...decided.reruns, ...decided.kicks])
-      await this.actions.rerun(r.taskId, r.params, TOPOLOGY_ACTOR, r.from).catch((err: unknown) => {
-        // Asked again by the next evaluation (the row says the re-run has not begun).
-        this.logger.warn(`run ${runId}: re-run of node task ${r.taskId} failed: ${String(err)}`);
-      });
+      // Params the run rendered go to the worker unchecked by the schema (its create checks them):
+      // a refusal here would be asked again by every evaluation, the node never failing.
+      await this.actions
+        .rerun(r.taskId, r.params, TOPOLOGY_ACTOR, r.from, false)
+        .catch((err: unknown) => {
+          // Asked again by the next evaluation (the row says the re-run has not begun).
+          this.logger.warn(`run ${runId}: re-run of node task ${r.taskId} failed: ${String(err)}`);
+        });
     for (const r of decided.rollbacks) await this.rollBack(runId, r.row, r.taskId);
     await Promise.all(
       decided.cancel.map((id) =>

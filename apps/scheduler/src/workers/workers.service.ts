@@ -97,6 +97,12 @@ export class WorkersService {
       drainingSince: previous?.drainingSince ?? null,
       manualBlacklist: previous?.manualBlacklist ?? null,
     };
+    // Every schema is checked before any type is saved: a refused registration changes nothing.
+    for (const t of dto.task_types)
+      this.types.checkSchemas(t.task_type, {
+        params: t.params_schema ?? null,
+        result: t.result_schema ?? null,
+      });
     for (const t of dto.task_types)
       await this.types.declare(t.task_type, t.blocking, t.implements, t.defaults, {
         params: t.params_schema ?? null,

@@ -71,8 +71,8 @@ export class WorkerRegistration {
   private stopped = false;
   private firstTryAt: number | undefined;
   private everRegistered = false;
-  /** The scheduler refused the schema fields once: registrations leave them out. */
-  private withoutSchemas = false;
+  /** Said once that a scheduler refused the schema fields. */
+  private saidWithoutSchemas = false;
   /** Failed tries before the first registration: the start-up backoff's exponent. */
   private startupFailures = 0;
   /** The registration heartbeat interval the scheduler's answer asked for (`timing`). */
@@ -143,26 +143,30 @@ export class WorkerRegistration {
     return !this.everRegistered && this.clock.now() - (this.firstTryAt ?? 0) < grace;
   }
 
+  /**
+   * With the schemas first, every time (the instance that answers may have been upgraded since);
+   * a scheduler older than contract 1.4.0 refuses them as unknown fields: then without them (it
+   * checks no params either way), said once.
+   */
   private async register(): Promise<void> {
     try {
-      await this.registerOnce();
+      await this.registerOnce(true);
     } catch (err) {
-      // A scheduler older than contract 1.4.0 refuses the schemas as unknown fields: register
-      // without them (it checks no params either way), and say so once.
-      if (this.withoutSchemas || !refusesSchemas(err)) throw err;
-      this.withoutSchemas = true;
-      this.logger.warn(
-        'registration: the scheduler does not take params_schema/result_schema (older than worker contract 1.4.0): registered without them, so it does not check params; create() still does',
-      );
-      await this.registerOnce();
+      if (!refusesSchemas(err)) throw err;
+      if (!this.saidWithoutSchemas)
+        this.logger.warn(
+          'registration: the scheduler does not take params_schema/result_schema (older than worker contract 1.4.0): registered without them, so it does not check params; create() still does',
+        );
+      this.saidWithoutSchemas = true;
+      await this.registerOnce(false);
     }
   }
 
-  private async registerOnce(): Promise<void> {
+  private async registerOnce(withSchemas: boolean): Promise<void> {
     const o = this.options;
-    const taskTypes = this.withoutSchemas
-      ? o.taskTypes.map(({ params_schema: _p, result_schema: _r, ...t }) => t)
-      : o.taskTypes;
+    const taskTypes = withSchemas
+      ? o.taskTypes
+      : o.taskTypes.map(({ params_schema: _p, result_schema: _r, ...t }) => t);
     const answer = await this.urls.call((url) =>
       this.http.call<{ timing?: { heartbeat_interval_ms?: unknown } }>(
         'POST',

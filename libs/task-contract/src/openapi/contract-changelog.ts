@@ -36,7 +36,7 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
     changes: [
       {
         change:
-          "a registration may declare, per task type, `params_schema` and `result_schema` (JSON Schema draft 2020-12, at most 64 KiB): the scheduler then refuses a task whose params break the schema before any worker is called (400 `40000`, each problem's JSON pointer in `data.errors`), and shows both with the type; a scheduler before 1.4.0 refuses the fields, and the worker library registers again without them",
+          "a registration may declare, per task type, `params_schema` and `result_schema` (JSON Schema draft 2020-12, at most 60 KiB): the scheduler then refuses a task whose params break the schema before any worker is called (400 `40000`, each problem's JSON pointer in `data.errors`), and shows both with the type; a scheduler before 1.4.0 refuses the fields, and the worker library registers again without them",
         checks: [],
         untested:
           'optional, and checked by the scheduler, not asked of a worker: test/in-process/params-schema.int-spec.ts registers schemas and makes tasks through every way the scheduler has',

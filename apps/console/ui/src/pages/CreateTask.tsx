@@ -93,7 +93,9 @@ export function CreateTask() {
       } else if (props) {
         const parsed = parseObject(params);
         setValues(valuesFrom(props, parsed));
-        setExtra(Object.fromEntries(Object.entries(parsed).filter(([k]) => !(k in props))));
+        setExtra(
+          Object.fromEntries(Object.entries(parsed).filter(([k]) => !Object.hasOwn(props, k))),
+        );
       }
       setAsJson(!asJson);
     } catch (err) {
@@ -131,10 +133,10 @@ export function CreateTask() {
       if (err instanceof ApiError && form) {
         const { byParam, rest } = problemsByParam(err.data);
         const shown = Object.fromEntries(
-          Object.entries(byParam).filter(([k]) => props && k in props),
+          Object.entries(byParam).filter(([k]) => props && Object.hasOwn(props, k)),
         );
         const other = Object.entries(byParam)
-          .filter(([k]) => !(props && k in props))
+          .filter(([k]) => !(props && Object.hasOwn(props, k)))
           .map(([k, m]) => `${k}: ${m}`);
         setProblems(shown);
         setError(
@@ -202,7 +204,13 @@ export function CreateTask() {
               props={props}
               required={required}
               values={values}
-              onChange={setValues}
+              onChange={(next, edited) => {
+                setValues(next);
+                if (problems[edited]) {
+                  const { [edited]: _gone, ...rest } = problems;
+                  setProblems(rest);
+                }
+              }}
               problems={problems}
             />
           ) : (

@@ -40,7 +40,7 @@ export function valuesFrom(
 ): FieldValues {
   const out: FieldValues = {};
   for (const [name, p] of Object.entries(props)) {
-    const v = name in params ? params[name] : p.default;
+    const v = Object.hasOwn(params, name) ? params[name] : p.default;
     if (typeOf(p) === 'boolean') out[name] = v === true;
     else if (v === undefined) out[name] = '';
     else if (typeOf(p) === 'string' && typeof v === 'string') out[name] = v;
@@ -64,15 +64,16 @@ export function paramsFrom(
     delete out[name];
     const v = values[name];
     const type = typeOf(p);
+    // A box says yes or no: both are sent (a required one can be false).
     if (type === 'boolean') {
-      if (v === true || p.default !== undefined) out[name] = v === true;
+      out[name] = v === true;
       continue;
     }
     if (typeof v !== 'string' || v.trim() === '') continue;
     if (type === 'string') out[name] = v;
-    // A number field's text goes as typed when it is not a number: the schema's message says so.
+    // Plain decimal text is a number; anything else goes as typed, and the schema says what is wrong.
     else if (type === 'number' || type === 'integer')
-      out[name] = Number.isNaN(Number(v)) ? v : Number(v);
+      out[name] = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(v.trim()) ? Number(v) : v;
     else {
       try {
         out[name] = JSON.parse(v);
@@ -95,7 +96,8 @@ export function ParamsFields({
   props: Record<string, PropertySchema>;
   required: readonly string[];
   values: FieldValues;
-  onChange: (values: FieldValues) => void;
+  /** The values after an edit, and the field edited (its problem is then out of date). */
+  onChange: (values: FieldValues, edited: string) => void;
   /** The API's refusal, by property: shown under the field. */
   problems: Record<string, string>;
 }) {
@@ -108,7 +110,7 @@ export function ParamsFields({
         const hint = p.description ? `${id}-hint` : undefined;
         const problem = problems[name] ? `${id}-problem` : undefined;
         const describedBy = [hint, problem].filter(Boolean).join(' ') || undefined;
-        const set = (v: string | boolean): void => onChange({ ...values, [name]: v });
+        const set = (v: string | boolean): void => onChange({ ...values, [name]: v }, name);
         const label = `${p.title ?? name}${required.includes(name) ? ' (required)' : ''}`;
         const type = typeOf(p);
         const value = values[name];
@@ -147,7 +149,6 @@ export function ParamsFields({
             ) : isText(p) ? (
               <input
                 id={id}
-                inputMode={type === 'number' || type === 'integer' ? 'decimal' : undefined}
                 value={typeof value === 'string' ? value : ''}
                 aria-describedby={describedBy}
                 aria-invalid={problem ? true : undefined}

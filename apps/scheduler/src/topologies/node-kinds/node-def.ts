@@ -121,7 +121,7 @@ export interface DefinitionContext {
   topologies: ReadonlySet<string>;
   /**
    * Refuses a node's params that break its type's schema (a ContractException naming the
-   * problems); `skip` spares a pointer whose value is a placeholder, filled at the run.
+   * problems); `holes` are the pointers of placeholders, filled at the run.
    */
-  checkParams?: (taskType: string, params: unknown, skip: (pointer: string) => boolean) => void;
+  checkParams?: (taskType: string, params: unknown, holes: readonly string[]) => void;
 }

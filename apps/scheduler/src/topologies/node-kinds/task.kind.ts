@@ -1,8 +1,9 @@
 import { ContractException } from '@baton/task-contract';
+import { placeholderPointers } from '../../task-types';
 import { NodeView } from '../node-state';
 import { PlaceholderMissing, render } from '../placeholders';
 import { bad, isObject } from './checks';
-import { NodeBase, TaskNode } from './node-def';
+import { DefinitionContext, NodeBase, TaskNode } from './node-def';
 import { Evaluation, NodeKindSpec } from './node-kind';
 
 export const MAX_FOR_EACH = 10_000;
@@ -61,20 +62,11 @@ function checkLiteralParams(
   taskType: string,
   params: unknown,
   key: string,
-  ctx: { checkParams?: (t: string, p: unknown, skip: (pointer: string) => boolean) => void },
+  ctx: DefinitionContext,
 ): void {
   if (!ctx.checkParams || !isObject(params)) return;
-  const placeholder = (pointer: string): boolean => {
-    let v: unknown = params;
-    for (const raw of pointer.split('/').slice(1)) {
-      if (typeof v === 'string') break;
-      if (v === null || typeof v !== 'object') return false;
-      v = (v as Record<string, unknown>)[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
-    }
-    return typeof v === 'string' && v.includes('{{');
-  };
   try {
-    ctx.checkParams(taskType, params, placeholder);
+    ctx.checkParams(taskType, params, placeholderPointers(params));
   } catch (err) {
     if (!(err instanceof ContractException)) throw err;
     throw new ContractException(err.code, `node ${key}: ${err.message}`, {

@@ -68,7 +68,7 @@ export class DeclaredTaskTypeDto {
       required: ['seconds'],
     },
     description:
-      "a JSON Schema (draft 2020-12, at most 64 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)",
+      "a JSON Schema (draft 2020-12, at most 60 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)",
   })
   @IsOptional()
   @IsObject()
