@@ -167,6 +167,8 @@ describe('a partition between one scheduler and its backends', () => {
       const unready = await readiness(cut.url);
       await schedule().after(PARTITION_MS / 2);
       proxy.restore();
+      // What the instance had logged by the heal (a busy box may see a slow answer again after it).
+      const loggedByHeal = cut.output();
       phase = 'healed';
       const healed = schedule();
       let lastReady = '';
@@ -206,13 +208,12 @@ describe('a partition between one scheduler and its backends', () => {
       expect(during.filter((a) => a.sentIn === 'first half' && a.answeredIn === 'healed')).toEqual(
         [],
       );
-      return { during, other: creates.state.other, unready };
+      return { during, other: creates.state.other, unready, loggedByHeal };
     };
 
     // ---- MariaDB silent --------------------------------------------------------------------
-    const warnings = (): number =>
-      (cut.output().match(/"context":"BackendGate","msg":"the database did not answer/g) ?? [])
-        .length;
+    const warnings = (text = cut.output()): number =>
+      (text.match(/"context":"BackendGate","msg":"the database did not answer/g) ?? []).length;
     const warningsBefore = warnings();
     const db = await partition(mysql, 'database');
     expect(db.unready.status).toBe(503);
@@ -222,7 +223,10 @@ describe('a partition between one scheduler and its backends', () => {
     for (const a of refused) expect([a.code, a.retryAfter]).toEqual([50301, expect.any(String)]);
     expect(db.during.filter((a) => ![201, 503].includes(a.status))).toEqual([]);
     expect(db.other.filter((a) => a.status !== 201)).toEqual([]);
-    expect(warnings() - warningsBefore).toBe(1);
+    // One warning for the whole partition, not one per request or per check. (After the heal, a
+    // box loaded beside the suite once had one check's answer come late again: a second outage,
+    // told as such, which is not what this counts.)
+    expect(warnings(db.loggedByHeal) - warningsBefore).toBe(1);
     expect(cut.output()).toMatch(/the database answers again, after \d+\.\d s without it/);
 
     // ---- Redis silent: creates go on (the database holds them) ------------------------------
