@@ -365,22 +365,36 @@ describe('console in a browser', () => {
     expect((await task(labelled)).task_id).toBe(labelled);
   });
 
-  it('shows counts by status and type on the overview, linking to the filtered list', async () => {
+  it('shows counts by status and type on the overview, finished ones by outcome, linking to the filtered list', async () => {
     await page.goto(url('/'));
     await heading('Overview').waitFor();
-    const counts = await api.call<{ task_type: string; status: string; count: number }[]>(
-      'GET',
-      '/v1/task-counts',
-    );
-    const finishedSleeps = counts.data.find(
+    const counts = await api.call<
+      { task_type: string; status: string; outcome: string | null; count: number }[]
+    >('GET', '/v1/task-counts');
+    // The sleep made from the form succeeded, the one cancelled from its page did not: FINISH
+    // comes once per outcome.
+    const finishedSleeps = counts.data.filter(
       (c) => c.task_type === 'demo.sleep' && c.status === 'FINISH',
     );
-    expect(finishedSleeps?.count).toBe(2);
-    const cell = page.getByRole('link', { name: '2 demo.sleep tasks in FINISH' });
+    expect(finishedSleeps).toEqual(
+      expect.arrayContaining([
+        { task_type: 'demo.sleep', status: 'FINISH', outcome: 'SUCCESS', count: 1 },
+        { task_type: 'demo.sleep', status: 'FINISH', outcome: 'CANCELLED', count: 1 },
+      ]),
+    );
+    expect(counts.data.filter((c) => c.status !== 'FINISH' && c.outcome !== null)).toEqual([]);
+    // The three flaky tasks failed, then were retried and succeeded: a re-run takes a task out of
+    // the outcome it had.
+    expect(counts.data.filter((c) => c.task_type === 'demo.flaky')).toEqual([
+      { task_type: 'demo.flaky', status: 'FINISH', outcome: 'SUCCESS', count: 3 },
+    ]);
+    await page.getByRole('columnheader', { name: 'FINISH · SUCCESS' }).waitFor();
+    const cell = page.getByRole('link', { name: '1 demo.sleep tasks in FINISH · CANCELLED' });
     await cell.waitFor();
     await cell.click();
-    await page.waitForURL(/\/tasks\?task_type=demo\.sleep&status=FINISH$/);
+    await page.waitForURL(/\/tasks\?task_type=demo\.sleep&status=FINISH&outcome=CANCELLED$/);
     await heading('Tasks').waitFor();
+    await page.getByText('console cancel', { exact: true }).first().waitFor();
   });
 
   it('lists workers with version and health; drains one, blacklists it with a reason, lifts both', async () => {

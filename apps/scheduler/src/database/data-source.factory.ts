@@ -26,6 +26,7 @@ import { WorkerContractVersion1766200000000 } from './migrations/1766200000000-W
 import { AttemptLogs1766300000000 } from './migrations/1766300000000-AttemptLogs';
 import { TypeWorkerLost1766400000000 } from './migrations/1766400000000-TypeWorkerLost';
 import { TypeSchemas1766500000000 } from './migrations/1766500000000-TypeSchemas';
+import { FinishCountsByOutcome1766600000000 } from './migrations/1766600000000-FinishCountsByOutcome';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -59,6 +60,7 @@ export const MIGRATIONS = [
   AttemptLogs1766300000000,
   TypeWorkerLost1766400000000,
   TypeSchemas1766500000000,
+  FinishCountsByOutcome1766600000000,
 ];
 
 /**

@@ -206,6 +206,8 @@ export class AttemptRunner {
         workerUrl: worker.url,
         error: null,
         result: null,
+        // A re-run of a finished task keeps its outcome until here: a new attempt has none yet.
+        outcome: null,
         pendingAction: null,
         ...(running ? { startedAt: now, heartbeatAt: now } : {}),
       },

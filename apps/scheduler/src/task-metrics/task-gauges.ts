@@ -23,12 +23,23 @@ export class TaskGauges {
   register(metrics: Metrics): void {
     metrics.source(
       'baton_tasks',
-      cachedFor(GAUGE_CACHE_MS, async () =>
-        (await this.counts.totals()).map((c) => ({
-          labels: { task_type: c.taskType, status: c.status },
-          value: c.n,
-        })),
-      ),
+      cachedFor(GAUGE_CACHE_MS, async () => {
+        // One series per type and status: FINISH's counts by outcome add up to one.
+        const byKey = new Map<
+          string,
+          { labels: { task_type: string; status: string }; value: number }
+        >();
+        for (const c of await this.counts.totals()) {
+          const key = `${c.taskType}\u0000${c.status}`;
+          const s = byKey.get(key) ?? {
+            labels: { task_type: c.taskType, status: c.status },
+            value: 0,
+          };
+          s.value += c.n;
+          byKey.set(key, s);
+        }
+        return [...byKey.values()];
+      }),
     );
     const backlog = cachedFor(GAUGE_CACHE_MS, () => this.backlog());
     metrics.source('baton_task_backlog', async () => (await backlog()).backlog);

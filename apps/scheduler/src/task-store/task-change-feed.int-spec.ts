@@ -207,6 +207,7 @@ describe.each([
         {
           task: slow,
           reason: 'created',
+          fromOutcome: null,
           order: 0,
           taskId: slow.taskId,
           taskType: slow.taskType,

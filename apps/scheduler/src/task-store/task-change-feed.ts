@@ -29,6 +29,8 @@ export interface NewTaskStatusChange extends Omit<TaskStatusChange, 'id'> {
   reason: string;
   /** Grows with each move of the task (its version, and the move's place in one write). */
   order: number;
+  /** The outcome the task had in `from` (a FINISH left for a re-run or a late rollback had one). */
+  fromOutcome: TaskOutcome | null;
 }
 
 /**

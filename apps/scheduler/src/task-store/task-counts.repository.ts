@@ -4,11 +4,28 @@ import { DataSource, EntityManager } from 'typeorm';
 import { NewTaskStatusChange, TaskChangeWriter } from './task-change-feed';
 import { SqlRunner } from './sql-runner';
 
-/** Tasks of one type in one status, or a change to that number. */
+/** Tasks of one type in one status (FINISH: with one outcome), or a change to that number. */
 export interface TaskCount {
   taskType: string;
   status: string;
+  /** For FINISH, the outcome the count is of; null otherwise (and for a FINISH without one). */
+  outcome?: string | null;
   n: number;
+}
+
+/**
+ * The count's key in `baton_task_count.status`: the status, and for FINISH its outcome
+ * (`FINISH:SUCCESS`, at most 16 characters), so finished tasks are counted by outcome.
+ */
+export const countKey = (status: string, outcome: string | null | undefined): string =>
+  status === TaskStatus.FINISH && outcome ? `${status}:${outcome}` : status;
+
+/** A stored key back as status and outcome. */
+function fromKey(key: string): { status: string; outcome: string | null } {
+  const at = key.indexOf(':');
+  return at < 0
+    ? { status: key, outcome: null }
+    : { status: key.slice(0, at), outcome: key.slice(at + 1) };
 }
 
 /** Tasks of one type and priority due and not started, and the oldest due time among them. */
@@ -57,8 +74,8 @@ export class TaskCountsRepository implements TaskChangeWriter {
       else deltas.set(key, { taskType, status, n });
     };
     for (const c of changes) {
-      if (c.from !== null) add(c.taskType, c.from, -1);
-      add(c.taskType, c.to, 1);
+      if (c.from !== null) add(c.taskType, countKey(c.from, c.fromOutcome), -1);
+      add(c.taskType, countKey(c.to, c.outcome), 1);
     }
     await this.add(m, [...deltas.values()]);
     // Nothing for the relay to hand over: the counts committed with the change.
@@ -96,7 +113,7 @@ export class TaskCountsRepository implements TaskChangeWriter {
       [],
     );
     return (records as { task_type: string; status: string; n: number | string }[])
-      .map((r) => ({ taskType: r.task_type, status: r.status, n: Number(r.n) }))
+      .map((r) => ({ taskType: r.task_type, ...fromKey(r.status), n: Number(r.n) }))
       .filter((c) => c.n > 0);
   }
 

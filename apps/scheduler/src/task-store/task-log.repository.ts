@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TaskStatus } from '@baton/task-contract';
+import { TaskOutcome, TaskStatus } from '@baton/task-contract';
 import { DataSource, EntityManager, In } from 'typeorm';
 import { SqlRunner } from './sql-runner';
 import { NewTaskStatusChange, TaskChangeFeed } from './task-change-feed';
@@ -36,8 +36,10 @@ function statusChange(
   at: number,
   reason: string,
   step = 0,
+  fromOutcome: TaskOutcome | null = null,
 ): NewTaskStatusChange {
   return {
+    fromOutcome,
     task: t,
     reason,
     order: t.version * 16 + Math.min(step, 15),
@@ -151,7 +153,10 @@ export class TaskLogRepository {
             this.event(task.taskId, from, to, change.reason, change.actor, next.attempt, now),
           );
           // A note (no move) is in the log only; a move is a status change for the feed too.
-          if (path.length > 1) changes.push(statusChange(next, from, to, now, change.reason, k));
+          if (path.length > 1)
+            changes.push(
+              statusChange(next, from, to, now, change.reason, k, k === 0 ? task.outcome : null),
+            );
         }
       }
       // The attempt's row is written with the move that starts or ends it: one commit, not two.

@@ -3,7 +3,7 @@ import { EntityManager } from 'typeorm';
 import { DataSource } from 'typeorm';
 import { TransactionRunner } from '../database';
 import { SqlRunner } from './sql-runner';
-import { TaskCountsRepository } from './task-counts.repository';
+import { TaskCountsRepository, countKey } from './task-counts.repository';
 
 /** A purged task as it stood: its row, lifecycle log, attempts and labels (for the export). */
 export interface PurgedTask {
@@ -74,7 +74,7 @@ export class TaskPurgeRepository {
         m,
         // Locked (on MySQL): a purge running beside this one waits, then finds them gone, so
         // each task leaves the counts once.
-        `SELECT task_id, task_type, tenant, idempotency_key FROM baton_task
+        `SELECT task_id, task_type, tenant, idempotency_key, outcome FROM baton_task
           WHERE task_id IN (${p}) AND status = 'FINISH'${this.db.options.type === 'better-sqlite3' ? '' : ' FOR UPDATE'}`,
         [...ids],
       );
@@ -83,6 +83,7 @@ export class TaskPurgeRepository {
         task_type: string;
         tenant: string;
         idempotency_key: string | null;
+        outcome: string | null;
       }[];
       if (doomed.length === 0) return 0;
       const doomedIds = doomed.map((d) => d.task_id);
@@ -107,12 +108,15 @@ export class TaskPurgeRepository {
         `DELETE FROM baton_task WHERE task_id IN (${q}) AND status = 'FINISH'`,
         doomedIds,
       );
-      const byType = new Map<string, number>();
-      for (const d of doomed) byType.set(d.task_type, (byType.get(d.task_type) ?? 0) - 1);
-      await this.counts.add(
-        m,
-        [...byType].map(([taskType, n]) => ({ taskType, status: 'FINISH', n })),
-      );
+      const byKey = new Map<string, { taskType: string; status: string; n: number }>();
+      for (const d of doomed) {
+        const status = countKey('FINISH', d.outcome);
+        const k = `${d.task_type}\u0000${status}`;
+        const c = byKey.get(k) ?? { taskType: d.task_type, status, n: 0 };
+        c.n -= 1;
+        byKey.set(k, c);
+      }
+      await this.counts.add(m, [...byKey.values()]);
       return affected ?? doomedIds.length;
     });
   }

@@ -110,7 +110,8 @@ export class OutcomeActions {
         patch: {
           pendingAction: 'rerun',
           dueAt: this.clock.now(),
-          outcome: null,
+          // The outcome stands until the new attempt starts (it is what the task last came to,
+          // and what the counts of finished tasks file it under).
           cancelRequested: false,
           moves: t.attempt,
           ...(params ? { params } : {}),

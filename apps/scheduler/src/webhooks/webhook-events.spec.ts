@@ -79,6 +79,7 @@ describe('webhook events', () => {
     const change: NewTaskStatusChange = {
       task,
       reason: 'created',
+      fromOutcome: null,
       order: 0,
       taskId: task.taskId,
       taskType: task.taskType,

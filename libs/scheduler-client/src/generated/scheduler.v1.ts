@@ -1589,7 +1589,7 @@ export interface components {
             /** @description the retry policy to start the type with if the scheduler does not know it yet; a known type keeps its own */
             defaults?: components["schemas"]["TaskTypeDefaultsDto"];
             /**
-             * @description a JSON Schema (draft 2020-12, at most 64 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)
+             * @description a JSON Schema (draft 2020-12, at most 60 KiB, references only inside itself) of the type's params: the scheduler refuses a task whose params break it (400 naming each problem's JSON pointer), wherever a task is made; the last registration's declaration is the type's (one without it removes it)
              * @example {
              *       "type": "object",
              *       "properties": {
@@ -2010,6 +2010,11 @@ export interface components {
             task_type: string;
             /** @enum {string} */
             status: "INIT" | "CREATE" | "PREPARE" | "POSTPONE" | "RUNNING" | "PAUSE" | "SUCCESS" | "FAIL" | "ROLLBACK" | "FINISH" | "NONE";
+            /**
+             * @description for FINISH, the outcome this count is of (FINISH comes once per outcome); null otherwise
+             * @enum {string|null}
+             */
+            outcome: "SUCCESS" | "FAIL" | "ROLLBACK" | "CANCELLED" | null;
             count: number;
         };
         TaskMinuteDto: {

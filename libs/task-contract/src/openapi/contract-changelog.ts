@@ -41,6 +41,11 @@ export const WORKER_CONTRACT_CHANGELOG: readonly ContractVersion[] = [
         untested:
           'optional, and checked by the scheduler, not asked of a worker: test/in-process/params-schema.int-spec.ts registers schemas and makes tasks through every way the scheduler has',
       },
+      {
+        change:
+          'a worker may answer 413 to a body over its limit and close the connection before the body is all sent (HTTP allows it): the kit asks again, up to three times, when its write fails that way, instead of counting the closed connection against the worker',
+        checks: ['body: a body over the limit is refused with 413'],
+      },
     ],
   },
   {

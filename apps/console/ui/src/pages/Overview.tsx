@@ -151,22 +151,63 @@ export function Overview() {
   );
 }
 
+/** A column of the counts: a status, or FINISH with one outcome. */
+interface Column {
+  key: string;
+  status: string;
+  outcome: string | null;
+  /** Its heading, and what a screen reader hears for one count. */
+  label: string;
+  /** The task list it links to (with `&task_type=` added per type). */
+  query: string;
+}
+
+const OUTCOME_ORDER = ['SUCCESS', 'FAIL', 'ROLLBACK', 'CANCELLED'];
+
+/** The columns of `counts`: statuses in their order, FINISH split by outcome where it is. */
+function columnsOf(counts: TaskCount[]): Column[] {
+  const out: Column[] = [];
+  for (const status of STATUSES) {
+    const here = counts.filter((c) => c.status === status);
+    if (here.length === 0) continue;
+    if (status !== 'FINISH') {
+      out.push({ key: status, status, outcome: null, label: status, query: `status=${status}` });
+      continue;
+    }
+    const outcomes = [...new Set(here.map((c) => c.outcome ?? null))].sort(
+      (a, b) => OUTCOME_ORDER.indexOf(a ?? '') - OUTCOME_ORDER.indexOf(b ?? ''),
+    );
+    for (const outcome of outcomes)
+      out.push({
+        key: `FINISH:${outcome ?? ''}`,
+        status,
+        outcome,
+        label: outcome ? `FINISH · ${outcome}` : 'FINISH',
+        query: outcome ? `status=FINISH&outcome=${outcome}` : 'status=FINISH',
+      });
+  }
+  return out;
+}
+
 function CountTables({ counts }: { counts: TaskCount[] }) {
-  const byStatus = new Map<string, number>();
   const types = [...new Set(counts.map((c) => c.task_type))].sort();
+  const keyOf = (c: TaskCount): string =>
+    c.status === 'FINISH' ? `FINISH:${c.outcome ?? ''}` : c.status;
+  const total = new Map<string, number>();
   const cell = new Map<string, number>();
   for (const c of counts) {
-    byStatus.set(c.status, (byStatus.get(c.status) ?? 0) + c.count);
-    cell.set(`${c.task_type}\u0000${c.status}`, c.count);
+    total.set(keyOf(c), (total.get(keyOf(c)) ?? 0) + c.count);
+    cell.set(`${c.task_type}\u0000${keyOf(c)}`, c.count);
   }
-  const statuses = STATUSES.filter((s) => byStatus.has(s));
+  const columns = columnsOf(counts);
   return (
     <>
       <ul className="tiles">
-        {statuses.map((s) => (
-          <li key={s}>
-            <Link href={`/tasks?status=${s}`}>
-              <StatusBadge status={s} /> <strong>{byStatus.get(s)}</strong>
+        {columns.map((col) => (
+          <li key={col.key}>
+            <Link href={`/tasks?${col.query}`}>
+              <StatusBadge status={col.status} />
+              {col.outcome ? <> · {col.outcome}</> : null} <strong>{total.get(col.key)}</strong>
               <span className="visually-hidden"> tasks</span>
             </Link>
           </li>
@@ -182,9 +223,9 @@ function CountTables({ counts }: { counts: TaskCount[] }) {
           <thead>
             <tr>
               <th scope="col">Type</th>
-              {statuses.map((s) => (
-                <th scope="col" key={s} className="num">
-                  {s}
+              {columns.map((col) => (
+                <th scope="col" key={col.key} className="num">
+                  {col.label}
                 </th>
               ))}
             </tr>
@@ -195,14 +236,14 @@ function CountTables({ counts }: { counts: TaskCount[] }) {
                 <th scope="row">
                   <Link href={`/tasks?task_type=${encodeURIComponent(t)}`}>{t}</Link>
                 </th>
-                {statuses.map((s) => {
-                  const n = cell.get(`${t}\u0000${s}`);
+                {columns.map((col) => {
+                  const n = cell.get(`${t}\u0000${col.key}`);
                   return (
-                    <td key={s} className="num">
+                    <td key={col.key} className="num">
                       {n ? (
                         <Link
-                          href={`/tasks?task_type=${encodeURIComponent(t)}&status=${s}`}
-                          aria-label={`${n} ${t} tasks in ${s}`}
+                          href={`/tasks?task_type=${encodeURIComponent(t)}&${col.query}`}
+                          aria-label={`${n} ${t} tasks in ${col.label}`}
                         >
                           {n}
                         </Link>
