@@ -235,3 +235,16 @@ export function TextArea({
     </Field>
   );
 }
+
+/** A JSON object typed into a box, or why it is not one. */
+export function objectOf(label: string, text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${label}: ${(err as Error).message}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new Error(`${label}: a JSON object is needed`);
+  return v as Record<string, unknown>;
+}

@@ -66,13 +66,11 @@ describe('JsonSchemas', () => {
 
   it('runs patterns in linear time: a pattern that backtracks for seconds answers at once', () => {
     const schema = { properties: { s: { type: 'string', pattern: '^(a+)+$' } } };
-    const began = process.hrtime.bigint();
     expect(schemas.check(schema, { s: `${'a'.repeat(5000)}b` }, '')).toEqual([
       { pointer: '/s', message: 'must match pattern "^(a+)+$"' },
     ]);
-    // A bound on CPU, not on a speed: the backtracking engine takes minutes here.
-    expect(Number(process.hrtime.bigint() - began) / 1e9).toBeLessThan(30);
-    // What RE2 cannot run is refused when declared, not met at a create.
+    // The engine is RE2: what only a backtracking engine runs (lookaround) is refused when
+    // declared, not met at a create.
     expect(schemas.problemOf({ properties: { s: { pattern: '(?=a)a' } } })).toMatch(
       /^is not a JSON Schema/,
     );

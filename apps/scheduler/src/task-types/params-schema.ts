@@ -64,7 +64,8 @@ function newValidators(): { v2020: Ajv2020; v07: Ajv07 } {
  * keywords are annotations (an `x-` hint for a form, say).
  */
 export class JsonSchemas {
-  private validators = newValidators();
+  /** Made at the first schema, not at start-up: most fleets declare none. */
+  private validators: ReturnType<typeof newValidators> | undefined;
   private readonly byText = new Map<string, ValidateFunction>();
   /** The same model object asks again on every create: no serialising to find its validator. */
   private byObject = new WeakMap<object, ValidateFunction>();
@@ -115,7 +116,7 @@ export class JsonSchemas {
     const text = JSON.stringify(schema);
     let fn = this.byText.get(text);
     if (!fn) {
-      if (this.byText.size >= MAX_COMPILED) {
+      if (!this.validators || this.byText.size >= MAX_COMPILED) {
         // A fresh pair: removing schemas from Ajv leaves its compiled code behind.
         this.validators = newValidators();
         this.byText.clear();

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useState } from 'react';
 import { ApiError, api } from '../api';
-import { ErrorState, Field, Loading, useTitle, TextArea } from '../components';
+import { ErrorState, Field, Loading, useTitle, TextArea, objectOf } from '../components';
 import { Link, navigate } from '../router';
 import { CreateTask as CreateBody, Task, TaskType } from '../types';
 import { keys } from '../query-keys';
@@ -26,13 +26,6 @@ function parseLabels(text: string): Record<string, string> {
   }
   return out;
 }
-
-const parseObject = (text: string): Record<string, unknown> => {
-  const value: unknown = JSON.parse(text);
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new Error('a JSON object is needed');
-  return value as Record<string, unknown>;
-};
 
 /**
  * A form for one task: type, name, priority, its params as fields generated from the type's
@@ -83,7 +76,9 @@ export function CreateTask() {
 
   /** The params as the current view has them. */
   const currentParams = (): Record<string, unknown> =>
-    form ? paramsFrom(props as Record<string, PropertySchema>, values, extra) : parseObject(params);
+    form
+      ? paramsFrom(props as Record<string, PropertySchema>, values, extra)
+      : objectOf('Params', params);
 
   const switchView = (): void => {
     setError(null);
@@ -91,7 +86,7 @@ export function CreateTask() {
       if (form) {
         setParams(JSON.stringify(currentParams(), null, 2));
       } else if (props) {
-        const parsed = parseObject(params);
+        const parsed = objectOf('Params', params);
         setValues(valuesFrom(props, parsed));
         setExtra(
           Object.fromEntries(Object.entries(parsed).filter(([k]) => !Object.hasOwn(props, k))),
@@ -99,7 +94,7 @@ export function CreateTask() {
       }
       setAsJson(!asJson);
     } catch (err) {
-      setError(`Params: ${(err as Error).message}`);
+      setError((err as Error).message);
     }
   };
 

@@ -1,25 +1,12 @@
 import { FormEvent, useState } from 'react';
 import { api } from '../api';
-import { Field, JsonBlock, TextArea } from '../components';
+import { Field, JsonBlock, TextArea, objectOf } from '../components';
 import { LogRuleTest } from '../ops-types';
 
 const TEMPLATE = `{
   "create_info": { "task_type": "demo.echo", "task_name": "clean {{host}}" },
   "params": { "host": "{{host}}" }
 }`;
-
-/** A JSON object typed into a box, or why it is not one. */
-function objectOf(label: string, text: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${label}: ${(err as Error).message}`);
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw new Error(`${label}: a JSON object is needed`);
-  return v as Record<string, unknown>;
-}
 
 /**
  * A new log rule: what it matches (a regular expression, or conditions on the fields of a JSON
