@@ -156,7 +156,10 @@ describe('producer ownership on the shared lock drivers', () => {
         async () => {
           for (const id of ids) {
             const rows = await fireRows(group.database, id);
-            if (!rows.some((r) => r.slot >= resumedAt && live.has(r.firedBy))) return undefined;
+            // Written after this point: a fire of a later slot may have been written before it
+            // (fires are written a second ahead), by the survivor, for a timer that moved to c.
+            if (!rows.some((r) => r.createdAt >= resumedAt && live.has(r.firedBy)))
+              return undefined;
           }
           return true;
         },
