@@ -27,6 +27,7 @@ import { AttemptLogs1766300000000 } from './migrations/1766300000000-AttemptLogs
 import { TypeWorkerLost1766400000000 } from './migrations/1766400000000-TypeWorkerLost';
 import { TypeSchemas1766500000000 } from './migrations/1766500000000-TypeSchemas';
 import { FinishCountsByOutcome1766600000000 } from './migrations/1766600000000-FinishCountsByOutcome';
+import { AttemptLogChunks1766700000000 } from './migrations/1766700000000-AttemptLogChunks';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -61,6 +62,7 @@ export const MIGRATIONS = [
   TypeWorkerLost1766400000000,
   TypeSchemas1766500000000,
   FinishCountsByOutcome1766600000000,
+  AttemptLogChunks1766700000000,
 ];
 
 /**

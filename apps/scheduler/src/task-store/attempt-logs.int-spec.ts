@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { createDataSource } from '../database';
+import { createDataSource, MIGRATIONS } from '../database';
 import {
   TestDatabase,
   mysqlTestDatabase,
@@ -191,6 +191,75 @@ describe.each([
     expect(big.dropped).toBe(5);
   });
 
+  it('takes a resend of lines the caps dropped since as sent before, not as new', async () => {
+    const logs = store.attemptLogs;
+    const caps = { maxLines: 4, maxBytes: 1_000_000 };
+    await logs.append(
+      'T-gone',
+      1,
+      [0, 1, 2, 3, 4, 5].map((i) => line(i)),
+      caps,
+    );
+    // Lines 0 and 1 went for the caps; the worker, whose answer was lost, sends 0-3 again.
+    expect(
+      await logs.append(
+        'T-gone',
+        1,
+        [0, 1, 2, 3].map((i) => line(i)),
+        caps,
+      ),
+    ).toEqual({
+      accepted: 0,
+      duplicates: 4,
+    });
+    const page = await logs.page('T-gone', 1, { after: -1, limit: 10 });
+    expect([page.lines.map((l) => l.seq), page.dropped]).toEqual([[2, 3, 4, 5], 2]);
+  });
+
+  it('pages in seq order over many chunks, a late line among them', async () => {
+    const logs = store.attemptLogs;
+    // 150 batches of two lines (seq 0-299, every seventh missing), then the missing ones late.
+    const missing = (i: number): boolean => i % 7 === 3;
+    for (let b = 0; b < 150; b++)
+      await logs.append(
+        'T-many',
+        1,
+        [2 * b, 2 * b + 1]
+          .filter((i) => !missing(i))
+          .map((i) => line(i, { level: i % 10 === 0 ? 'error' : 'info' })),
+        CAPS,
+      );
+    const late = Array.from({ length: 300 }, (_, i) => i).filter(missing);
+    expect(
+      await logs.append(
+        'T-many',
+        1,
+        late.map((i) => line(i, { message: `late ${i}` })),
+        CAPS,
+      ),
+    ).toEqual({
+      accepted: late.length,
+      duplicates: 0,
+    });
+    const seen: number[] = [];
+    let after = -1;
+    for (;;) {
+      const page = await logs.page('T-many', 1, { after, limit: 37 });
+      seen.push(...page.lines.map((l) => l.seq));
+      after = page.nextAfter;
+      if (!page.more) break;
+      expect(page.lines).toHaveLength(37);
+    }
+    expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    const errors = await logs.page('T-many', 1, { after: 95, limit: 5, minLevel: 'error' });
+    expect([errors.lines.map((l) => l.seq), errors.more]).toEqual([
+      [100, 110, 120, 130, 140],
+      true,
+    ]);
+    const words = await logs.page('T-many', 1, { after: -1, limit: 100, text: 'LATE 2' });
+    expect(words.lines.map((l) => l.seq)).toEqual(late.filter((i) => String(i).startsWith('2')));
+  });
+
   it('writes appends that arrive together in shared transactions, each answered for itself', async () => {
     const logs = store.attemptLogs;
     const caps = { maxLines: 4, maxBytes: 1_000_000 };
@@ -220,5 +289,91 @@ describe.each([
     expect(await store.purge.purge([t.taskId])).toBe(1);
     const page = await store.attemptLogs.page(t.taskId, 1, { after: -1, limit: 10 });
     expect([page.lines, page.dropped]).toEqual([[], 0]);
+  });
+});
+
+describe.each([
+  ['sqlite', async () => sqliteTestDatabase()],
+  ['mysql', mysqlTestDatabase],
+])('attempt log chunks migration on %s', (_name, make: () => Promise<TestDatabase>) => {
+  let testDb: TestDatabase;
+  const opened: DataSource[] = [];
+
+  /** A data source over the schema's history up to (and with `upTo` also) the chunks. */
+  const open = async (migrations: number): Promise<DataSource> => {
+    const base = createDataSource(testDb.config, ENTITIES);
+    const ds = new DataSource({ ...base.options, migrations: MIGRATIONS.slice(0, migrations) });
+    await ds.initialize();
+    opened.push(ds);
+    return ds;
+  };
+
+  beforeAll(async () => {
+    testDb = await make();
+  });
+
+  afterAll(async () => {
+    for (const ds of opened) if (ds.isInitialized) await ds.destroy();
+    await testDb?.drop();
+  });
+
+  it('moves the lines kept a row each into chunks, and back', async () => {
+    const at = MIGRATIONS.findIndex((m) => m.name === 'AttemptLogChunks1766700000000');
+    expect(at).toBeGreaterThan(0);
+    const before = await open(at);
+    await before.runMigrations();
+    const insert = (
+      taskId: string,
+      attempt: number,
+      seq: number,
+      level: string,
+      fields: string | null,
+    ) =>
+      before.query(
+        'INSERT INTO baton_task_log_line (task_id, attempt, seq, at, level, message, fields, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        [taskId, attempt, seq, 1_700_000_000_000 + seq, level, `line ${seq}`, fields, 40],
+      );
+    // Inserted out of order, two attempts interleaved; attempt 1 had its line 0 dropped.
+    await insert('T-old', 1, 2, 'warn', '{"host":"db1"}');
+    await insert('T-old', 2, 0, 'info', null);
+    await insert('T-old', 1, 1, 'info', null);
+    await insert('T-old', 1, 3, 'error', null);
+    await before.query(
+      'INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)',
+      ['T-old', 1, 3, 120, 1, 'T-old', 2, 1, 40, 0],
+    );
+    await before.destroy();
+
+    const ds = await open(at + 1);
+    await ds.runMigrations();
+    const logs = taskStoreStack(ds).attemptLogs;
+    const one = await logs.page('T-old', 1, { after: -1, limit: 10 });
+    expect(one.lines).toEqual([
+      line(1),
+      line(2, { level: 'warn', fields: { host: 'db1' } }),
+      line(3, { level: 'error' }),
+    ]);
+    expect(one.dropped).toBe(1);
+    expect(
+      (await logs.page('T-old', 1, { after: -1, limit: 10, minLevel: 'error' })).lines,
+    ).toEqual([line(3, { level: 'error' })]);
+    expect((await logs.page('T-old', 2, { after: -1, limit: 10 })).lines).toEqual([line(0)]);
+    // The highest kept seq came along: a resend is known without reading, the next line is new.
+    expect(await logs.append('T-old', 1, [line(0), line(3), line(4)], CAPS)).toEqual({
+      accepted: 1,
+      duplicates: 2,
+    });
+
+    await ds.undoLastMigration();
+    const rows = (await ds.query(
+      "SELECT attempt, seq, level, fields FROM baton_task_log_line WHERE task_id = 'T-old' ORDER BY attempt, seq",
+    )) as { attempt: unknown; seq: unknown; level: string; fields: string | null }[];
+    expect(rows.map((r) => [Number(r.attempt), Number(r.seq), r.level, r.fields])).toEqual([
+      [1, 1, 'info', null],
+      [1, 2, 'warn', '{"host":"db1"}'],
+      [1, 3, 'error', null],
+      [1, 4, 'info', null],
+      [2, 0, 'info', null],
+    ]);
   });
 });

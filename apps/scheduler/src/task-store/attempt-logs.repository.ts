@@ -1,27 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { TransactionRunner } from '../database';
+import {
+  AttemptLogLine,
+  chunksOf,
+  ChunkRow,
+  levelsFrom,
+  linesOf,
+  LOG_LEVELS,
+  LogLevel,
+} from './attempt-log-chunks';
 import { AppendRefusal, logRefusals } from './attempt-log-refusals';
+import { AttemptLogCaps, AttemptLogRows, keyOf } from './attempt-log-rows';
 import { isUniqueViolation, SqlRunner } from './sql-runner';
 
-/** The levels of a log line, least severe first. */
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** A line as a worker sends it. */
-export interface AttemptLogLine {
-  seq: number;
-  at: number;
-  level: LogLevel;
-  message: string;
-  fields: Record<string, unknown> | null;
-}
-
-/** What an attempt's log keeps at most; the oldest lines go first. */
-export interface AttemptLogCaps {
-  maxLines: number;
-  maxBytes: number;
-}
+export { LOG_LEVELS } from './attempt-log-chunks';
+export type { AttemptLogLine, LogLevel } from './attempt-log-chunks';
+export type { AttemptLogCaps } from './attempt-log-rows';
 
 /** A page of an attempt's log, oldest first, and how many of its oldest lines were dropped. */
 export interface AttemptLogPage {
@@ -35,6 +30,8 @@ export interface AttemptLogPage {
 
 /** Lines written in one transaction at most (the appends of a group add up to this). */
 const GROUP_LINES = 2000;
+/** Chunks a page reads at a time. */
+const CHUNKS_A_READ = 64;
 
 type AppendResult = { accepted: number; duplicates: number };
 export type { AppendRefusal } from './attempt-log-refusals';
@@ -49,22 +46,26 @@ interface Append {
   reject(err: unknown): void;
 }
 
-const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
-const bytesOf = (l: AttemptLogLine, fields: string | null): number =>
-  Buffer.byteLength(l.message) + (fields ? Buffer.byteLength(fields) : 0) + 32;
-
 /**
  * The log lines workers send per attempt of a task. A line is kept once however often it is
  * sent (its `seq` within the attempt), and an attempt keeps at most its caps of lines and bytes:
  * past them its oldest lines are dropped, and counted (`dropped`). Purged with the task.
+ *
+ * Lines are stored a chunk per batch (attempt-log-chunks.ts). A batch whose lines are all above
+ * the attempt's highest kept seq (every batch but a resend) is written without reading what is
+ * kept; a resend reads the chunks it overlaps and keeps only the lines they lack.
  */
 @Injectable()
 export class AttemptLogsRepository {
+  private readonly rows: AttemptLogRows;
+
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly sql: SqlRunner,
     private readonly tx: TransactionRunner,
-  ) {}
+  ) {
+    this.rows = new AttemptLogRows(sql, db.options.type !== 'better-sqlite3');
+  }
 
   /**
    * Keeps the lines not kept yet; how many were new, and how many were sent before. Appends that
@@ -86,7 +87,7 @@ export class AttemptLogsRepository {
         resolve: (r) => (typeof r === 'string' ? reject(new Error(r)) : resolve(r)),
         reject,
       });
-      if (!this.writing) void this.drain();
+      this.startDrain();
     });
   }
 
@@ -105,15 +106,24 @@ export class AttemptLogsRepository {
   ): Promise<AppendResult | AppendRefusal> {
     return new Promise((resolve, reject) => {
       this.queue.push({ taskId, attempt, fence, lines, caps, resolve, reject });
-      if (!this.writing) void this.drain();
+      this.startDrain();
     });
   }
 
   private readonly queue: Append[] = [];
   private writing = false;
 
-  private async drain(): Promise<void> {
+  /**
+   * Starts writing once what is being queued now is queued: the batches of one call (queued in
+   * one go) share the first group, rather than its first batch making a group of its own.
+   */
+  private startDrain(): void {
+    if (this.writing) return;
     this.writing = true;
+    queueMicrotask(() => void this.drain());
+  }
+
+  private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
         // A group of at most GROUP_LINES lines (an append's lines never split).
@@ -138,8 +148,8 @@ export class AttemptLogsRepository {
   }
 
   /**
-   * One transaction for a group of appends. A line sent twice at once through two schedulers
-   * makes the unique key refuse the second whole transaction, which runs again and finds it kept.
+   * One transaction for a group of appends. A batch sent twice at once through two schedulers
+   * makes the chunk key refuse the second whole transaction, which runs again and finds it kept.
    */
   private async writeGroup(group: readonly Append[]): Promise<(AppendResult | AppendRefusal)[]> {
     for (let tries = 1; ; tries++) {
@@ -162,168 +172,87 @@ export class AttemptLogsRepository {
   }
 
   /**
-   * Lines are seldom sent twice (a retry after a lost answer), so the group's lines are inserted
-   * without looking first; when the unique key refuses one, the statement alone is undone (the
-   * transaction goes on) and the group is written again without the lines already kept.
+   * The group's new lines as chunks, one statement for all; the attempts' usage, one more.
+   * Only an attempt over its caps costs more (its oldest chunks dropped or cut).
    */
   private async writeChecked(m: EntityManager, group: readonly Append[]): Promise<AppendResult[]> {
-    let planned = this.plan(group, new Set());
-    if (planned.rows.length === 0) return planned.results;
-    try {
-      await this.sql.insertRows(m, 'baton_task_log_line', planned.rows);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      planned = this.plan(group, await this.keptSeqs(m, group));
-      if (planned.rows.length === 0) return planned.results;
-      await this.sql.insertRows(m, 'baton_task_log_line', planned.rows);
+    const attempts = new Map<string, { taskId: string; attempt: number; low: number }>();
+    for (const a of group) {
+      const low = Math.min(...a.lines.map((l) => l.seq));
+      const k = keyOf(a.taskId, a.attempt);
+      const seen = attempts.get(k);
+      if (seen) seen.low = Math.min(seen.low, low);
+      else attempts.set(k, { taskId: a.taskId, attempt: a.attempt, low });
     }
-    const { usage, results } = planned;
-    const totals = await this.addUsage(m, [...usage.values()]);
-    for (const u of usage.values()) {
-      const t = totals.get(`${u.taskId}/${u.attempt}`);
-      if (t && (t.lines > u.caps.maxLines || t.bytes > u.caps.maxBytes))
-        await this.dropOldest(m, u.taskId, u.attempt, t, u.caps);
+    const usage = await this.rows.usageOf(m, [...attempts.values()]);
+    // Seqs an attempt has kept, read only for a batch that reaches below its highest kept seq.
+    const kept = new Map<string, (seq: number) => boolean>();
+    for (const [k, a] of attempts) {
+      const u = usage.get(k);
+      if (u && a.low <= u.lastSeq)
+        kept.set(k, await this.rows.keptOf(m, a.taskId, a.attempt, a.low, u));
     }
-    return results;
-  }
-
-  /** The rows of the group's lines not in `kept` (nor twice in the group), and their usage. */
-  private plan(group: readonly Append[], kept: Set<string>) {
-    const rows: Record<string, unknown>[] = [];
-    const usage = new Map<
+    const rows: ChunkRow[] = [];
+    const added = new Map<
       string,
-      { taskId: string; attempt: number; lines: number; bytes: number; caps: AttemptLogCaps }
+      {
+        taskId: string;
+        attempt: number;
+        lines: number;
+        bytes: number;
+        last: number;
+        caps: AttemptLogCaps;
+      }
     >();
     const results = group.map((a) => {
-      let accepted = 0;
-      for (const l of a.lines) {
-        const key = `${a.taskId}/${a.attempt}/${l.seq}`;
-        if (kept.has(key)) continue;
-        kept.add(key);
-        accepted++;
-        const fields = l.fields ? JSON.stringify(l.fields) : null;
-        const size = bytesOf(l, fields);
-        rows.push({
-          task_id: a.taskId,
-          attempt: a.attempt,
-          seq: l.seq,
-          at: l.at,
-          level: l.level,
-          message: l.message,
-          fields,
-          bytes: size,
-        });
-        const u = usage.get(`${a.taskId}/${a.attempt}`) ?? {
+      const k = keyOf(a.taskId, a.attempt);
+      const old = kept.get(k);
+      const fresh: AttemptLogLine[] = [];
+      const taken = new Set<number>();
+      for (const l of [...a.lines].sort((x, y) => x.seq - y.seq)) {
+        if (taken.has(l.seq) || old?.(l.seq)) continue;
+        taken.add(l.seq);
+        fresh.push(l);
+      }
+      if (fresh.length > 0) {
+        // Kept now: a later append of the group sending them again finds them kept.
+        kept.set(k, (seq) => taken.has(seq) || (old?.(seq) ?? false));
+        const { rows: chunks, bytes } = chunksOf(a.taskId, a.attempt, fresh);
+        rows.push(...chunks);
+        const u = added.get(k) ?? {
           taskId: a.taskId,
           attempt: a.attempt,
           lines: 0,
           bytes: 0,
+          last: -1,
           caps: a.caps,
         };
-        u.lines++;
-        u.bytes += size;
-        usage.set(`${a.taskId}/${a.attempt}`, u);
+        u.lines += fresh.length;
+        u.bytes += bytes;
+        u.last = Math.max(u.last, fresh[fresh.length - 1].seq);
+        added.set(k, u);
       }
-      return { accepted, duplicates: a.lines.length - accepted };
+      return { accepted: fresh.length, duplicates: a.lines.length - fresh.length };
     });
-    return { rows, usage, results };
-  }
-
-  /** The seqs already kept of the group's lines, as `task/attempt/seq`. */
-  private async keptSeqs(m: EntityManager, group: readonly Append[]): Promise<Set<string>> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    for (const a of group) {
-      const seqs = [...new Set(a.lines.map((l) => l.seq))];
-      where.push(`(task_id = ? AND attempt = ? AND seq IN (${marks(seqs.length)}))`);
-      params.push(a.taskId, a.attempt, ...seqs);
+    if (rows.length === 0) return results;
+    await this.sql.insertRows(
+      m,
+      'baton_task_log_chunk',
+      rows as unknown as Record<string, unknown>[],
+    );
+    const grown = [...added.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await this.rows.addUsage(
+      m,
+      grown.map(([, u]) => u),
+    );
+    for (const [k, u] of grown) {
+      const before = usage.get(k);
+      const lines = (before?.lines ?? 0) + u.lines;
+      const bytes = (before?.bytes ?? 0) + u.bytes;
+      if (lines > u.caps.maxLines || bytes > u.caps.maxBytes)
+        await this.rows.dropOldest(m, u.taskId, u.attempt, { lines, bytes }, u.caps);
     }
-    const { records } = await this.sql.exec(
-      m,
-      `SELECT task_id, attempt, seq FROM baton_task_log_line WHERE ${where.join(' OR ')}`,
-      params,
-    );
-    return new Set(
-      (records as { task_id: string; attempt: unknown; seq: unknown }[]).map(
-        (r) => `${r.task_id}/${Number(r.attempt)}/${Number(r.seq)}`,
-      ),
-    );
-  }
-
-  /** Counts the new lines on each attempt's usage row (made on its first lines); the totals after. */
-  private async addUsage(
-    m: EntityManager,
-    added: readonly { taskId: string; attempt: number; lines: number; bytes: number }[],
-  ): Promise<Map<string, { lines: number; bytes: number }>> {
-    const mysql = this.db.options.type !== 'better-sqlite3';
-    const values = added.map(() => '(?, ?, ?, ?, 0)').join(', ');
-    const params = added.flatMap((u) => [u.taskId, u.attempt, u.lines, u.bytes]);
-    await this.sql.exec(
-      m,
-      mysql
-        ? `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES ${values}
-            ON DUPLICATE KEY UPDATE line_count = line_count + VALUES(line_count), byte_count = byte_count + VALUES(byte_count)`
-        : `INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES ${values}
-            ON CONFLICT (task_id, attempt) DO UPDATE SET line_count = line_count + excluded.line_count, byte_count = byte_count + excluded.byte_count`,
-      params,
-    );
-    const { records } = await this.sql.exec(
-      m,
-      `SELECT task_id, attempt, line_count, byte_count FROM baton_task_log_usage WHERE ${added.map(() => '(task_id = ? AND attempt = ?)').join(' OR ')}`,
-      added.flatMap((u) => [u.taskId, u.attempt]),
-    );
-    const out = new Map<string, { lines: number; bytes: number }>();
-    for (const r of records as {
-      task_id: string;
-      attempt: unknown;
-      line_count: unknown;
-      byte_count: unknown;
-    }[])
-      out.set(`${r.task_id}/${Number(r.attempt)}`, {
-        lines: Number(r.line_count),
-        bytes: Number(r.byte_count),
-      });
-    return out;
-  }
-
-  /** Drops the attempt's oldest lines until it is within its caps, and counts them. */
-  private async dropOldest(
-    m: EntityManager,
-    taskId: string,
-    attempt: number,
-    usage: { lines: number; bytes: number },
-    caps: AttemptLogCaps,
-  ): Promise<void> {
-    let { lines, bytes } = usage;
-    const doomed: unknown[] = [];
-    while (lines > caps.maxLines || bytes > caps.maxBytes) {
-      const { records } = await this.sql.exec(
-        m,
-        `SELECT id, bytes FROM baton_task_log_line WHERE task_id = ? AND attempt = ?
-          ORDER BY seq LIMIT 1000 OFFSET ${doomed.length}`,
-        [taskId, attempt],
-      );
-      if (records.length === 0) break;
-      for (const r of records as { id: unknown; bytes: unknown }[]) {
-        if (lines <= caps.maxLines && bytes <= caps.maxBytes) break;
-        doomed.push(r.id);
-        lines--;
-        bytes -= Number(r.bytes);
-      }
-    }
-    for (let i = 0; i < doomed.length; i += 500) {
-      const part = doomed.slice(i, i + 500);
-      await this.sql.exec(
-        m,
-        `DELETE FROM baton_task_log_line WHERE id IN (${marks(part.length)})`,
-        part,
-      );
-    }
-    await this.sql.exec(
-      m,
-      'UPDATE baton_task_log_usage SET line_count = ?, byte_count = ?, dropped = dropped + ? WHERE task_id = ? AND attempt = ?',
-      [lines, bytes, doomed.length, taskId, attempt],
-    );
+    return results;
   }
 
   /**
@@ -335,38 +264,56 @@ export class AttemptLogsRepository {
     attempt: number,
     q: { after: number; limit: number; minLevel?: LogLevel; text?: string },
   ): Promise<AttemptLogPage> {
-    const where = ['task_id = ?', 'attempt = ?', 'seq > ?'];
+    const limit = Math.max(1, Math.floor(q.limit));
+    const where = ['task_id = ?', 'attempt = ?', 'last_seq > ?'];
     const params: unknown[] = [taskId, attempt, q.after];
-    if (q.minLevel && q.minLevel !== 'debug') {
-      const levels = LOG_LEVELS.slice(LOG_LEVELS.indexOf(q.minLevel));
-      where.push(`level IN (${marks(levels.length)})`);
-      params.push(...levels);
+    const min = q.minLevel && q.minLevel !== 'debug' ? LOG_LEVELS.indexOf(q.minLevel) : 0;
+    if (min > 0) {
+      // Chunks with no line at the level or above are not read.
+      where.push('(levels & ?) <> 0');
+      params.push(levelsFrom(LOG_LEVELS[min]));
     }
-    if (q.text) {
-      where.push("LOWER(message) LIKE ? ESCAPE '!'");
-      params.push(`%${q.text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`);
+    const text = q.text?.toLowerCase();
+    // Words that JSON writes as they are (printable ASCII but quotes and backslashes) are
+    // looked for in the chunk's text first: a chunk without them is not read.
+    if (text && /^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/.test(text)) {
+      where.push("LOWER(body) LIKE ? ESCAPE '!'");
+      params.push(`%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`);
     }
-    const { records } = await this.sql.exec(
-      undefined,
-      `SELECT seq, at, level, message, fields FROM baton_task_log_line WHERE ${where.join(' AND ')}
-        ORDER BY seq LIMIT ${Math.max(1, Math.floor(q.limit)) + 1}`,
-      params,
-    );
-    const rows = records as {
-      seq: unknown;
-      at: unknown;
-      level: string;
-      message: string;
-      fields: string | null;
-    }[];
-    const more = rows.length > q.limit;
-    const lines = rows.slice(0, q.limit).map((r) => ({
-      seq: Number(r.seq),
-      at: Number(r.at),
-      level: r.level as LogLevel,
-      message: r.message,
-      fields: r.fields ? (JSON.parse(r.fields) as Record<string, unknown>) : null,
-    }));
+    const got: AttemptLogLine[] = [];
+    for (let offset = 0; ; offset += CHUNKS_A_READ) {
+      const { records } = await this.sql.exec(
+        undefined,
+        `SELECT first_seq, body FROM baton_task_log_chunk WHERE ${where.join(' AND ')}
+          ORDER BY first_seq, id LIMIT ${CHUNKS_A_READ} OFFSET ${offset}`,
+        params,
+      );
+      const chunks = records as { first_seq: unknown; body: string }[];
+      for (const c of chunks)
+        for (const l of linesOf(c.body, Number(c.first_seq)))
+          if (
+            l.seq > q.after &&
+            LOG_LEVELS.indexOf(l.level) >= min &&
+            (!text || l.message.toLowerCase().includes(text))
+          )
+            got.push(l);
+      if (chunks.length < CHUNKS_A_READ) break;
+      // Chunks not read yet hold only lines from the last one's first seq on: enough below it
+      // and the page is complete.
+      const bound = Number(chunks[chunks.length - 1].first_seq);
+      if (got.filter((l) => l.seq < bound).length > limit) break;
+    }
+    got.sort((a, b) => a.seq - b.seq);
+    const lines: AttemptLogLine[] = [];
+    let more = false;
+    for (const l of got) {
+      if (lines.length > 0 && lines[lines.length - 1].seq === l.seq) continue;
+      if (lines.length === limit) {
+        more = true;
+        break;
+      }
+      lines.push(l);
+    }
     const usage = await this.sql.exec(
       undefined,
       'SELECT dropped FROM baton_task_log_usage WHERE task_id = ? AND attempt = ?',

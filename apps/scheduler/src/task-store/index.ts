@@ -1,5 +1,5 @@
 import { TaskAttemptEntity } from './task-attempt.entity';
-import { TaskLogLineEntity, TaskLogUsageEntity } from './attempt-log.entity';
+import { TaskLogChunkEntity, TaskLogUsageEntity } from './attempt-log.entity';
 import { TaskChangeEntity } from './task-change.entity';
 import { TaskEventEntity } from './task-event.entity';
 import { TaskLabelEntity } from './task-label.entity';
@@ -35,6 +35,6 @@ export const TASK_STORE_ENTITIES = [
   TaskLabelEntity,
   TaskAttemptEntity,
   TaskChangeEntity,
-  TaskLogLineEntity,
+  TaskLogChunkEntity,
   TaskLogUsageEntity,
 ];

@@ -92,7 +92,7 @@ export class TaskPurgeRepository {
         'baton_task_event',
         'baton_task_attempt',
         'baton_task_label',
-        'baton_task_log_line',
+        'baton_task_log_chunk',
         'baton_task_log_usage',
       ])
         await this.sql.exec(m, `DELETE FROM ${table} WHERE task_id IN (${q})`, doomedIds);

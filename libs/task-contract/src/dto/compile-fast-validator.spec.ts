@@ -9,7 +9,7 @@ import {
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { disagreements, schemaBodies } from '../../test/schema-bodies';
-import { isISO8601 } from 'class-validator';
+import { getMetadataStorage, isISO8601 } from 'class-validator';
 import { NotCompilable, canonicalInstant, compileFastValidator } from './compile-fast-validator';
 import { fastActionRequest, fastCreateTaskRequest } from './fast-validators';
 import { ActionRequestDto, CreateTaskRequestDto } from './worker-requests.dto';
@@ -18,6 +18,7 @@ import {
   CompletionCallbackDto,
   HeartbeatCallbackDto,
   LogBatchDto,
+  LogLineDto,
   ProgressCallbackDto,
 } from './callback.dto';
 
@@ -177,19 +178,81 @@ describe('canonicalInstant (the timestamp shortcut)', () => {
       '+002026-11-28T17:31:06.123Z',
       '2026-11-28T17:31:06.123Z\n',
       '',
+      '1900-02-29T00:00:00.000Z',
+      '2000-02-29T00:00:00.000Z',
+      '2026-04-31T00:00:00.000Z',
+      '2026-00-10T00:00:00.000Z',
+      '2026-01-00T00:00:00.000Z',
+      '2026-12-31T23:60:00.000Z',
+      '1000-01-01T00:00:00.000Z',
     ];
     for (const s of samples)
       if (canonicalInstant(s)) expect([s, isISO8601(s, { strict: true })]).toEqual([s, true]);
     expect(samples.filter(canonicalInstant)).toEqual([
       '2026-11-28T17:31:06.123Z',
       '2024-02-29T00:00:00.000Z',
+      '2000-02-29T00:00:00.000Z',
+      '1000-01-01T00:00:00.000Z',
     ]);
+    // What toISOString() writes, and nothing else: every day of four years (one of them a
+    // century that is not a leap year), each with a time, and the day after each month's last.
+    for (const year of [1900, 2000, 2023, 2024]) {
+      for (let day = Date.UTC(year, 0, 1); day < Date.UTC(year + 1, 0, 1); day += 86_400_000) {
+        const s = new Date(day + 86_399_999).toISOString();
+        expect([s, canonicalInstant(s)]).toEqual([s, true]);
+      }
+      for (let month = 1; month <= 12; month++) {
+        const last = new Date(Date.UTC(year, month, 0)).getUTCDate();
+        const s = `${year}-${String(month).padStart(2, '0')}-${last + 1}T00:00:00.000Z`;
+        expect([s, canonicalInstant(s)]).toEqual([s, false]);
+      }
+    }
     // Every instant from the year 1000 to 9999, as toISOString() writes it; none before.
     for (let ms = -40_000_000_000_000; ms < 253_000_000_000_000; ms += 777_777_777_777) {
       const s = new Date(ms).toISOString();
       expect([s, canonicalInstant(s)]).toEqual([s, ms >= -30_610_224_000_000]);
       if (canonicalInstant(s)) expect(isISO8601(s, { strict: true })).toBe(true);
     }
+  });
+});
+
+describe('the timestamp shortcut in a compiled DTO', () => {
+  it("takes a toISOString() timestamp without the validator's regular expressions", () => {
+    const at = getMetadataStorage()
+      .getTargetValidationMetadatas(LogLineDto, '', false, false, undefined)
+      .find((m) => m.propertyName === 'at');
+    const [iso] = getMetadataStorage().getTargetValidatorConstraints(at?.constraintCls as never);
+    const check = jest.spyOn(iso.instance, 'validate');
+    try {
+      const validate = compileFastValidator(LogBatchDto);
+      const batch = (stamp: string) => ({
+        attempt: 1,
+        lines: [{ seq: 0, at: stamp, level: 'info', message: 'm' }],
+      });
+      expect(validate(batch('2026-11-28T17:31:06.123Z'))).toBeDefined();
+      expect(check).not.toHaveBeenCalled();
+      // Valid, but not as toISOString() writes it: the validator decides.
+      expect(validate(batch('2026-11-28T17:31:06Z'))).toBeDefined();
+      expect(check).toHaveBeenCalledTimes(1);
+      expect(validate(batch('2026-11-28'))).toBeDefined();
+      expect(validate(batch('yesterday'))).toBeUndefined();
+    } finally {
+      check.mockRestore();
+    }
+  });
+
+  it('takes a message within its length by its UTF-16 length, and asks the validator past it', () => {
+    const validate = compileFastValidator(LogBatchDto);
+    const batch = (message: string) => ({
+      attempt: 1,
+      lines: [{ seq: 0, at: '2026-11-28T17:31:06.123Z', level: 'info', message }],
+    });
+    expect(validate(batch('x'.repeat(4000)))).toBeDefined();
+    expect(validate(batch('x'.repeat(4001)))).toBeUndefined();
+    // 2,001 characters in 4,002 UTF-16 units: over by units, within by characters, as the
+    // validator counts (and the slow path agrees).
+    expect(validate(batch('\u{1F600}'.repeat(2001)))).toBeDefined();
+    expect(validate(batch('\u{1F600}'.repeat(4001)))).toBeUndefined();
   });
 });
 

@@ -4,7 +4,9 @@ import type { ValidationMetadata } from 'class-validator/types/metadata/Validati
 import {
   ValidationArguments,
   ValidationTypes,
+  IS_ISO8601,
   IS_OPTIONAL,
+  MAX_LENGTH,
   ValidatorConstraintInterface,
   getMetadataStorage,
 } from 'class-validator';
@@ -27,7 +29,8 @@ interface Constraint {
   validateIf?: (object: object, value: unknown) => boolean;
   /**
    * A cheap sufficient test: a value it passes the validators would pass (each worker's log line
-   * carries a timestamp, and the general ISO 8601 check is a long regular expression).
+   * carries a timestamp, and the general ISO 8601 check is a long regular expression; its
+   * message a length, which the validator counts with two regular expressions).
    */
   surely?: (value: unknown) => boolean;
 }
@@ -38,10 +41,19 @@ interface Constraint {
  * the validator itself.
  */
 const CANONICAL_INSTANT = /^[1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 export function canonicalInstant(value: unknown): boolean {
   if (typeof value !== 'string' || !CANONICAL_INSTANT.test(value)) return false;
-  const ms = Date.parse(value);
-  return !Number.isNaN(ms) && new Date(ms).toISOString() === value;
+  // The digits as numbers: a real day of a real month, a time of day (no 24:00, no leap second).
+  const n = (at: number): number =>
+    (value.charCodeAt(at) - 48) * 10 + value.charCodeAt(at + 1) - 48;
+  const year = n(0) * 100 + n(2);
+  const month = n(5);
+  const day = n(8);
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])) return false;
+  return n(11) <= 23 && n(14) <= 59 && n(17) <= 59;
 }
 
 /** What the DTO's decorators say of one property. */
@@ -97,8 +109,21 @@ function constraintOf(ctor: Ctor, m: ValidationMetadata): Constraint {
     validators: metas.map((meta) => meta.instance),
     constraints: m.constraints,
     validateIf: m.validateIf,
-    surely: metas.length === 1 && metas[0].name === 'isISO8601' ? canonicalInstant : undefined,
+    surely: metas.length === 1 ? shortcut(metas[0].name, m.constraints) : undefined,
   };
+}
+
+/**
+ * The cheap sufficient test of a check, for the checks every log line meets: a timestamp as
+ * toISOString() writes it, and a text no longer in UTF-16 units than the limit (the validator
+ * counts a surrogate pair or a variation selector as less, never more).
+ */
+function shortcut(name: string, constraints: unknown[]): ((value: unknown) => boolean) | undefined {
+  if (name === IS_ISO8601) return canonicalInstant;
+  const max = constraints?.[0];
+  if (name === MAX_LENGTH && typeof max === 'number')
+    return (value) => typeof value === 'string' && value.length <= max;
+  return undefined;
 }
 
 const plans = new Map<Ctor, ClassPlan>();

@@ -7,7 +7,7 @@ import {
   WorkerUnavailableError,
   WorkerValidationError,
 } from '../errors/worker-call.errors';
-import { AttemptLogShipper } from './attempt-log-shipper';
+import { AttemptLogShipper, lineSize } from './attempt-log-shipper';
 
 const quiet = { warn: () => undefined, log: () => undefined } as unknown as Logger;
 
@@ -158,5 +158,50 @@ describe('AttemptLogShipper', () => {
     await clock.advance(500);
     expect(s.many.map((call) => call.map((x) => x.task_id))).toEqual([['BAD', 'GOOD'], ['GOOD']]);
     expect(s.single).toHaveLength(2);
+  });
+});
+
+/** JSON members and items of a value, counted the plain way. */
+function countMembers(v: unknown): number {
+  if (Array.isArray(v)) return v.reduce((n: number, x) => n + 1 + countMembers(x), 0);
+  if (v && typeof v === 'object')
+    return Object.values(v).reduce((n: number, x) => n + 1 + countMembers(x), 0);
+  return 0;
+}
+
+describe('lineSize', () => {
+  it('is the bytes and members of the line written as JSON, whatever it holds', () => {
+    const messages = [
+      '',
+      'echo line 1 of 10',
+      'a "quoted" word and a back\\slash',
+      'tab\tand newline\n and \u0001 control',
+      'caf\u00e9 \u2014 \u{1F600} wide',
+      'lone \ud800 surrogate',
+      '\u007f delete and ~ tilde',
+      'x'.repeat(4000),
+    ];
+    const fieldsOf = [
+      undefined,
+      { line: 1 },
+      { host: 'db1', ms: [1, 2, { deep: null }] },
+      { 'k"ey': 'v\u00e9' },
+    ];
+    for (const [i, message] of messages.entries())
+      for (const fields of fieldsOf)
+        for (const level of ['debug', 'error'] as const) {
+          const line: LogLineDto = {
+            seq: i * 12_345,
+            at: new Date(1_700_000_000_000 + i).toISOString(),
+            level,
+            message,
+          };
+          if (fields) line.fields = fields;
+          expect([message, fields, lineSize(line)]).toEqual([
+            message,
+            fields,
+            { bytes: Buffer.byteLength(JSON.stringify(line)), members: countMembers(line) },
+          ]);
+        }
   });
 });

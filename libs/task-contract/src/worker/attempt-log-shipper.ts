@@ -139,13 +139,14 @@ export class AttemptLogShipper {
       p.lines.shift();
       p.dropped++;
     }
-    p.lines.push({
+    const line: LogLineDto = {
       seq: p.next++,
       at: this.clock.date().toISOString(),
       level,
       message: text,
-      ...(fields && Object.keys(fields).length > 0 ? { fields } : {}),
-    });
+    };
+    if (fields && Object.keys(fields).length > 0) line.fields = fields;
+    p.lines.push(line);
     this.schedule(p.lines.length >= BATCH ? 0 : FLUSH_MS);
   }
 
@@ -322,6 +323,28 @@ function members(v: unknown): number {
   return 0;
 }
 
+/** Printable ASCII but `"` and `\\`: what JSON writes as it is, a byte a character. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * What a line adds to a call: the UTF-8 bytes of its JSON, and its JSON members and items (what
+ * a scheduler's shape limit counts), worked out from its parts: only its fields, and a message
+ * with characters JSON escapes or UTF-8 widens, are written out to be measured.
+ */
+export function lineSize(line: LogLineDto): { bytes: number; members: number } {
+  // {"seq":N,"at":"…","level":"…","message":"…"} and ,"fields":{…} when there are fields.
+  const message = PLAIN.test(line.message)
+    ? line.message.length
+    : Buffer.byteLength(JSON.stringify(line.message)) - 2;
+  let bytes = 40 + String(line.seq).length + line.at.length + line.level.length + message;
+  let count = 4;
+  if (line.fields !== undefined) {
+    bytes += 10 + Buffer.byteLength(JSON.stringify(line.fields));
+    count += 1 + members(line.fields);
+  }
+  return { bytes, members: count };
+}
+
 /** What is left of one call's budget of lines, bytes and JSON members. */
 class CallRoom {
   private bytes = CALL_BYTES;
@@ -336,8 +359,9 @@ class CallRoom {
 
   /** Takes the line when it fits (the first of a call always: a call carries at least one). */
   take(line: LogLineDto): boolean {
-    const bytes = Buffer.byteLength(JSON.stringify(line)) + 1;
-    const count = 1 + members(line);
+    const size = lineSize(line);
+    const bytes = size.bytes + 1;
+    const count = 1 + size.members;
     const fits = this.lines >= 1 && bytes <= this.bytes && count <= this.members;
     if (!fits && this.taken > 0) return false;
     this.taken++;
