@@ -199,6 +199,92 @@ describe('console operations pages in a browser', () => {
     expect(changed.data.task.labels).toEqual({ team: 'dba' });
   });
 
+  it('makes a timer that starts a topology run, runs it now, and shows its past fires', async () => {
+    const saved = await api.call('POST', '/v1/topologies', {
+      name: 'console-nightly',
+      nodes: [{ key: 'echo', task: { create_info: { task_type: 'demo.echo' }, params: {} } }],
+    });
+    expect(saved.message).toBe('ok');
+    await page.goto(h.url('/timers'));
+    await h.heading('Timers').waitFor();
+    await page.getByRole('button', { name: 'New timer' }).click();
+    const form = page.getByRole('region', { name: 'New timer' });
+    await form.getByLabel('Name', { exact: true }).fill('nightly flow');
+    await form.getByLabel('Cron expression').fill('0 0 3 * * *');
+    await form.getByLabel('Time zone').fill('UTC');
+    await form.getByLabel('Starts').selectOption('topology');
+    await form.getByLabel('Topology').selectOption('console-nightly');
+    await form.getByLabel('Run input (JSON)').fill('{"db": "orders"}');
+    await form.getByLabel('When the last fire still runs').selectOption('skip');
+    await form.getByLabel('After slots were missed (downtime)').selectOption('skip');
+    await form.getByRole('list', { name: 'Next fires' }).waitFor({ timeout: 30_000 });
+    await expectAccessible();
+    await h.shot('ops-timer-topology');
+    await form.getByRole('button', { name: 'Create timer' }).click();
+    await page.getByRole('status').filter({ hasText: 'nightly flow: created.' }).waitFor();
+    const timers = await api.call<
+      {
+        timer_id: string;
+        name: string;
+        task: unknown;
+        topology: { name: string; input: Record<string, unknown> };
+        overlap_policy: string;
+        misfire_policy: string;
+      }[]
+    >('GET', '/v1/timers');
+    const made = timers.data.find((t) => t.name === 'nightly flow');
+    expect(made).toMatchObject({
+      task: null,
+      topology: { name: 'console-nightly', input: { db: 'orders' } },
+      overlap_policy: 'skip',
+      misfire_policy: 'skip',
+    });
+
+    // Run now: the confirmation says what will happen, then the fire is listed with its run.
+    await page.getByRole('button', { name: 'Run now nightly flow' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Run nightly flow now?' });
+    await confirm.getByText('Starts a run of topology console-nightly now').waitFor();
+    await confirm.getByText('Its overlap policy is skip').waitFor();
+    await expectAccessible();
+    await confirm.getByRole('button', { name: 'Run now', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'nightly flow: fired now (run ' }).waitFor();
+    const fires = page.getByRole('region', { name: 'Past fires of nightly flow' });
+    const fire = fires.getByRole('row').filter({ hasText: 'run now' });
+    await fire.waitFor({ timeout: 30_000 });
+    const runs = await api.call<{ items: { run_id: string; labels: Record<string, string> }[] }>(
+      'GET',
+      `/v1/topology-runs?label=timer_id:${made?.timer_id ?? ''}`,
+    );
+    expect(runs.data.items).toHaveLength(1);
+    const runId = runs.data.items[0].run_id;
+    expect(runs.data.items[0].labels.manual_fire).toBe('true');
+    await fire.getByRole('link', { name: runId }).waitFor();
+    await api.until(runId, 'FINISH', SETTLE_MS);
+    await fire.getByText('SUCCESS').waitFor({ timeout: 30_000 });
+    await expectAccessible();
+    await h.shot('ops-timer-fires');
+    await fire.getByRole('link', { name: runId }).click();
+    await page.waitForURL(new RegExp(`/topology-runs/${runId}$`));
+
+    // A task timer's params are fields from the type's schema; a value it refuses is named there.
+    await page.goto(h.url('/timers'));
+    await h.heading('Timers').waitFor();
+    await page.getByRole('button', { name: 'New timer' }).click();
+    const sleepy = page.getByRole('region', { name: 'New timer' });
+    await sleepy.getByLabel('Name', { exact: true }).fill('long sleeper');
+    await sleepy.getByLabel('Task type').selectOption('demo.sleep');
+    const seconds = sleepy.getByLabel('seconds', { exact: true });
+    expect(await seconds.inputValue()).toBe('5');
+    await seconds.fill('7200');
+    await sleepy.getByRole('button', { name: 'Create timer' }).click();
+    await sleepy.getByText('must be <= 3600').waitFor({ timeout: 30_000 });
+    expect(await seconds.getAttribute('aria-invalid')).toBe('true');
+    expect(
+      (await api.call<{ name: string }[]>('GET', '/v1/timers')).data.map((t) => t.name),
+    ).not.toContain('long sleeper');
+    await sleepy.getByRole('button', { name: 'Close' }).click();
+  });
+
   it('tests a log rule on a matching and a non-matching line, then saves it', async () => {
     const tasksBefore = (await api.call<{ items: unknown[] }>('GET', '/v1/tasks?limit=500')).data
       .items.length;

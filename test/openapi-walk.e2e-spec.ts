@@ -176,6 +176,12 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       schedule: { kind: 'cron', cron: '0 0 3 * * *' },
       task: { create_info: { task_type: 'demo.echo', task_name: 'walk' } },
     });
+    // Fired now by the walk (after the first timer's DELETE, as the document lists it).
+    const firedTimer = await api.call<{ timer_id: string }>('POST', '/v1/timers', {
+      name: 'walk run now',
+      schedule: { kind: 'cron', cron: '0 0 3 * * *' },
+      task: { create_info: { task_type: 'demo.echo', task_name: 'walk run now' } },
+    });
     const rule = await api.call<{ rule_id: string }>('POST', '/v1/log-rules', {
       name: 'walk',
       match: { regex: 'walk' },
@@ -287,6 +293,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       })(),
       keyId: key.data.key_id,
       timerId: timer.data.timer_id,
+      firedTimerId: firedTimer.data.timer_id,
       ruleId: rule.data.rule_id,
       runPaused: await waiting(),
       runCancelled: await waiting(),
@@ -424,6 +431,7 @@ describe('the OpenAPI document tells the truth: every route, called for real', (
       'GET /v1/timers': () => ({ path: '/v1/timers' }),
       'GET /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
       'PATCH /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
+      'POST /v1/timers/{timer_id}/run': () => ({ path: `/v1/timers/${s.firedTimerId}/run` }),
       'DELETE /v1/timers/{timer_id}': () => ({ path: `/v1/timers/${s.timerId}` }),
       'GET /v1/producer': () => ({ path: '/v1/producer' }),
       'POST /v1/log-rules': () => ({ path: '/v1/log-rules' }),

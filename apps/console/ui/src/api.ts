@@ -38,10 +38,10 @@ interface Envelope<T> {
 
 export async function api<T>(
   path: string,
-  init: { method?: string; body?: unknown; key?: string } = {},
+  init: { method?: string; body?: unknown; key?: string; headers?: Record<string, string> } = {},
 ): Promise<T> {
   const key = init.key ?? apiKey.get();
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { ...init.headers, accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;

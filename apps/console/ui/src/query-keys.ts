@@ -20,6 +20,7 @@ export const keys = {
   workers: () => ['workers'] as const,
   timers: () => ['timers'] as const,
   timerPreview: (draft: unknown) => ['timer-preview', draft] as const,
+  timerFires: (id: string, runs: boolean) => ['timer-fires', id, runs] as const,
   logRules: () => ['log-rules'] as const,
   webhooks: () => ['webhooks'] as const,
   deliveries: (webhookId: string, ...page: unknown[]) =>

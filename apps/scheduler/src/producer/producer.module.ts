@@ -5,6 +5,7 @@ import { TasksModule } from '../tasks';
 import { TopologiesModule } from '../topologies';
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
+import { TimerFiring } from './timer-firing';
 import { TimersController } from './timers.controller';
 import { TimersRepository } from './timers.repository';
 import { TimersService } from './timers.service';
@@ -16,7 +17,7 @@ import { TimersService } from './timers.service';
 @Module({
   imports: [AuthModule, TasksModule, TopologiesModule],
   controllers: [TimersController],
-  providers: [TimersRepository, ProducerOwnership, ProducerService, TimersService],
+  providers: [TimersRepository, ProducerOwnership, TimerFiring, ProducerService, TimersService],
 })
 export class ProducerModule implements OnModuleInit {
   constructor(

@@ -5,20 +5,14 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { ContractException, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { Clock, Timer, crashPoint } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { CreateTaskDto, TaskActionsService, TasksService } from '../tasks';
-import type { TaskModel } from '../task-store';
-import { TopologyRunsService } from '../topologies';
 import { ProducerOwnership } from './ownership';
 import { countSlots, inWindow, lastSlotAtOrBefore, nextSlot, slotsBetween } from './schedule';
-import { TimerModel, TopologyTemplate, isTopologyTemplate } from './timer.model';
+import { TimerFiring } from './timer-firing';
+import { TimerModel, isTopologyTemplate } from './timer.model';
 import { TimersRepository } from './timers.repository';
-
-/** The idempotency key of one fire: the unique (tenant, key) index makes every slot fire once. */
-export const fireKey = (timerId: string, slot: number): string => `timer:${timerId}:${slot}`;
 
 /** How long a timer whose fire failed (database down, ...) waits before it is tried again. */
 const RETRY_AFTER_FAILURE_MS = 1000;
@@ -50,9 +44,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
   constructor(
     private readonly repo: TimersRepository,
     private readonly ownership: ProducerOwnership,
-    private readonly tasks: TasksService,
-    private readonly actions: TaskActionsService,
-    private readonly topologies: TopologyRunsService,
+    private readonly firing: TimerFiring,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -247,7 +239,7 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
     for (const slot of fire) {
       if (t.endAt !== null && slot > t.endAt) break;
       if (!this.ownership.owns(t.timerId)) return undefined;
-      const outcome = await this.fireSlot(t, slot, lastTaskId);
+      const outcome = await this.firing.slot(t, slot, lastTaskId);
       if (outcome === 'skipped') {
         skipped++;
         continue;
@@ -283,118 +275,5 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       fresh,
       advance(fresh, fresh.nextFireAt === t.nextFireAt ? nextFireAt : fresh.nextFireAt),
     );
-  }
-
-  /**
-   * Cancels the previous fire's task (while it is being driven, 409, it is tried again, up to
-   * 10 s), or its topology run.
-   */
-  private async cancelPrevious(t: TimerModel, previous: TaskModel): Promise<void> {
-    // By what the previous fire made: the timer may have changed kind since.
-    const actor = `producer:${this.config.instanceId}`;
-    const cancel =
-      previous.repetition === RepetitionKind.TOPOLOGY
-        ? this.topologies.cancel(previous.taskId, actor)
-        : this.actions.cancelWhenFree(previous.taskId, actor, 10_000);
-    await cancel.catch((err: unknown) =>
-      this.logger.warn(`timer ${t.timerId}: cancelling ${previous.taskId}: ${String(err)}`),
-    );
-  }
-
-  /**
-   * One slot: the overlap policy, then the task. A template the API refuses now (4xx: type gone,
-   * ...) skips the slot, loudly; anything else (the database, a 5xx) is thrown, so nothing is
-   * advanced and the same slot is tried again.
-   */
-  private async fireSlot(
-    t: TimerModel,
-    slot: number,
-    previous: string | null,
-  ): Promise<{ taskId: string; created: boolean } | 'skipped'> {
-    if (previous && t.overlapPolicy !== 'allow') {
-      const prev = await this.tasks.get(previous).catch(() => undefined);
-      if (prev && prev.status !== TaskStatus.FINISH) {
-        if (t.overlapPolicy === 'skip') {
-          this.metrics.inc('baton_timer_overlap_skips_total', { timer: t.timerId });
-          return 'skipped';
-        }
-        // In the background: a task being driven answers 409 for a moment, and the fire must not wait.
-        void this.cancelPrevious(t, prev);
-        this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
-      }
-    }
-    try {
-      return isTopologyTemplate(t.template)
-        ? await this.startRun(t, t.template, slot)
-        : await this.createTask(t, t.template, slot);
-    } catch (err) {
-      if (!(err instanceof ContractException) || err.httpStatus >= 500) throw err;
-      this.metrics.inc('baton_timer_fire_refused_total', { timer: t.timerId });
-      this.logger.error(
-        `timer ${t.timerId} slot ${new Date(slot).toISOString()} not fired: ${err.message}`,
-      );
-      return 'skipped';
-    }
-  }
-
-  private counted(t: TimerModel, created: boolean, slot: number): void {
-    this.metrics.inc(created ? 'baton_timer_fires_total' : 'baton_timer_fire_duplicates_total', {
-      timer: t.timerId,
-    });
-    // A slot fired ahead (its task waits for the slot's time) is on time.
-    const late = Math.max(0, this.clock.now() - slot) / 1000;
-    if (created) this.metrics.observe('baton_timer_lateness_seconds', {}, late);
-  }
-
-  /** A run of the timer's topology, keyed by the slot like a task (one run per slot). */
-  private async startRun(
-    t: TimerModel,
-    template: TopologyTemplate,
-    slot: number,
-  ): Promise<{ taskId: string; created: boolean }> {
-    const { name, version, input, labels } = template.topology;
-    const { state, created } = await this.topologies.start(name, {
-      input: input ?? {},
-      version,
-      tenant: t.tenant,
-      idempotencyKey: fireKey(t.timerId, slot),
-      labels: { ...(labels ?? {}), timer_id: t.timerId, fire_time: new Date(slot).toISOString() },
-      actor: `producer:${this.config.instanceId}`,
-    });
-    this.counted(t, created, slot);
-    return { taskId: state.run.runId, created };
-  }
-
-  private async createTask(
-    t: TimerModel,
-    template: CreateTaskDto,
-    slot: number,
-  ): Promise<{ taskId: string; created: boolean }> {
-    // A fire ahead of its slot waits for it: the task starts at the slot, not when it was written.
-    const ahead = slot > this.clock.now();
-    const body = {
-      ...template,
-      ...(ahead
-        ? {
-            process_arg: {
-              ...(template.process_arg ?? {}),
-              start_time: new Date(slot).toISOString(),
-            },
-          }
-        : {}),
-      tenant: t.tenant,
-      idempotency_key: fireKey(t.timerId, slot),
-      labels: {
-        ...(template.labels ?? {}),
-        timer_id: t.timerId,
-        fire_time: new Date(slot).toISOString(),
-      },
-    };
-    const { task, created } = await this.tasks.create(body, {
-      repetition: RepetitionKind.TIMED,
-      actor: `producer:${this.config.instanceId}`,
-    });
-    this.counted(t, created, slot);
-    return { taskId: task.taskId, created };
   }
 }

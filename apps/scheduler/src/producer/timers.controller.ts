@@ -3,15 +3,24 @@ import {
   Controller,
   Delete,
   Get,
+  Headers,
   HttpCode,
   Inject,
   Param,
   Patch,
   Post,
   Query,
+  Res,
 } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
+import {
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
+import { IdGenerator } from '../common';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import {
@@ -20,13 +29,14 @@ import {
   ProducerStatusDto,
   TimerPreviewDto,
   TimerDto,
+  TimerRunNowDto,
   UpdateTimerDto,
   toTimerDto,
 } from './dto/timer.dto';
 import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
-import { Access, AllTenants, Audited, TenantFields } from '../auth';
+import { Access, Actor, AllTenants, Audited, TenantFields } from '../auth';
 import { ApiErrors, TenantQuery } from '../common';
 
 @ApiTags('timers')
@@ -38,6 +48,7 @@ export class TimersController {
     private readonly ownership: ProducerOwnership,
     private readonly producer: ProducerService,
     private readonly metrics: Metrics,
+    private readonly ids: IdGenerator,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
 
@@ -98,6 +109,47 @@ export class TimersController {
     @Body() dto: UpdateTimerDto,
   ): Promise<Envelope<TimerDto>> {
     return ok(toTimerDto(await this.timers.update(id, dto)));
+  }
+
+  @Post('timers/:timer_id/run')
+  @Audited('timer.run', 'timer_id')
+  @HttpCode(201)
+  @ApiOperation({
+    summary: 'fire a timer now, outside its schedule ("run now")',
+    description:
+      "Creates the task (or starts the topology run) one fire would, now, enabled or not, with the labels timer_id, fire_time and manual_fire=true, by the caller. The overlap policy holds: `skip` answers 409 while the previous fire is not finished; `cancel_previous` cancels it. The fire becomes the timer's last task; the schedule, its next fires and the fire counts stay as they are. A template refused now (its type gone, its params no longer valid) answers as the create would.",
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      'Sent again with the same key, the request makes no second fire: it answers the first (created false). 1-100 printable ASCII characters.',
+  })
+  @ApiCreatedResponse({ type: TimerRunNowDto, description: 'the fire' })
+  @ApiOkResponse({
+    type: TimerRunNowDto,
+    description: 'sent again with the Idempotency-Key of an earlier request: its fire, nothing new',
+  })
+  @ApiErrors(ContractErrorCode.ILLEGAL_TRANSITION)
+  async runNow(
+    @Param('timer_id') id: string,
+    @Headers('idempotency-key') key: string | undefined,
+    @Actor() actor: string,
+    @Res({ passthrough: true }) reply: { status(code: number): unknown },
+  ): Promise<Envelope<TimerRunNowDto>> {
+    if (key !== undefined && !/^[\x21-\x7e]{1,100}$/.test(key))
+      throw new ContractException(
+        ContractErrorCode.VALIDATION_FAILED,
+        'Idempotency-Key must be 1-100 printable ASCII characters',
+      );
+    const fired = await this.timers.runNow(id, key ?? this.ids.taskId(), actor);
+    reply.status(fired.created ? 201 : 200);
+    return ok({
+      timer_id: id,
+      fire_time: new Date(fired.at).toISOString(),
+      ...(fired.run ? { run_id: fired.taskId } : { task_id: fired.taskId }),
+      created: fired.created,
+    });
   }
 
   @Delete('timers/:timer_id')

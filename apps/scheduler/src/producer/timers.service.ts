@@ -10,6 +10,7 @@ import { TaskActionsService, TasksService } from '../tasks';
 import { TopologyRunsService } from '../topologies';
 import { CreateTimerDto, ScheduleDto, UpdateTimerDto } from './dto/timer.dto';
 import { ProducerService } from './producer.service';
+import { Fired, TimerFiring } from './timer-firing';
 import { Schedule, ScheduleError, firstFire, validateCron } from './schedule';
 import { TimerModel, TimerTemplate, isTopologyTemplate, upcomingFires } from './timer.model';
 import { TimersRepository } from './timers.repository';
@@ -35,6 +36,7 @@ export class TimersService {
     private readonly actions: TaskActionsService,
     private readonly topologies: TopologyRunsService,
     private readonly producer: ProducerService,
+    private readonly firing: TimerFiring,
     private readonly ids: IdGenerator,
     private readonly clock: Clock,
   ) {}
@@ -169,6 +171,44 @@ export class TimersService {
     // would find its cancelled task and never run.)
     if (!enabled && t.enabled) await this.withdrawEarlyFires(timerId, t.tenant);
     return stored;
+  }
+
+  /**
+   * Fires the timer now, outside its schedule ("run now"), enabled or not: its overlap policy
+   * holds (409 when it skips), a template refused now answers as a create would, and the fire
+   * becomes the timer's last task (what the next slot's overlap policy looks at). The scheduled
+   * slots and their counts are left as they are. `requestKey` makes a request sent again answer
+   * the first fire.
+   */
+  async runNow(
+    timerId: string,
+    requestKey: string,
+    actor: string,
+  ): Promise<Fired & { at: number }> {
+    const t = await this.get(timerId);
+    const at = this.clock.now();
+    const fired = await this.firing.now(t, requestKey, actor);
+    if (fired === 'skipped')
+      throw new ContractException(
+        ContractErrorCode.ILLEGAL_TRANSITION,
+        `timer ${timerId} did not fire: its previous fire (${t.lastTaskId ?? '?'}) is not finished and its overlap policy is skip`,
+        { timer_id: timerId, previous: t.lastTaskId, overlap_policy: t.overlapPolicy },
+      );
+    if (fired.created) await this.keepLast(timerId, fired.taskId);
+    return { ...fired, at };
+  }
+
+  /** Records a fire made outside the Producer as the timer's last task (compare-and-set, retried). */
+  private async keepLast(timerId: string, taskId: string): Promise<void> {
+    for (let tries = 1; tries <= UPDATE_TRIES; tries++) {
+      const t = await this.repo.find(timerId);
+      if (!t) return;
+      const stored = await this.repo.replace(t, { ...t, lastTaskId: taskId });
+      if (stored) {
+        this.producer.track(stored);
+        return;
+      }
+    }
   }
 
   async remove(timerId: string): Promise<void> {

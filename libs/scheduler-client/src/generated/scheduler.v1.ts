@@ -749,6 +749,26 @@ export interface paths {
         patch: operations["TimersController_update"];
         trace?: never;
     };
+    "/v1/timers/{timer_id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * fire a timer now, outside its schedule ("run now")
+         * @description Creates the task (or starts the topology run) one fire would, now, enabled or not, with the labels timer_id, fire_time and manual_fire=true, by the caller. The overlap policy holds: `skip` answers 409 while the previous fire is not finished; `cancel_previous` cancels it. The fire becomes the timer's last task; the schedule, its next fires and the fire counts stay as they are. A template refused now (its type gone, its params no longer valid) answers as the create would.
+         */
+        post: operations["TimersController_runNow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/producer": {
         parameters: {
             query?: never;
@@ -2291,6 +2311,20 @@ export interface components {
              * @default 5000
              */
             misfire_grace_ms?: number;
+        };
+        TimerRunNowDto: {
+            timer_id: string;
+            /**
+             * Format: date-time
+             * @description when it fired (its label fire_time)
+             */
+            fire_time: string;
+            /** @description the task the fire created (a timer that starts a task) */
+            task_id?: string;
+            /** @description the run the fire started (a timer that starts a topology) */
+            run_id?: string;
+            /** @description false when the request was sent before under the same Idempotency-Key: the first fire, nothing new */
+            created: boolean;
         };
         ProducerStatusDto: {
             /** @enum {string} */
@@ -5230,6 +5264,63 @@ export interface operations {
             413: components["responses"]["error-41300"];
             414: components["responses"]["error-41400"];
             415: components["responses"]["error-41500"];
+            429: components["responses"]["error-42900"];
+            431: components["responses"]["error-43100"];
+            500: components["responses"]["error-50000"];
+            503: components["responses"]["error-50301-50302"];
+        };
+    };
+    TimersController_runNow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sent again with the same key, the request makes no second fire: it answers the first (created false). 1-100 printable ASCII characters. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                timer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description sent again with the Idempotency-Key of an earlier request: its fire, nothing new */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerRunNowDto"];
+                    };
+                };
+            };
+            /** @description the fire */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {integer} */
+                        code: 0;
+                        /** @example ok */
+                        message: string;
+                        data: components["schemas"]["TimerRunNowDto"];
+                    };
+                };
+            };
+            400: components["responses"]["error-40003-40004"];
+            401: components["responses"]["error-40100"];
+            403: components["responses"]["error-40300"];
+            404: components["responses"]["error-40402"];
+            408: components["responses"]["error-40800"];
+            409: components["responses"]["error-40900"];
+            414: components["responses"]["error-41400"];
             429: components["responses"]["error-42900"];
             431: components["responses"]["error-43100"];
             500: components["responses"]["error-50000"];

@@ -8,24 +8,13 @@ import { keys } from '../query-keys';
 import {
   FieldValues,
   ParamsFields,
+  parseLabels,
   PropertySchema,
   paramsFrom,
   problemsByParam,
   propertiesOf,
   valuesFrom,
 } from './ParamsFields';
-
-/** Labels typed one `key=value` a line; a line without `=` is refused here. */
-function parseLabels(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split('\n').map((l) => l.trim())) {
-    if (!line) continue;
-    const at = line.indexOf('=');
-    if (at <= 0) throw new Error(`"${line}" is not key=value`);
-    out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
-  }
-  return out;
-}
 
 /**
  * A form for one task: type, name, priority, its params as fields generated from the type's

@@ -33,14 +33,15 @@ const typeOf = (p: PropertySchema): string =>
 /** A property typed in as text: a number, a string, or JSON for anything else. */
 const isText = (p: PropertySchema): boolean => typeOf(p) !== 'boolean' && typeOf(p) !== 'enum';
 
-/** The form's starting values: the params given, else each property's default. */
+/** The form's starting values: the params given, else each property's default (unless `defaults` is false). */
 export function valuesFrom(
   props: Record<string, PropertySchema>,
   params: Record<string, unknown>,
+  defaults = true,
 ): FieldValues {
   const out: FieldValues = {};
   for (const [name, p] of Object.entries(props)) {
-    const v = Object.hasOwn(params, name) ? params[name] : p.default;
+    const v = Object.hasOwn(params, name) ? params[name] : defaults ? p.default : undefined;
     if (typeOf(p) === 'boolean') out[name] = v === true;
     else if (v === undefined) out[name] = '';
     else if (typeOf(p) === 'string' && typeof v === 'string') out[name] = v;
@@ -197,4 +198,49 @@ export function problemsByParam(data: unknown): {
     byParam[name] = byParam[name] ? `${byParam[name]}; ${text}` : text;
   }
   return { byParam, rest };
+}
+
+/** Labels typed one `key=value` a line; a line without `=` is refused here. */
+export function parseLabels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n').map((l) => l.trim())) {
+    if (!line) continue;
+    const at = line.indexOf('=');
+    if (at <= 0) throw new Error(`"${line}" is not key=value`);
+    out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** Labels as the form shows them: `key=value`, one a line. */
+export const labelsText = (labels: Record<string, string> | undefined): string =>
+  Object.entries(labels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
+
+/**
+ * Whether the fields can stand for `params` exactly: every param the schema names comes back the
+ * same from its field (a box absent from the params would come back false, a number typed as
+ * text as a number...). When not, a form that changes something else starts in the JSON view,
+ * so saving it changes nothing it did not show.
+ */
+export function fieldsKeep(
+  props: Record<string, PropertySchema>,
+  params: Record<string, unknown>,
+): boolean {
+  const extra = Object.fromEntries(
+    Object.entries(params).filter(([k]) => !Object.hasOwn(props, k)),
+  );
+  try {
+    const back = paramsFrom(props, valuesFrom(props, params, false), extra);
+    const sorted = (o: Record<string, unknown>): string =>
+      JSON.stringify(
+        Object.keys(o)
+          .sort()
+          .map((k) => [k, o[k]]),
+      );
+    return sorted(back) === sorted(params);
+  } catch {
+    return false;
+  }
 }

@@ -1,10 +1,13 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useEffect, useState } from 'react';
 import { ApiError, api } from '../api';
-import { Field, TextArea, Time } from '../components';
+import { Field, Time, objectOf } from '../components';
 import { TimerPreview } from '../ops-types';
 import { Timer, TaskType } from '../types';
 import { keys } from '../query-keys';
+import { Topology } from '../topology/model';
+import { parseLabels, problemsByParam } from './ParamsFields';
+import { StartsDraft, TimerStarts, paramsOf, startsDraftOf } from './TimerStarts';
 
 type Kind = 'cron' | 'interval' | 'once';
 
@@ -37,12 +40,13 @@ interface Draft {
   zone: string;
   everySeconds: string;
   at: string;
-  taskType: string;
-  taskName: string;
-  params: string;
+  overlap: string;
+  misfire: string;
+  graceMs: string;
+  s: StartsDraft;
 }
 
-function draftOf(t: Timer | null): Draft {
+function draftOf(t: Timer | null, types: TaskType[]): Draft {
   const s = t?.schedule;
   return {
     name: t?.name ?? '',
@@ -51,25 +55,79 @@ function draftOf(t: Timer | null): Draft {
     zone: s?.time_zone ?? BROWSER_ZONE,
     everySeconds: s?.every_ms ? String(s.every_ms / 1000) : '600',
     at: toLocalInput(s?.at),
-    taskType: t?.task?.create_info.task_type ?? '',
-    taskName: t?.task?.create_info.task_name ?? '',
-    params: JSON.stringify(t?.task?.params ?? {}, null, 2),
+    overlap: t?.overlap_policy ?? 'allow',
+    misfire: t?.misfire_policy ?? 'fire_once',
+    graceMs: String(t?.misfire_grace_ms ?? 5000),
+    s: startsDraftOf(t, types),
   };
 }
 
-/**
- * The body of POST /v1/timers for a draft, or why it cannot be one yet. A changed timer keeps
- * what the form does not show of its task (priority, labels, process_arg...).
- */
+/** What the form's fires start, as the body has it: a task or a topology run. */
+function startsOf(
+  d: StartsDraft,
+  base: Timer | null,
+  types: TaskType[],
+  timerName: string,
+): Record<string, unknown> {
+  const labels = parseLabels(d.labels);
+  const labelled = Object.keys(labels).length ? { labels } : {};
+  if (d.starts === 'topology') {
+    // What the form does not show of the run (its deadline) is kept.
+    const { version: _v, labels: _l, input: _i, name: _n, ...keep } = base?.topology ?? {};
+    return {
+      topology: {
+        ...keep,
+        name: d.topology,
+        input: objectOf('Run input', d.input),
+        ...(d.topologyVersion.trim() ? { version: Number(d.topologyVersion) } : {}),
+        ...labelled,
+      },
+    };
+  }
+  // A changed timer keeps what the form does not show of its task (process_arg, max_retry...).
+  const {
+    labels: _l,
+    lock_keys: _k,
+    params: _p,
+    ...keep
+  } = base?.task ?? {
+    create_info: { task_type: '', task_name: '' },
+  };
+  const lockKeys = d.lockKeys
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  const { deadline_second: _d, ...processArg } = keep.process_arg ?? {};
+  const deadline = d.deadline.trim() ? { deadline_second: Number(d.deadline) } : {};
+  const arg = { ...processArg, ...deadline };
+  return {
+    task: {
+      ...keep,
+      create_info: {
+        ...keep.create_info,
+        task_type: d.taskType,
+        task_name: d.taskName || timerName || 'timer task',
+        important_level: Number(d.priority),
+      },
+      params: paramsOf(d, types),
+      ...labelled,
+      ...(lockKeys.length ? { lock_keys: lockKeys } : {}),
+      ...(Object.keys(arg).length ? { process_arg: arg } : { process_arg: undefined }),
+    },
+  };
+}
+
+/** The body of POST /v1/timers for a draft, or why it cannot be one yet. */
 function bodyOf(
   d: Draft,
   base: Timer | null,
+  types: TaskType[],
 ): { body?: Record<string, unknown>; problem?: string } {
-  let params: unknown;
+  let starts: Record<string, unknown>;
   try {
-    params = JSON.parse(d.params || '{}');
+    starts = startsOf(d.s, base, types, d.name);
   } catch (err) {
-    return { problem: `Params: ${(err as Error).message}` };
+    return { problem: (err as Error).message };
   }
   const schedule =
     d.kind === 'cron'
@@ -85,47 +143,59 @@ function bodyOf(
     body: {
       name: d.name || 'preview',
       schedule,
-      task: {
-        ...base?.task,
-        create_info: {
-          ...base?.task?.create_info,
-          task_type: d.taskType,
-          task_name: d.taskName || d.name || 'timer task',
-        },
-        params,
-      },
+      overlap_policy: d.overlap,
+      misfire_policy: d.misfire,
+      misfire_grace_ms: Math.round(Number(d.graceMs)),
+      ...starts,
     },
   };
 }
 
+/** What each overlap and misfire policy does, in the words the form offers. */
+const OVERLAP = {
+  allow: 'fire anyway',
+  skip: 'skip the fire while the last one runs',
+  cancel_previous: 'cancel the last one and fire',
+};
+const MISFIRE = {
+  fire_once: 'one fire for all the slots missed',
+  fire_all: 'a fire for each slot missed',
+  skip: 'no fire for missed slots',
+};
+
 /**
- * Create a timer, or change one that starts a task: name, schedule (cron in a zone, interval,
- * once) and the task. As the schedule is typed, the scheduler computes the next five fires with
- * its own schedule code (POST /v1/timers/preview) and says what is wrong, as a create would.
+ * Create or change a timer: name, schedule (cron in a zone, interval, once), what each fire starts
+ * (a task with its params as fields from the type's schema, or a topology run), and its overlap
+ * and misfire policies. As it is typed, the scheduler computes the next five fires with its own
+ * schedule code (POST /v1/timers/preview) and says what is wrong, as a create would.
  */
 export function TimerForm({
   timer,
   types,
+  topologies,
   onDone,
   onCancel,
 }: {
   timer: Timer | null;
   types: TaskType[];
+  topologies: Topology[];
   onDone: (text: string) => void;
   onCancel: () => void;
 }) {
-  const [d, setD] = useState<Draft>(() => draftOf(timer));
+  const [d, setD] = useState<Draft>(() => draftOf(timer, types));
   const [error, setError] = useState<string | null>(null);
+  const [problems, setProblems] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
-  const set = (k: keyof Draft) => (e: { target: { value: string } }) =>
+  const set = (k: Exclude<keyof Draft, 's'>) => (e: { target: { value: string } }) =>
     setD({ ...d, [k]: e.target.value });
-  const built = bodyOf(d, timer);
+  const built = bodyOf(d, timer, types);
+  const chosen = d.s.starts === 'task' ? d.s.taskType !== '' : d.s.topology !== '';
   const settled = useSettled(JSON.stringify(built.body ?? null), 400);
   const preview = useQuery({
     queryKey: keys.timerPreview(settled),
     queryFn: () =>
       api<TimerPreview>('/v1/timers/preview', { method: 'POST', body: JSON.parse(settled) }),
-    enabled: settled !== 'null' && d.taskType !== '',
+    enabled: settled !== 'null' && chosen,
     retry: false,
     staleTime: 30_000,
   });
@@ -133,6 +203,7 @@ export function TimerForm({
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
     setError(null);
+    setProblems({});
     if (!built.body) return setError(built.problem ?? 'incomplete');
     setBusy(true);
     try {
@@ -145,7 +216,19 @@ export function TimerForm({
         onDone(`${d.name}: created.`);
       }
     } catch (err) {
-      setError((err as Error).message);
+      // A param the type's schema refuses is shown under its field.
+      if (err instanceof ApiError && d.s.starts === 'task' && !d.s.asJson) {
+        const errors = (err.data as { errors?: { pointer?: string }[] } | null)?.errors;
+        const { byParam, rest } = problemsByParam({
+          errors: (errors ?? []).map((x) => ({ ...x, pointer: x.pointer?.replace(/^\/task/, '') })),
+        });
+        setProblems(byParam);
+        setError(
+          Object.keys(byParam).length && !rest.length
+            ? 'The params are not what this type takes: see the fields above.'
+            : err.message,
+        );
+      } else setError((err as Error).message);
       setBusy(false);
     }
   };
@@ -154,7 +237,7 @@ export function TimerForm({
   return (
     <section className="panel" aria-labelledby="timer-form">
       <h2 id="timer-form">{heading}</h2>
-      <form className="stack" onSubmit={(e) => void submit(e)}>
+      <form className="stack" noValidate onSubmit={(e) => void submit(e)}>
         <Field label="Name">
           {(id) => <input id={id} required maxLength={200} value={d.name} onChange={set('name')} />}
         </Field>
@@ -216,8 +299,8 @@ export function TimerForm({
         ) : null}
         <div className="preview" aria-live="polite" aria-busy={preview.isFetching}>
           <h3>Next fires</h3>
-          {d.taskType === '' ? (
-            <p className="muted">Choose the task type to see when it fires.</p>
+          {!chosen ? (
+            <p className="muted">Choose what it starts to see when it fires.</p>
           ) : !built.body ? (
             <p className="error">{built.problem}</p>
           ) : preview.isPending ? (
@@ -238,29 +321,53 @@ export function TimerForm({
             </ol>
           )}
         </div>
-        <Field label="Task type">
-          {(id) => (
-            <select id={id} required value={d.taskType} onChange={set('taskType')}>
-              <option value="" disabled>
-                choose a type
-              </option>
-              {types.map((t) => (
-                <option key={t.task_type} value={t.task_type}>
-                  {t.task_type}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Task name">
-          {(id) => <input id={id} maxLength={200} value={d.taskName} onChange={set('taskName')} />}
-        </Field>
-        <TextArea
-          label="Task params (JSON)"
-          rows={4}
-          value={d.params}
-          onChange={(params) => setD({ ...d, params })}
+        <TimerStarts
+          d={d.s}
+          set={(s) => {
+            setD({ ...d, s });
+            setProblems({});
+          }}
+          types={types}
+          topologies={topologies}
+          problems={problems}
+          onError={setError}
         />
+        <div className="row">
+          <Field label="When the last fire still runs">
+            {(id) => (
+              <select id={id} value={d.overlap} onChange={set('overlap')}>
+                {Object.entries(OVERLAP).map(([v, text]) => (
+                  <option key={v} value={v}>
+                    {text} ({v})
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="After slots were missed (downtime)">
+            {(id) => (
+              <select id={id} value={d.misfire} onChange={set('misfire')}>
+                {Object.entries(MISFIRE).map(([v, text]) => (
+                  <option key={v} value={v}>
+                    {text} ({v})
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="A slot is missed when reached later than (ms)">
+            {(id) => (
+              <input
+                id={id}
+                type="number"
+                min={0}
+                step={1}
+                value={d.graceMs}
+                onChange={set('graceMs')}
+              />
+            )}
+          </Field>
+        </div>
         {error ? (
           <p className="error" role="alert">
             {error}

@@ -1,11 +1,31 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api';
-import { Empty, ErrorState, Loading, Time, useTitle } from '../components';
+import { ConfirmDialog, Empty, ErrorState, Loading, Time, useTitle } from '../components';
 import { Link } from '../router';
+import { Topology } from '../topology/model';
 import { TaskType, Timer } from '../types';
+import { TimerFires } from './TimerFires';
 import { TimerForm } from './TimerForm';
 import { keys } from '../query-keys';
+
+/** What one fire of the timer starts, in a few words. */
+const startsOf = (t: Timer): string =>
+  t.task
+    ? `a ${t.task.create_info.task_type} task`
+    : t.topology
+      ? `a run of topology ${t.topology.name}`
+      : 'nothing';
+
+/** What "run now" will do, as the confirmation says it. */
+function runNowText(t: Timer): string {
+  const now = `Starts ${startsOf(t)} now, outside the schedule; the next fires stay as they are.`;
+  if (t.overlap_policy === 'skip')
+    return `${now} Its overlap policy is skip: if its last fire is still running, nothing starts.`;
+  if (t.overlap_policy === 'cancel_previous')
+    return `${now} Its overlap policy is cancel_previous: if its last fire is still running, that one is cancelled.`;
+  return `${now} It starts even if its last fire is still running (overlap policy allow).`;
+}
 
 /** How a timer fires, in a few words. */
 function scheduleOf(t: Timer): string {
@@ -16,8 +36,8 @@ function scheduleOf(t: Timer): string {
 }
 
 /**
- * Timers: what each starts, its next five fires and its last, enable or disable it; create one,
- * or change one that starts a task, with a preview of its fires as the schedule is typed.
+ * Timers: what each starts, its next five fires and its last, enable or disable it, run it now,
+ * see its past fires; create one or change one, with a preview of its fires as it is typed.
  */
 export function Timers() {
   useTitle('Timers');
@@ -30,9 +50,18 @@ export function Timers() {
   const [note, setNote] = useState<{ ok: boolean; text: string } | null>(null);
   /** The form: closed, a new timer, or one being changed. */
   const [editing, setEditing] = useState<Timer | 'new' | null>(null);
+  /** The timer whose "run now" waits for a yes, and the one whose past fires are shown. */
+  const [confirming, setConfirming] = useState<Timer | null>(null);
+  const [showing, setShowing] = useState<string | null>(null);
   const types = useQuery({
     queryKey: keys.taskTypes(),
     queryFn: () => api<TaskType[]>('/v1/task-types'),
+    staleTime: 60_000,
+    enabled: editing !== null,
+  });
+  const topologies = useQuery({
+    queryKey: keys.topologies(),
+    queryFn: () => api<Topology[]>('/v1/topologies'),
     staleTime: 60_000,
     enabled: editing !== null,
   });
@@ -40,6 +69,25 @@ export function Timers() {
     setEditing(null);
     setNote({ ok: true, text });
     await client.invalidateQueries({ queryKey: keys.timers() });
+  };
+
+  const runNow = async (t: Timer): Promise<void> => {
+    setConfirming(null);
+    try {
+      const fired = await api<{ task_id?: string; run_id?: string }>(
+        `/v1/timers/${encodeURIComponent(t.timer_id)}/run`,
+        { method: 'POST', headers: { 'Idempotency-Key': `console-${crypto.randomUUID()}` } },
+      );
+      setNote({
+        ok: true,
+        text: `${t.name}: fired now (${fired.run_id ? `run ${fired.run_id}` : `task ${fired.task_id ?? '?'}`}).`,
+      });
+      setShowing(t.timer_id);
+    } catch (err) {
+      setNote({ ok: false, text: `${t.name}: ${(err as Error).message}` });
+    }
+    await client.invalidateQueries({ queryKey: keys.timers() });
+    await client.invalidateQueries({ queryKey: ['timer-fires', t.timer_id] });
   };
 
   const setEnabled = async (t: Timer, enabled: boolean): Promise<void> => {
@@ -66,15 +114,16 @@ export function Timers() {
         ) : null}
       </div>
       {editing !== null ? (
-        types.isPending ? (
-          <Loading what="task types" />
-        ) : types.isError ? (
-          <ErrorState error={types.error} what="task types" />
+        types.isPending || topologies.isPending ? (
+          <Loading what="task types and topologies" />
+        ) : types.isError || topologies.isError ? (
+          <ErrorState error={types.error ?? topologies.error} what="task types and topologies" />
         ) : (
           <TimerForm
             key={editing === 'new' ? 'new' : editing.timer_id}
             timer={editing === 'new' ? null : editing}
             types={types.data}
+            topologies={topologies.data}
             onDone={(text) => void done(text)}
             onCancel={() => setEditing(null)}
           />
@@ -123,6 +172,9 @@ export function Timers() {
                       : t.topology
                         ? `topology ${t.topology.name}`
                         : '—'}
+                    {t.overlap_policy !== 'allow' ? (
+                      <div className="muted">overlap: {t.overlap_policy}</div>
+                    ) : null}
                   </td>
                   <td>{scheduleOf(t)}</td>
                   <td>
@@ -142,7 +194,15 @@ export function Timers() {
                     <Time iso={t.last_fire_at} />
                     {t.last_task_id ? (
                       <div>
-                        <Link href={`/tasks/${t.last_task_id}`}>its task</Link>
+                        {t.topology ? (
+                          <Link href={`/topology-runs/${encodeURIComponent(t.last_task_id)}`}>
+                            its last run
+                          </Link>
+                        ) : (
+                          <Link href={`/tasks/${encodeURIComponent(t.last_task_id)}`}>
+                            its last task
+                          </Link>
+                        )}
                       </div>
                     ) : null}
                   </td>
@@ -158,11 +218,19 @@ export function Timers() {
                         {t.enabled ? 'Disable' : 'Enable'}
                         <span className="visually-hidden"> {t.name}</span>
                       </button>
-                      {t.task ? (
-                        <button type="button" onClick={() => setEditing(t)}>
-                          Change<span className="visually-hidden"> {t.name}</span>
-                        </button>
-                      ) : null}
+                      <button type="button" onClick={() => setEditing(t)}>
+                        Change<span className="visually-hidden"> {t.name}</span>
+                      </button>
+                      <button type="button" onClick={() => setConfirming(t)}>
+                        Run now<span className="visually-hidden"> {t.name}</span>
+                      </button>
+                      <button
+                        type="button"
+                        aria-expanded={showing === t.timer_id}
+                        onClick={() => setShowing(showing === t.timer_id ? null : t.timer_id)}
+                      >
+                        Past fires<span className="visually-hidden"> of {t.name}</span>
+                      </button>
                     </div>
                   </td>
                 </tr>
@@ -171,6 +239,19 @@ export function Timers() {
           </table>
         </div>
       )}
+      {showing && timers.data?.find((t) => t.timer_id === showing) ? (
+        <TimerFires timer={timers.data.find((t) => t.timer_id === showing) as Timer} />
+      ) : null}
+      {confirming ? (
+        <ConfirmDialog
+          title={`Run ${confirming.name} now?`}
+          confirmLabel="Run now"
+          onConfirm={() => void runNow(confirming)}
+          onClose={() => setConfirming(null)}
+        >
+          <p>{runNowText(confirming)}</p>
+        </ConfirmDialog>
+      ) : null}
     </>
   );
 }

@@ -262,6 +262,26 @@ export class TimerPreviewDto {
   next_fires!: string[];
 }
 
+/** What `POST /v1/timers/{id}/run` made. */
+export class TimerRunNowDto {
+  @ApiProperty() timer_id!: string;
+
+  @ApiProperty({ format: 'date-time', description: 'when it fired (its label fire_time)' })
+  fire_time!: string;
+
+  @ApiPropertyOptional({ description: 'the task the fire created (a timer that starts a task)' })
+  task_id?: string;
+
+  @ApiPropertyOptional({ description: 'the run the fire started (a timer that starts a topology)' })
+  run_id?: string;
+
+  @ApiProperty({
+    description:
+      'false when the request was sent before under the same Idempotency-Key: the first fire, nothing new',
+  })
+  created!: boolean;
+}
+
 export class ProducerStatusDto {
   @ApiProperty({ enum: ['standby', 'distributed'] }) mode!: string;
   @ApiProperty({
