@@ -44,8 +44,15 @@ export class ConsoleHarness {
     page.on('pageerror', (err) => this.pageErrors.push(`${page.url()}: ${err.message}`));
   }
 
-  /** Starts everything; `workerId` names the template worker, `env` adds scheduler settings. */
-  static async start(workerId: string, env: NodeJS.ProcessEnv = {}): Promise<ConsoleHarness> {
+  /**
+   * Starts everything; `workerId` names the template worker, `env` adds scheduler settings and
+   * `consoleEnv` the console's.
+   */
+  static async start(
+    workerId: string,
+    env: NodeJS.ProcessEnv = {},
+    consoleEnv: NodeJS.ProcessEnv = {},
+  ): Promise<ConsoleHarness> {
     if (!existsSync(CHROMIUM))
       throw new Error(`${CHROMIUM} is missing: run \`bash scripts/services.sh\` (it installs it)`);
     if (!existsSync(join(ROOT, 'dist', 'console-ui', 'index.html')))
@@ -59,6 +66,7 @@ export class ConsoleHarness {
     const consoleApp = await startProcess(CONSOLE_MAIN, {
       CONSOLE_PORT: '0',
       BATON_SCHEDULER_URL: scheduler.url,
+      ...consoleEnv,
     });
     await eventually(
       async () => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { request } from 'undici';
+import { CONSOLE_HEADER, OidcSessions } from './oidc-sessions';
 
 /** Request headers passed on to the scheduler; everything else stays at the console. */
 const FORWARDED = [
@@ -51,13 +52,15 @@ export function schedulerPath(
 
 /**
  * `/api/v1/*` is passed to the scheduler's public API as `/v1/*`, with the caller's own API key
- * (`Authorization`): the console adds no credentials and has no other way in, so a page shows
- * only what its user's key may read, and does only what that key may do.
+ * (`Authorization`), or the access token of the person signed in through the console (its
+ * session cookie): the console has no credentials of its own, so a page shows only what its user
+ * may read, and does only what they may do.
  */
 export function registerApiProxy(
   app: FastifyInstance,
   schedulerUrl: string,
   timeoutMs: number,
+  sessions?: OidcSessions,
 ): void {
   void app.register(async (scope) => {
     // The body travels as bytes: the scheduler parses and checks it.
@@ -67,7 +70,7 @@ export function registerApiProxy(
       { parseAs: 'buffer', bodyLimit: BODY_LIMIT },
       (_r, body, done) => done(null, body),
     );
-    scope.all('/api/*', (req, reply) => forward(req, reply, schedulerUrl, timeoutMs));
+    scope.all('/api/*', (req, reply) => forward(req, reply, schedulerUrl, timeoutMs, sessions));
   });
 }
 
@@ -76,6 +79,7 @@ async function forward(
   reply: FastifyReply,
   schedulerUrl: string,
   timeoutMs: number,
+  sessions?: OidcSessions,
 ): Promise<FastifyReply> {
   const target = schedulerPath(req.url);
   if ('refused' in target) {
@@ -99,6 +103,22 @@ async function forward(
   for (const name of FORWARDED) {
     const value = req.headers[name];
     if (typeof value === 'string') headers[name] = value;
+  }
+  // A person signed in through the console: the call goes with their access token. A change
+  // made with the session's cookie must come from the console's own pages (CONSOLE_HEADER).
+  if (sessions && headers.authorization === undefined && sessions.hasSession(req)) {
+    if (!['GET', 'HEAD'].includes(req.method) && req.headers[CONSOLE_HEADER] !== '1')
+      return reply
+        .code(403)
+        .type('application/json')
+        .send(
+          envelope(
+            40300,
+            'a change made with the sign-in cookie must come from the console’s pages',
+          ),
+        );
+    const token = await sessions.bearerFor(req);
+    if (token) headers.authorization = `Bearer ${token}`;
   }
   const body = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
   const live = LIVE_STREAM.test(path);

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { ConsoleOidcConfig } from './oidc-sessions';
 
 /** The console's settings, read once at boot. */
 export interface ConsoleConfig {
@@ -10,6 +11,8 @@ export interface ConsoleConfig {
   uiDir: string;
   /** Longest wait for the scheduler's answer to one proxied request. */
   apiTimeoutMs: number;
+  /** Single sign-on at the company's identity provider; absent: API keys only. */
+  oidc?: ConsoleOidcConfig;
 }
 
 export const CONSOLE_CONFIG = Symbol('CONSOLE_CONFIG');
@@ -53,5 +56,30 @@ export function loadConsoleConfig(env: NodeJS.ProcessEnv = process.env): Console
     // dist/apps/console/src -> dist/console-ui
     uiDir: env.CONSOLE_UI_DIR ?? join(__dirname, '..', '..', '..', 'console-ui'),
     apiTimeoutMs,
+    oidc: oidcConfig(env),
+  };
+}
+
+/** `CONSOLE_OIDC_*`: unset issuer, people paste an API key. */
+function oidcConfig(env: NodeJS.ProcessEnv): ConsoleOidcConfig | undefined {
+  const issuer = env.CONSOLE_OIDC_ISSUER?.trim();
+  if (!issuer) return undefined;
+  const clientId = env.CONSOLE_OIDC_CLIENT_ID?.trim();
+  if (!clientId) throw new Error('CONSOLE_OIDC_CLIENT_ID is required with CONSOLE_OIDC_ISSUER');
+  if (!env.CONSOLE_PUBLIC_URL)
+    throw new Error(
+      'CONSOLE_PUBLIC_URL is required with CONSOLE_OIDC_ISSUER: the address people reach the console at (the provider sends them back to <it>/auth/callback)',
+    );
+  const hours = Number(env.CONSOLE_SESSION_HOURS ?? 12);
+  if (!Number.isFinite(hours) || hours <= 0 || hours > 24 * 30)
+    throw new Error('CONSOLE_SESSION_HOURS must be a number of hours from 0 to 720');
+  return {
+    issuer,
+    clientId,
+    clientSecret: env.CONSOLE_OIDC_CLIENT_SECRET || undefined,
+    publicUrl: httpUrl('CONSOLE_PUBLIC_URL', env.CONSOLE_PUBLIC_URL),
+    scopes: env.CONSOLE_OIDC_SCOPES?.trim() || 'openid email groups',
+    resource: env.CONSOLE_OIDC_RESOURCE?.trim() || undefined,
+    sessionMs: Math.round(hours * 3_600_000),
   };
 }

@@ -6,6 +6,7 @@ import { contractClientErrors } from '@baton/task-contract';
 import { registerApiProxy } from './api-proxy';
 import { CONSOLE_CONFIG, ConsoleConfig, loadConsoleConfig } from './console.config';
 import { ConsoleController } from './console.controller';
+import { OidcSessions } from './oidc-sessions';
 import { registerUiPages } from './ui-pages';
 
 @Module({})
@@ -33,7 +34,11 @@ async function main(): Promise<void> {
     contentSecurityPolicy: { directives: { 'upgrade-insecure-requests': null } },
   });
   const fastify = app.getHttpAdapter().getInstance();
-  registerApiProxy(fastify, config.schedulerUrl, config.apiTimeoutMs);
+  const sessions = config.oidc ? new OidcSessions(config.oidc) : undefined;
+  // What the sign-in page offers: single sign-on when set up, an API key always.
+  fastify.get('/auth/config', (_req, reply) => reply.send({ oidc: sessions !== undefined }));
+  sessions?.register(fastify);
+  registerApiProxy(fastify, config.schedulerUrl, config.apiTimeoutMs, sessions);
   if (!registerUiPages(fastify, config.uiDir)) {
     Logger.warn(
       `no built pages in ${config.uiDir}: run \`npm run build:console\` (npm start does it)`,

@@ -229,7 +229,7 @@ export function schedulerDocument(app: NestFastifyApplication): OpenAPIObject {
         type: 'http',
         scheme: 'bearer',
         description:
-          'the public API: an API key (`POST /v1/api-keys`); its role (viewer, operator, admin) decides what it may call, its tenant (if any) what it may see',
+          "the public API: an API key (`POST /v1/api-keys`), or a person's access token (a JWT) from the identity provider set by BATON_OIDC_ISSUER; the key's role (viewer, operator, admin), or the one the person's groups give, decides what it may call, its tenant (if any) what it may see",
       },
       API_KEY_SCHEME,
     )

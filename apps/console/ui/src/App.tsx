@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { ReactNode, useEffect, useState } from 'react';
-import { apiKey, onUnauthorized } from './api';
+import { apiKey, onUnauthorized, signOut, signedInUser } from './api';
 import { Empty, useTitle } from './components';
 import { CreateTask } from './pages/CreateTask';
 import { Login } from './pages/Login';
@@ -58,14 +58,21 @@ function NotFound() {
 
 export function App() {
   const [key, setKey] = useState(apiKey.get());
+  /** The person signed in through single sign-on; undefined while the console is asked. */
+  const [user, setUser] = useState<string | null | undefined>(key ? null : undefined);
   const client = useQueryClient();
   const { path } = useLocation();
+
+  useEffect(() => {
+    if (user === undefined) void signedInUser().then(setUser);
+  }, [user]);
 
   useEffect(
     () =>
       onUnauthorized(() => {
         apiKey.clear();
         setKey(null);
+        setUser(null);
       }),
     [],
   );
@@ -76,7 +83,13 @@ export function App() {
     setKey(null);
   };
 
-  if (!key) return <Login onKey={setKey} />;
+  const leave = async (): Promise<void> => {
+    client.clear();
+    window.location.assign(await signOut());
+  };
+
+  if (user === undefined && !key) return <p className="state">Loading…</p>;
+  if (!key && !user) return <Login onKey={setKey} />;
   return (
     <>
       <a className="skip" href="#main">
@@ -95,9 +108,18 @@ export function App() {
             ))}
           </ul>
         </nav>
-        <button type="button" className="link" onClick={forget}>
-          Forget key
-        </button>
+        {key ? (
+          <button type="button" className="link" onClick={forget}>
+            Forget key
+          </button>
+        ) : (
+          <span className="signed-in">
+            Signed in as <strong>{user}</strong>{' '}
+            <button type="button" className="link" onClick={() => void leave()}>
+              Sign out
+            </button>
+          </span>
+        )}
       </header>
       <main id="main" tabIndex={-1}>
         <Page path={path} />

@@ -41,7 +41,12 @@ export async function api<T>(
   init: { method?: string; body?: unknown; key?: string; headers?: Record<string, string> } = {},
 ): Promise<T> {
   const key = init.key ?? apiKey.get();
-  const headers: Record<string, string> = { ...init.headers, accept: 'application/json' };
+  // Says the call comes from the console's pages: a change made with a sign-in cookie needs it.
+  const headers: Record<string, string> = {
+    ...init.headers,
+    accept: 'application/json',
+    'x-baton-console': '1',
+  };
   if (key) headers.authorization = `Bearer ${key}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
@@ -79,4 +84,35 @@ export function queryString(params: Record<string, string | number | undefined |
     if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : '';
+}
+
+/** The person signed in through the console's single sign-on, or null (none, or it ended). */
+export async function signedInUser(): Promise<string | null> {
+  try {
+    const res = await fetch('/auth/me', { headers: { accept: 'application/json' } });
+    if (!res.ok) return null;
+    return ((await res.json()) as { user?: string }).user ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the console offers single sign-on (else an API key is the way in). */
+export async function singleSignOn(): Promise<boolean> {
+  try {
+    const res = await fetch('/auth/config', { headers: { accept: 'application/json' } });
+    return res.ok && ((await res.json()) as { oidc?: boolean }).oidc === true;
+  } catch {
+    return false;
+  }
+}
+
+/** Ends the console's session; where to go next (the provider's sign-out, or the console). */
+export async function signOut(): Promise<string> {
+  const res = await fetch('/auth/logout', {
+    method: 'POST',
+    headers: { accept: 'application/json', 'x-baton-console': '1' },
+  });
+  if (!res.ok) return '/';
+  return ((await res.json()) as { redirect?: string }).redirect ?? '/';
 }

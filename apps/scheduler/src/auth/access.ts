@@ -52,10 +52,16 @@ export interface Principal {
   role: Role;
   /** The only tenant the caller may see and touch; null: all. */
   tenant: string | null;
+  /** A person signed in at the identity provider (their email, or `sub`); absent for a key. */
+  user?: string;
 }
 
-/** The lifecycle and audit logs' name of a caller: `key:<name>`, or `api` with the API open. */
+/**
+ * The lifecycle and audit logs' name of a caller: `user:<email>` for a person signed in,
+ * `key:<name>` for an API key, or `api` with the API open.
+ */
 export function actorOf(principal: Principal | undefined): string {
+  if (principal?.user) return `user:${principal.user}`;
   return principal?.keyId ? `key:${principal.name}` : 'api';
 }
 

@@ -4,6 +4,8 @@ import { ContractErrorCode, ContractException } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { ACCESS, AccessRule, Principal, allows, bearerToken } from './access';
 import { ApiKeysService } from './api-keys.service';
+import { looksLikeJwt } from './jwt-verifier';
+import { OidcTokensService } from './oidc-tokens.service';
 import { ALL_TENANTS, TENANT_FIELDS, TenantScopes } from './tenant-scope';
 
 const OPEN: Principal = { keyId: null, name: 'api', role: 'admin', tenant: null };
@@ -31,6 +33,7 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeysService,
+    private readonly oidc: OidcTokensService,
     private readonly scopes: TenantScopes,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
   ) {}
@@ -58,20 +61,34 @@ export class ApiKeyGuard implements CanActivate {
     if (!token)
       throw new ContractException(
         ContractErrorCode.UNAUTHENTICATED,
-        'an API key is required: send Authorization: Bearer <key>',
+        this.oidc.enabled
+          ? 'an API key or a sign-in is required: send Authorization: Bearer <key or access token>'
+          : 'an API key is required: send Authorization: Bearer <key>',
       );
-    const found = await this.keys.verify(token);
+    const found = await this.principalOf(token);
     if (typeof found === 'string')
       throw new ContractException(ContractErrorCode.UNAUTHENTICATED, found);
     if (!allows(found.role, rule))
       throw new ContractException(
         ContractErrorCode.FORBIDDEN,
-        `API key ${found.name} (${found.role}) may not do this: it needs ${rule === 'read' ? 'viewer' : rule === 'operate' ? 'operator' : 'admin'}`,
+        `${found.user ? found.user : `API key ${found.name}`} (${found.role}) may not do this: it needs ${rule === 'read' ? 'viewer' : rule === 'operate' ? 'operator' : 'admin'}`,
         { role: found.role },
       );
     req.principal = found;
     if (found.tenant !== null) await this.holdToTenant(context, found.tenant, req);
     return true;
+  }
+
+  /**
+   * A JWT is a person's access token (when an identity provider is set up); anything else, and a
+   * key that merely looks like a JWT, an API key.
+   */
+  private async principalOf(token: string): Promise<Principal | string> {
+    if (!this.oidc.enabled || !looksLikeJwt(token)) return this.keys.verify(token);
+    const person = await this.oidc.verify(token);
+    if (typeof person !== 'string') return person;
+    const key = await this.keys.verify(token);
+    return typeof key === 'string' ? person : key;
   }
 
   private async holdToTenant(

@@ -31,7 +31,8 @@ export function mayDecide(
   who: Principal | undefined,
   approvers: ApprovalRequest['approvers'],
 ): boolean {
-  if (!who?.keyId) return true;
+  // The API open (no keys): anyone. A person signed in is held to the rules as a key is.
+  if (!who || (!who.keyId && !who.user)) return true;
   // A viewer reads; it never decides, even when named.
   if (who.role !== 'operator' && who.role !== 'admin') return false;
   if (approvers.keys.length === 0 && approvers.roles.length === 0) return true;

@@ -1,16 +1,21 @@
-import { FormEvent, useState } from 'react';
-import { ApiError, api, apiKey } from '../api';
+import { FormEvent, useEffect, useState } from 'react';
+import { ApiError, api, apiKey, singleSignOn } from '../api';
 import { useTitle } from '../components';
 
 /**
- * Asks for an API key (the scheduler's `Authorization: Bearer` key, made with POST /v1/api-keys
- * or printed at the first start). It is checked with one read and kept for this tab only.
+ * The way in: single sign-on at the company's identity provider when the console has it, and an
+ * API key (the scheduler's `Authorization: Bearer` key, made with POST /v1/api-keys or printed at
+ * the first start), checked with one read and kept for this tab only.
  */
 export function Login({ onKey }: { onKey: (key: string) => void }) {
   useTitle('Sign in');
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [sso, setSso] = useState(false);
+  useEffect(() => {
+    void singleSignOn().then(setSso);
+  }, []);
 
   const submit = async (e: FormEvent): Promise<void> => {
     e.preventDefault();
@@ -39,6 +44,16 @@ export function Login({ onKey }: { onKey: (key: string) => void }) {
   return (
     <main id="main" className="login">
       <h1>Baton console</h1>
+      {sso ? (
+        <p>
+          <a
+            className="button primary"
+            href={`/auth/login?return=${encodeURIComponent(window.location.pathname + window.location.search)}`}
+          >
+            Sign in with your company account
+          </a>
+        </p>
+      ) : null}
       <form onSubmit={(e) => void submit(e)} aria-describedby="key-help">
         <label htmlFor="api-key">API key</label>
         <input
