@@ -185,6 +185,21 @@ describe('worker logs per attempt', () => {
     ).toMatchObject({ code: 40401 });
     const bad = await signed(path, fence, { attempt: 1, lines: [{ seq: -1, level: 'loud' }] });
     expect([bad.status, bad.body.code]).toEqual([400, 40000]);
+    // ISO 8601 the date-time of the contract is not (basic form, a comma before the fraction):
+    // refused whole, nothing kept, and what was kept still reads.
+    for (const at of ['20261129T040000Z', '2026-11-29T04:00:00,5Z']) {
+      const odd = await signed(path, fence, {
+        attempt: 1,
+        lines: [{ seq: 102, at, level: 'info', message: 'odd time' }],
+      });
+      expect([at, odd.status, odd.body.code, odd.body.message]).toEqual([
+        at,
+        400,
+        40000,
+        `lines[0].at must be an RFC 3339 date-time (as toISOString() writes it), not "${at}"`,
+      ]);
+    }
+    expect((await page(id, 1, '?after=99')).items.map((l) => l.message)).toEqual(['a', 'b']);
   });
 
   it('takes the lines of many attempts in one call, each kept or refused on its own', async () => {

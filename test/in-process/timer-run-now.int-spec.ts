@@ -143,6 +143,12 @@ describe('a timer run now', () => {
     });
     expect(third.status).toBe(201);
     expect(third.data.task_id).not.toBe(taskId);
+    // The first request sent again while the third fire runs: still its own fire, no 409.
+    const late = await api.call<RunNow>('POST', `/v1/timers/${id}/run`, undefined, {
+      'Idempotency-Key': 'a',
+    });
+    expect([late.status, late.data.task_id, late.data.created]).toEqual([200, taskId, false]);
+    expect((await timer(id)).last_task_id).toBe(third.data.task_id);
   });
 
   it('starts a run of a topology timer, and refuses a bad key or an unknown timer', async () => {
@@ -152,16 +158,22 @@ describe('a timer run now', () => {
       nodes: [{ key: 'echo', task: { create_info: { task_type: 'demo.echo' }, params: {} } }],
     });
     expect(saved.message).toBe('ok');
-    const id = await create({ name: 'flow now', topology: { name: 'nightly-flow' } });
+    const id = await create({
+      name: 'flow now',
+      topology: { name: 'nightly-flow', deadline_seconds: 600 },
+    });
     const res = await api.call<RunNow>('POST', `/v1/timers/${id}/run`);
     expect(res.status).toBe(201);
     const runId = res.data.run_id as string;
     expect(res.data.task_id).toBeUndefined();
-    const run = await api.call<{ labels: Record<string, string> }>(
-      'GET',
-      `/v1/topology-runs/${runId}`,
-    );
+    const run = await api.call<{
+      labels: Record<string, string>;
+      created_at: string;
+      deadline_at: string | null;
+    }>('GET', `/v1/topology-runs/${runId}`);
     expect(run.status).toBe(200);
+    // The timer's deadline for its runs holds for this one.
+    expect(Date.parse(run.data.deadline_at ?? '') - Date.parse(run.data.created_at)).toBe(600_000);
     expect(run.data.labels).toMatchObject({ timer_id: id, manual_fire: 'true' });
     expect((await timer(id)).last_task_id).toBe(runId);
 

@@ -256,7 +256,11 @@ export class ProducerService implements OnApplicationBootstrap, OnApplicationShu
       ...row,
       nextFireAt: next,
       lastFireAt,
-      lastTaskId,
+      // The newest of the two: a fire made meanwhile through the API ("run now") is kept.
+      lastTaskId:
+        row.lastTaskId !== null && (lastTaskId === null || row.lastTaskId > lastTaskId)
+          ? row.lastTaskId
+          : lastTaskId,
       fireCount: row.fireCount + fired,
       misfireCount: row.misfireCount + missed,
       skipCount: row.skipCount + skipped,

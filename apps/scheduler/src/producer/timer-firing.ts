@@ -26,11 +26,13 @@ interface Fire {
   askedBy?: string;
 }
 
-/** What a fire made: the task (or the topology run) and whether this fire created it. */
+/** What a fire made: the task (or the topology run), whether this fire created it, and when. */
 export interface Fired {
   taskId: string;
   created: boolean;
   run: boolean;
+  /** The fire's instant (its label fire_time). */
+  at: number;
 }
 
 /**
@@ -57,7 +59,8 @@ export class TimerFiring {
    * advanced and the same slot is tried again.
    */
   async slot(t: TimerModel, slot: number, previous: string | null): Promise<Fired | 'skipped'> {
-    if (await this.overlapSkips(t, previous)) return 'skipped';
+    if (await this.overlapSkips(t, previous, `producer:${this.config.instanceId}`))
+      return 'skipped';
     try {
       return await this.make(t, { at: slot, key: fireKey(t.timerId, slot) });
     } catch (err) {
@@ -76,13 +79,17 @@ export class TimerFiring {
    */
   async now(t: TimerModel, requestKey: string, askedBy: string): Promise<Fired | 'skipped'> {
     const key = manualFireKey(t.timerId, requestKey);
-    // The same request sent again finds its own fire as the last: it answers that fire, it is
-    // not an overlap with it.
-    const last = t.lastTaskId
-      ? await this.tasks.get(t.lastTaskId).catch(() => undefined)
-      : undefined;
-    if (last?.idempotencyKey !== key && (await this.overlapSkips(t, t.lastTaskId)))
-      return 'skipped';
+    // The same request sent again answers its first fire, whatever fired since: it is no new
+    // fire, so the overlap policy is not asked (it would cancel or refuse a later one).
+    const first = await this.tasks.findByIdempotencyKey(t.tenant, key);
+    if (first)
+      return {
+        taskId: first.taskId,
+        created: false,
+        run: first.repetition === RepetitionKind.TOPOLOGY,
+        at: Date.parse(first.labels.fire_time ?? '') || first.createdAt,
+      };
+    if (await this.overlapSkips(t, t.lastTaskId, askedBy)) return 'skipped';
     return this.make(t, { at: this.clock.now(), key, askedBy });
   }
 
@@ -90,7 +97,11 @@ export class TimerFiring {
    * True when the previous fire's task is not finished and the policy is `skip`; with
    * `cancel_previous` that task (or run) is cancelled in the background and the fire goes on.
    */
-  private async overlapSkips(t: TimerModel, previous: string | null): Promise<boolean> {
+  private async overlapSkips(
+    t: TimerModel,
+    previous: string | null,
+    actor: string,
+  ): Promise<boolean> {
     if (!previous || t.overlapPolicy === 'allow') return false;
     const prev = await this.tasks.get(previous).catch(() => undefined);
     if (!prev || prev.status === TaskStatus.FINISH) return false;
@@ -99,7 +110,7 @@ export class TimerFiring {
       return true;
     }
     // In the background: a task being driven answers 409 for a moment, and the fire must not wait.
-    void this.cancelPrevious(t, prev);
+    void this.cancelPrevious(t, prev, actor);
     this.metrics.inc('baton_timer_overlap_cancels_total', { timer: t.timerId });
     return false;
   }
@@ -108,9 +119,8 @@ export class TimerFiring {
    * Cancels the previous fire's task (while it is being driven, 409, it is tried again, up to
    * 10 s), or its topology run.
    */
-  private async cancelPrevious(t: TimerModel, previous: TaskModel): Promise<void> {
+  private async cancelPrevious(t: TimerModel, previous: TaskModel, actor: string): Promise<void> {
     // By what the previous fire made: the timer may have changed kind since.
-    const actor = `producer:${this.config.instanceId}`;
     const cancel =
       previous.repetition === RepetitionKind.TOPOLOGY
         ? this.topologies.cancel(previous.taskId, actor)
@@ -146,17 +156,18 @@ export class TimerFiring {
 
   /** A run of the timer's topology, keyed by the fire like a task (one run per slot). */
   private async startRun(t: TimerModel, template: TopologyTemplate, fire: Fire): Promise<Fired> {
-    const { name, version, input, labels } = template.topology;
+    const { name, version, input, labels, deadline_seconds } = template.topology;
     const { state, created } = await this.topologies.start(name, {
       input: input ?? {},
       version,
+      deadlineSeconds: deadline_seconds,
       tenant: t.tenant,
       idempotencyKey: fire.key,
       labels: { ...(labels ?? {}), ...this.labels(t, fire) },
       actor: fire.askedBy ?? `producer:${this.config.instanceId}`,
     });
     this.counted(t, created, fire);
-    return { taskId: state.run.runId, created, run: true };
+    return { taskId: state.run.runId, created, run: true, at: fire.at };
   }
 
   private async createTask(t: TimerModel, template: CreateTaskDto, fire: Fire): Promise<Fired> {
@@ -181,6 +192,6 @@ export class TimerFiring {
       actor: fire.askedBy ?? `producer:${this.config.instanceId}`,
     });
     this.counted(t, created, fire);
-    return { taskId: task.taskId, created, run: false };
+    return { taskId: task.taskId, created, run: false, at: fire.at };
   }
 }

@@ -17,6 +17,8 @@ export interface TopologyTemplate {
     input?: Record<string, unknown>;
     labels?: Record<string, string>;
     tenant?: string;
+    /** Each run's deadline, in place of the definition's. */
+    deadline_seconds?: number;
   };
 }
 

@@ -180,13 +180,8 @@ export class TimersService {
    * slots and their counts are left as they are. `requestKey` makes a request sent again answer
    * the first fire.
    */
-  async runNow(
-    timerId: string,
-    requestKey: string,
-    actor: string,
-  ): Promise<Fired & { at: number }> {
+  async runNow(timerId: string, requestKey: string, actor: string): Promise<Fired> {
     const t = await this.get(timerId);
-    const at = this.clock.now();
     const fired = await this.firing.now(t, requestKey, actor);
     if (fired === 'skipped')
       throw new ContractException(
@@ -195,14 +190,17 @@ export class TimersService {
         { timer_id: timerId, previous: t.lastTaskId, overlap_policy: t.overlapPolicy },
       );
     if (fired.created) await this.keepLast(timerId, fired.taskId);
-    return { ...fired, at };
+    return fired;
   }
 
-  /** Records a fire made outside the Producer as the timer's last task (compare-and-set, retried). */
+  /**
+   * Records a fire made outside the Producer as the timer's last task (compare-and-set, retried),
+   * unless a newer fire is recorded already: ids grow with time, and the last task is the newest.
+   */
   private async keepLast(timerId: string, taskId: string): Promise<void> {
     for (let tries = 1; tries <= UPDATE_TRIES; tries++) {
       const t = await this.repo.find(timerId);
-      if (!t) return;
+      if (!t || (t.lastTaskId !== null && t.lastTaskId >= taskId)) return;
       const stored = await this.repo.replace(t, { ...t, lastTaskId: taskId });
       if (stored) {
         this.producer.track(stored);

@@ -101,6 +101,8 @@ export function chunksOf(
     levels = 0;
   };
   lines.forEach((l, i) => {
+    // A time JSON cannot hold would make the chunk unreadable: refused before anything is kept.
+    if (!Number.isFinite(l.at)) throw new Error(`line ${l.seq}: its time is not a number`);
     if (part.length === 0) {
       firstSeq = l.seq;
       prev = { seq: l.seq, at: 0 };

@@ -120,10 +120,21 @@ export class AttemptLogRows {
     m: EntityManager,
     taskId: string,
     attempt: number,
-    usage: { lines: number; bytes: number },
     caps: AttemptLogCaps,
   ): Promise<void> {
-    let { lines, bytes } = usage;
+    // Read with locks, as they are now: another scheduler may have added or dropped lines of the
+    // same attempt since this transaction's first read (this one holds the usage row from its
+    // upsert on, so the totals cannot move under it).
+    const lock = this.mysql ? ' FOR UPDATE' : '';
+    const usage = await this.sql.exec(
+      m,
+      `SELECT line_count, byte_count FROM baton_task_log_usage WHERE task_id = ? AND attempt = ?${lock}`,
+      [taskId, attempt],
+    );
+    const row = usage.records[0] as { line_count: unknown; byte_count: unknown } | undefined;
+    if (!row) return;
+    let lines = Number(row.line_count);
+    let bytes = Number(row.byte_count);
     const over = (): boolean => lines > caps.maxLines || bytes > caps.maxBytes;
     let dropped = 0;
     const doomed: unknown[] = [];
@@ -132,7 +143,7 @@ export class AttemptLogRows {
       const { records } = await this.sql.exec(
         m,
         `SELECT id, first_seq, line_count, bytes FROM baton_task_log_chunk WHERE task_id = ? AND attempt = ?
-          ORDER BY first_seq, id LIMIT 500 OFFSET ${offset}`,
+          ORDER BY first_seq, id LIMIT 500 OFFSET ${offset}${lock}`,
         [taskId, attempt],
       );
       if (records.length === 0) break;
@@ -153,9 +164,11 @@ export class AttemptLogRows {
           continue;
         }
         // Within the caps once some of it goes: its oldest lines, as many as it takes.
-        const body = await this.sql.exec(m, 'SELECT body FROM baton_task_log_chunk WHERE id = ?', [
-          r.id,
-        ]);
+        const body = await this.sql.exec(
+          m,
+          `SELECT body FROM baton_task_log_chunk WHERE id = ?${lock}`,
+          [r.id],
+        );
         const left = linesOf((body.records[0] as { body: string }).body, Number(r.first_seq));
         while (left.length > 0 && over()) {
           const l = left.shift() as AttemptLogLine;

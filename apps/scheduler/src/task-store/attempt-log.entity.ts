@@ -8,6 +8,7 @@ import { bigintNumber } from '../database';
  */
 @Entity('baton_task_log_chunk')
 @Index('ux_task_log_chunk', ['task_id', 'attempt', 'first_seq'], { unique: true })
+@Index('ix_task_log_chunk_last', ['task_id', 'attempt', 'last_seq'])
 export class TaskLogChunkEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: string | number;

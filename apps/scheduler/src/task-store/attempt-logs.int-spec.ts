@@ -23,7 +23,7 @@ const CAPS = { maxLines: 1000, maxBytes: 1_000_000 };
 describe.each([
   ['sqlite', async () => sqliteTestDatabase()],
   ['mysql', mysqlTestDatabase],
-])('attempt logs on %s', (_name, make: () => Promise<TestDatabase>) => {
+])('attempt logs on %s', (name, make: () => Promise<TestDatabase>) => {
   let testDb: TestDatabase;
   let ds: DataSource;
   let store: ReturnType<typeof taskStoreStack>;
@@ -259,6 +259,44 @@ describe.each([
     const words = await logs.page('T-many', 1, { after: -1, limit: 100, text: 'LATE 2' });
     expect(words.lines.map((l) => l.seq)).toEqual(late.filter((i) => String(i).startsWith('2')));
   });
+
+  // Several schedulers share MySQL only: SQLite is the embedded default of one process.
+  (name === 'mysql' ? it : it.skip)(
+    'keeps its counts true when two schedulers write one attempt over its cap at once',
+    async () => {
+      // A second scheduler: its own data source and pool on the same database.
+      const other = createDataSource(testDb.config, ENTITIES);
+      await other.initialize();
+      try {
+        const a = store.attemptLogs;
+        const b = taskStoreStack(other).attemptLogs;
+        const caps = { maxLines: 25, maxBytes: 1_000_000 };
+        // Two writers of one attempt, each its own seqs (a worker sending in parallel), at once.
+        for (let round = 0; round < 6; round++)
+          await Promise.all(
+            [a, b].map((logs, w) =>
+              logs.append(
+                'T-race',
+                1,
+                Array.from({ length: 10 }, (_, i) => line(round * 100 + w * 10 + i)),
+                caps,
+              ),
+            ),
+          );
+        const kept = await a.page('T-race', 1, { after: -1, limit: 1000 });
+        const seqs = kept.lines.map((l) => l.seq);
+        expect(new Set(seqs).size).toBe(seqs.length);
+        expect(seqs.length).toBeLessThanOrEqual(caps.maxLines);
+        expect(seqs.length + kept.dropped).toBe(120);
+        const usage = await store.exec(
+          "SELECT line_count FROM baton_task_log_usage WHERE task_id = 'T-race' AND attempt = 1",
+        );
+        expect(Number((usage.records[0] as { line_count: unknown }).line_count)).toBe(seqs.length);
+      } finally {
+        await other.destroy();
+      }
+    },
+  );
 
   it('writes appends that arrive together in shared transactions, each answered for itself', async () => {
     const logs = store.attemptLogs;

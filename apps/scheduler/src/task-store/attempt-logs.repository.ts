@@ -250,7 +250,7 @@ export class AttemptLogsRepository {
       const lines = (before?.lines ?? 0) + u.lines;
       const bytes = (before?.bytes ?? 0) + u.bytes;
       if (lines > u.caps.maxLines || bytes > u.caps.maxBytes)
-        await this.rows.dropOldest(m, u.taskId, u.attempt, { lines, bytes }, u.caps);
+        await this.rows.dropOldest(m, u.taskId, u.attempt, u.caps);
     }
     return results;
   }
@@ -281,12 +281,14 @@ export class AttemptLogsRepository {
       params.push(`%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`);
     }
     const got: AttemptLogLine[] = [];
-    for (let offset = 0; ; offset += CHUNKS_A_READ) {
+    // By key, not by offset: chunks dropped for the caps while a page is read shift no others
+    // past it (first_seq is unique within the attempt).
+    for (let from: number | null = null; ;) {
       const { records } = await this.sql.exec(
         undefined,
-        `SELECT first_seq, body FROM baton_task_log_chunk WHERE ${where.join(' AND ')}
-          ORDER BY first_seq, id LIMIT ${CHUNKS_A_READ} OFFSET ${offset}`,
-        params,
+        `SELECT first_seq, body FROM baton_task_log_chunk WHERE ${where.join(' AND ')}${from === null ? '' : ' AND first_seq > ?'}
+          ORDER BY first_seq LIMIT ${CHUNKS_A_READ}`,
+        from === null ? params : [...params, from],
       );
       const chunks = records as { first_seq: unknown; body: string }[];
       for (const c of chunks)
@@ -300,7 +302,8 @@ export class AttemptLogsRepository {
       if (chunks.length < CHUNKS_A_READ) break;
       // Chunks not read yet hold only lines from the last one's first seq on: enough below it
       // and the page is complete.
-      const bound = Number(chunks[chunks.length - 1].first_seq);
+      from = Number(chunks[chunks.length - 1].first_seq);
+      const bound = from;
       if (got.filter((l) => l.seq < bound).length > limit) break;
     }
     got.sort((a, b) => a.seq - b.seq);

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LogBatchDto } from '@baton/task-contract';
+import { ContractErrorCode, ContractException, LogBatchDto } from '@baton/task-contract';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import { AttemptLogPage, AttemptLogsRepository, LogLevel } from '../task-store';
 
@@ -23,19 +23,19 @@ export class AttemptLogsService {
     fence: number,
     batch: LogBatchDto,
   ): Promise<'unknown' | 'stale' | { accepted: number; duplicates: number }> {
-    return this.logs.appendFromWorker(
-      taskId,
-      batch.attempt,
-      fence,
-      batch.lines.map((l) => ({
-        seq: l.seq,
-        at: Date.parse(l.at),
-        level: l.level,
-        message: l.message,
-        fields: l.fields ?? null,
-      })),
-      this.config.attemptLogs,
-    );
+    const lines = batch.lines.map((l, i) => {
+      const at = Date.parse(l.at);
+      // ISO 8601 has forms the contract's date-time is not (20261129, week dates, a comma
+      // before the fraction): refused, not kept as a time no one can read.
+      if (!Number.isFinite(at))
+        throw new ContractException(
+          ContractErrorCode.VALIDATION_FAILED,
+          `lines[${i}].at must be an RFC 3339 date-time (as toISOString() writes it), not ${JSON.stringify(l.at)}`,
+          { at: l.at },
+        );
+      return { seq: l.seq, at, level: l.level, message: l.message, fields: l.fields ?? null };
+    });
+    return this.logs.appendFromWorker(taskId, batch.attempt, fence, lines, this.config.attemptLogs);
   }
 
   page(

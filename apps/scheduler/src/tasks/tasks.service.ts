@@ -159,6 +159,11 @@ export class TasksService {
     }
   }
 
+  /** The task made under an idempotency key of a tenant, if one was. */
+  findByIdempotencyKey(tenant: string, key: string): Promise<TaskModel | undefined> {
+    return this.repo.findByIdempotencyKey(tenant, key);
+  }
+
   async get(taskId: string): Promise<TaskModel> {
     const t = await this.repo.findById(taskId);
     if (!t)

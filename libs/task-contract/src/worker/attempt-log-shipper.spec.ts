@@ -204,4 +204,15 @@ describe('lineSize', () => {
           ]);
         }
   });
+
+  it('leaves out fields whose JSON is nothing, as JSON.stringify does', () => {
+    const line: LogLineDto = {
+      seq: 3,
+      at: '2026-11-29T04:00:00.000Z',
+      level: 'info',
+      message: 'm',
+      fields: { toJSON: () => undefined } as unknown as Record<string, unknown>,
+    };
+    expect(lineSize(line).bytes).toBe(Buffer.byteLength(JSON.stringify(line)));
+  });
 });

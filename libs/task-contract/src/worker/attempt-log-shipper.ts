@@ -338,8 +338,11 @@ export function lineSize(line: LogLineDto): { bytes: number; members: number } {
     : Buffer.byteLength(JSON.stringify(line.message)) - 2;
   let bytes = 40 + String(line.seq).length + line.at.length + line.level.length + message;
   let count = 4;
-  if (line.fields !== undefined) {
-    bytes += 10 + Buffer.byteLength(JSON.stringify(line.fields));
+  // Fields whose JSON is nothing (a toJSON that answers undefined) are left out, as JSON does.
+  const fields = line.fields === undefined ? undefined : JSON.stringify(line.fields);
+  if (fields !== undefined) {
+    bytes += 10 + Buffer.byteLength(fields);
+    // Counted from the object: a member JSON leaves out (undefined) counts, which only errs high.
     count += 1 + members(line.fields);
   }
   return { bytes, members: count };

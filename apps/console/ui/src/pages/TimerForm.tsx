@@ -107,7 +107,8 @@ function startsOf(
         ...keep.create_info,
         task_type: d.taskType,
         task_name: d.taskName || timerName || 'timer task',
-        important_level: Number(d.priority),
+        // Blank: the priority it had (or the API's default), not 0.
+        ...(d.priority.trim() ? { important_level: Number(d.priority) } : {}),
       },
       params: paramsOf(d, types),
       ...labelled,
@@ -115,6 +116,19 @@ function startsOf(
       ...(Object.keys(arg).length ? { process_arg: arg } : { process_arg: undefined }),
     },
   };
+}
+
+/** The schedule a draft says, as the API takes it. */
+function scheduleOf(d: Draft): Record<string, unknown> {
+  return d.kind === 'cron'
+    ? { kind: 'cron', cron: d.cron, time_zone: d.zone || undefined }
+    : d.kind === 'interval'
+      ? {
+          kind: 'interval',
+          every_ms: Math.round(Number(d.everySeconds) * 1000),
+          at: fromLocalInput(d.at),
+        }
+      : { kind: 'once', at: fromLocalInput(d.at) };
 }
 
 /** The body of POST /v1/timers for a draft, or why it cannot be one yet. */
@@ -129,23 +143,14 @@ function bodyOf(
   } catch (err) {
     return { problem: (err as Error).message };
   }
-  const schedule =
-    d.kind === 'cron'
-      ? { kind: 'cron', cron: d.cron, time_zone: d.zone || undefined }
-      : d.kind === 'interval'
-        ? {
-            kind: 'interval',
-            every_ms: Math.round(Number(d.everySeconds) * 1000),
-            at: fromLocalInput(d.at),
-          }
-        : { kind: 'once', at: fromLocalInput(d.at) };
+  const schedule = scheduleOf(d);
   return {
     body: {
       name: d.name || 'preview',
       schedule,
       overlap_policy: d.overlap,
       misfire_policy: d.misfire,
-      misfire_grace_ms: Math.round(Number(d.graceMs)),
+      ...(d.graceMs.trim() ? { misfire_grace_ms: Math.round(Number(d.graceMs)) } : {}),
       ...starts,
     },
   };
@@ -183,6 +188,11 @@ export function TimerForm({
   onCancel: () => void;
 }) {
   const [d, setD] = useState<Draft>(() => draftOf(timer, types));
+  /**
+   * The schedule as the form first showed it: a change that leaves it alone does not send it (a
+   * schedule sent restarts the timer from its next slot, which would drop missed slots).
+   */
+  const [shownSchedule] = useState(() => JSON.stringify(scheduleOf(draftOf(timer, types))));
   const [error, setError] = useState<string | null>(null);
   const [problems, setProblems] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
@@ -207,8 +217,9 @@ export function TimerForm({
     if (!built.body) return setError(built.problem ?? 'incomplete');
     setBusy(true);
     try {
-      const body = { ...built.body, name: d.name };
+      const body: Record<string, unknown> = { ...built.body, name: d.name };
       if (timer) {
+        if (JSON.stringify(body.schedule) === shownSchedule) delete body.schedule;
         await api(`/v1/timers/${encodeURIComponent(timer.timer_id)}`, { method: 'PATCH', body });
         onDone(`${d.name}: changed.`);
       } else {

@@ -121,6 +121,12 @@ export function TimerStarts({
         set({ ...d, asJson: true, params: JSON.stringify(paramsOf(d, types), null, 2) });
       } else {
         const parsed = objectOf('Params', d.params);
+        // Fields that would give back other params (a box for an absent yes/no, text for a
+        // number...) would change them on save: these stay JSON.
+        if (!fieldsKeep(props, parsed))
+          throw new Error(
+            'These params cannot be shown as fields without changing them: edit them as JSON.',
+          );
         set({
           ...d,
           asJson: false,

@@ -2,6 +2,8 @@ import { MigrationInterface, QueryRunner, Table, TableColumn, TableIndex } from 
 
 /** Lines moved at a time. */
 const PAGE = 2000;
+/** A chunk's text is kept under about this many characters, as the scheduler keeps it. */
+const CHUNK_CHARS = 256 * 1024;
 const LEVELS = ['debug', 'info', 'warn', 'error'];
 
 interface LineRow {
@@ -13,6 +15,25 @@ interface LineRow {
   message: string;
   fields: string | null;
   bytes: unknown;
+}
+
+/** An attempt's lines of a page, in chunks each under CHUNK_CHARS (a line alone may be more). */
+function bounded(lines: LineRow[]): LineRow[][] {
+  const out: LineRow[][] = [];
+  let part: LineRow[] = [];
+  let size = 0;
+  for (const l of lines) {
+    const chars = l.message.length + (l.fields?.length ?? 0) + 40;
+    if (part.length > 0 && size + chars > CHUNK_CHARS) {
+      out.push(part);
+      part = [];
+      size = 0;
+    }
+    part.push(l);
+    size += chars;
+  }
+  if (part.length > 0) out.push(part);
+  return out;
 }
 
 /**
@@ -54,6 +75,11 @@ export class AttemptLogChunks1766700000000 implements MigrationInterface {
             columnNames: ['task_id', 'attempt', 'first_seq'],
             isUnique: true,
           }),
+          // A stream following an attempt asks for what came after the last line it sent.
+          new TableIndex({
+            name: 'ix_task_log_chunk_last',
+            columnNames: ['task_id', 'attempt', 'last_seq'],
+          }),
         ],
       }),
       true,
@@ -78,48 +104,45 @@ export class AttemptLogChunks1766700000000 implements MigrationInterface {
         if (list) list.push(r);
         else chunks.set(k, [r]);
       }
-      for (const lines of chunks.values()) {
-        const first = lines[0];
-        // As the scheduler writes a chunk: each line's seq and time as steps from the line
-        // before (the first's from the chunk's first seq and from 0), the level as its index.
-        let prev = { seq: Number(first.seq), at: 0 };
-        const body = JSON.stringify(
-          lines.map((l) => {
-            const packed: unknown[] = [
-              Number(l.seq) - prev.seq,
-              Number(l.at) - prev.at,
-              Math.max(0, LEVELS.indexOf(l.level)),
-              l.message,
-            ];
-            if (l.fields) packed.push(JSON.parse(l.fields));
-            prev = { seq: Number(l.seq), at: Number(l.at) };
-            return packed;
-          }),
-        );
-        await q.query(
-          `INSERT INTO baton_task_log_chunk (task_id, attempt, first_seq, last_seq, line_count, bytes, levels, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          [
-            first.task_id,
-            Number(first.attempt),
-            Number(first.seq),
-            Number(lines[lines.length - 1].seq),
-            lines.length,
-            lines.reduce((n, l) => n + Number(l.bytes), 0),
-            lines.reduce((bits, l) => bits | (1 << Math.max(0, LEVELS.indexOf(l.level))), 0),
-            body,
-          ],
-        );
-        await q.query(
-          'UPDATE baton_task_log_usage SET last_seq = ? WHERE task_id = ? AND attempt = ? AND last_seq < ?',
-          [
-            Number(lines[lines.length - 1].seq),
-            first.task_id,
-            Number(first.attempt),
-            Number(lines[lines.length - 1].seq),
-          ],
-        );
-      }
+      for (const all of chunks.values())
+        for (const lines of bounded(all)) {
+          const first = lines[0];
+          // As the scheduler writes a chunk: each line's seq and time as steps from the line
+          // before (the first's from the chunk's first seq and from 0), the level as its index.
+          let prev = { seq: Number(first.seq), at: 0 };
+          const body = JSON.stringify(
+            lines.map((l) => {
+              const packed: unknown[] = [
+                Number(l.seq) - prev.seq,
+                Number(l.at) - prev.at,
+                Math.max(0, LEVELS.indexOf(l.level)),
+                l.message,
+              ];
+              if (l.fields) packed.push(JSON.parse(l.fields));
+              prev = { seq: Number(l.seq), at: Number(l.at) };
+              return packed;
+            }),
+          );
+          const lastSeq = Number(lines[lines.length - 1].seq);
+          await q.query(
+            `INSERT INTO baton_task_log_chunk (task_id, attempt, first_seq, last_seq, line_count, bytes, levels, body)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+            [
+              first.task_id,
+              Number(first.attempt),
+              Number(first.seq),
+              lastSeq,
+              lines.length,
+              lines.reduce((n, l) => n + Number(l.bytes), 0),
+              lines.reduce((bits, l) => bits | (1 << Math.max(0, LEVELS.indexOf(l.level))), 0),
+              body,
+            ],
+          );
+          await q.query(
+            'UPDATE baton_task_log_usage SET last_seq = ? WHERE task_id = ? AND attempt = ? AND last_seq < ?',
+            [lastSeq, first.task_id, Number(first.attempt), lastSeq],
+          );
+        }
       const last = rows[rows.length - 1];
       from = [last.task_id, Number(last.attempt), Number(last.seq)];
     }
