@@ -91,6 +91,16 @@ describe('console operations pages in a browser', () => {
     await page.waitForURL(/\?type=demo\.flaky$/);
     await caption.getByText('1 demo.flaky tasks finished in the last 60 minutes').waitFor();
 
+    // Recent failures agree with the chart: the same one failure, newest failure first.
+    await page
+      .getByTestId('failed-last-hour')
+      .getByText('1 task failed in the last hour')
+      .waitFor();
+    const firstFailure = page
+      .getByRole('region', { name: 'Recent failures' })
+      .getByRole('listitem')
+      .first();
+    await firstFailure.getByRole('link', { name: 'charted failure' }).waitFor();
     await page.getByRole('heading', { name: 'Waiting to start' }).waitFor();
     await page.getByText('Nothing waits: every task that is due has started.').waitFor();
     await expectAccessible();

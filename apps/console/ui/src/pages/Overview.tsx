@@ -57,7 +57,9 @@ export function Overview() {
   });
   const failures = useQuery({
     queryKey: keys.overview.recentFailures(),
-    queryFn: () => api<TaskPage>('/v1/tasks?outcome=FAIL&limit=10'),
+    // The newest failures first by when they failed (their last change), not by when they were
+    // made: an old task that failed a minute ago is a recent failure, as the chart counts it.
+    queryFn: () => api<TaskPage>('/v1/tasks?status=FINISH&outcome=FAIL&sort=updated&limit=10'),
     refetchInterval: 10_000,
   });
   const counts = useQuery({
@@ -140,6 +142,12 @@ export function Overview() {
       </section>
       <section aria-labelledby="recent-failures">
         <h2 id="recent-failures">Recent failures</h2>
+        {history.data ? (
+          <p data-testid="failed-last-hour">
+            {failedIn(history.data)} {failedIn(history.data) === 1 ? 'task' : 'tasks'} failed in the
+            last hour, as the chart counts them; the newest failures first:
+          </p>
+        ) : null}
         <Section q={failures} what="recent failures">
           {(page) => <RecentFailures tasks={page.items} />}
         </Section>
@@ -150,6 +158,10 @@ export function Overview() {
     </>
   );
 }
+
+/** How many tasks finished failed in the history's minutes, every type. */
+const failedIn = (h: TaskHistory): number =>
+  h.buckets.filter((b) => b.outcome === 'FAIL').reduce((n, b) => n + b.count, 0);
 
 /** A column of the counts: a status, or FINISH with one outcome. */
 interface Column {
