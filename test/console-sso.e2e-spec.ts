@@ -1,4 +1,5 @@
 import { Page } from 'playwright-core';
+import { request } from 'undici';
 import { ConsoleHarness, PHONE, DESKTOP } from './support/console-harness';
 import { IdentityProvider, TEST_CLIENT } from './support/oidc';
 import { freePort } from './support/processes';
@@ -120,6 +121,19 @@ describe('signing in to the console at the identity provider', () => {
     // The session is gone on the server too: the API through the console is 401 again.
     const after = await page.evaluate(async () => (await fetch('/api/v1/tasks')).status);
     expect(after).toBe(401);
+  });
+
+  it('takes the way back from the provider only in the browser that set out (no login CSRF)', async () => {
+    // Someone starts a sign-in and hands its way back to another browser (without their cookie).
+    const start = await request(h.url('/auth/login'));
+    await start.body.dump();
+    expect(start.statusCode).toBe(302);
+    const state = new URL(String(start.headers.location)).searchParams.get('state') ?? '';
+    expect(String(start.headers['set-cookie'])).toMatch(/baton_sign_in=.*HttpOnly/);
+    const elsewhere = await request(h.url(`/auth/callback?state=${state}&code=whatever`));
+    expect(elsewhere.statusCode).toBe(400);
+    expect(await elsewhere.body.text()).toContain('not one the console started');
+    expect(elsewhere.headers['set-cookie']).toBeUndefined();
   });
 
   it('an admin signs in, acts in their own name, at desktop and phone width', async () => {

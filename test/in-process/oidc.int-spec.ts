@@ -96,6 +96,13 @@ describe('people signed in at the identity provider', () => {
       401,
       'nora@example.com is signed in, but none of their groups (groups) gives a role here',
     ]);
+    // An admin's group with a team's: refused, not an admin held to one tenant (who could make
+    // themselves a key for every tenant).
+    const ada = await (await as('ada')).call('POST', '/v1/api-keys', { name: 'x', role: 'admin' });
+    expect([ada.status, ada.message]).toEqual([
+      401,
+      'ada@example.com is in an admin group and in the group of tenant payments; an admin spans every tenant: take them out of one',
+    ]);
     const now = Math.floor(Date.now() / 1000);
     const expired = await new Api(baton.api.base, idp.forge({ exp: now - 120 })).call(
       'GET',

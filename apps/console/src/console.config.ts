@@ -64,6 +64,10 @@ export function loadConsoleConfig(env: NodeJS.ProcessEnv = process.env): Console
 function oidcConfig(env: NodeJS.ProcessEnv): ConsoleOidcConfig | undefined {
   const issuer = env.CONSOLE_OIDC_ISSUER?.trim();
   if (!issuer) return undefined;
+  const at = new URL(httpUrl('CONSOLE_OIDC_ISSUER', issuer));
+  // The ID token is taken on the strength of TLS to the provider: no plain http but on loopback.
+  if (at.protocol !== 'https:' && !['localhost', '127.0.0.1', '[::1]'].includes(at.hostname))
+    throw new Error('CONSOLE_OIDC_ISSUER must be https (http only on loopback, for tests)');
   const clientId = env.CONSOLE_OIDC_CLIENT_ID?.trim();
   if (!clientId) throw new Error('CONSOLE_OIDC_CLIENT_ID is required with CONSOLE_OIDC_ISSUER');
   if (!env.CONSOLE_PUBLIC_URL)

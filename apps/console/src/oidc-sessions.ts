@@ -21,6 +21,11 @@ export interface ConsoleOidcConfig {
 /** The cookie that names a session (HttpOnly: scripts never see it). */
 export const SESSION_COOKIE = 'baton_session';
 /**
+ * The cookie that ties a sign-in to the browser that started it: the way back is taken only in
+ * that browser, so nobody can have another person's browser finish a sign-in as themselves.
+ */
+const SIGN_IN_COOKIE = 'baton_sign_in';
+/**
  * What the console's pages send with every call: a request another site makes a browser send
  * cannot carry it without the console's leave (CORS), so a change asked with the session's
  * cookie and without it is refused (no cross-site request forgery).
@@ -39,11 +44,12 @@ interface Session {
   user: string;
   accessToken: string;
   refreshToken?: string;
-  idToken?: string;
   /** When the access token expires (ms). */
   expiresAt: number;
   /** When the session ends, whatever (ms). */
   endsAt: number;
+  /** A refresh under way: the calls that need one meanwhile share it. */
+  refreshing?: Promise<string | undefined>;
 }
 
 interface Discovery {
@@ -61,6 +67,15 @@ const CALL_MS = 10_000;
 
 const b64url = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
+/** A token lifetime the provider gave, in seconds (5 min when it gave none that reads). */
+const seconds = (v: unknown): number => {
+  const n = Number(v);
+  return Number.isFinite(n) && n > 0 ? n : 300;
+};
+
+/** The provider refused the grant (a code or refresh token spent, revoked or wrong). */
+class TokenRefused extends Error {}
+
 /** The cookies of a request, by name. */
 function cookies(req: FastifyRequest): Map<string, string> {
   const out = new Map<string, string>();
@@ -73,7 +88,7 @@ function cookies(req: FastifyRequest): Map<string, string> {
 
 /** A page of the console to come back to: its own paths only (no open redirect). */
 function safeBack(raw: unknown): string {
-  return typeof raw === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(raw) ? raw : '/';
+  return typeof raw === 'string' && /^\/(?![/\\])[\x21-\x7e]{0,1000}$/.test(raw) ? raw : '/';
 }
 
 /** The claims of a JWT the provider handed over directly (OIDC Core 3.1.3.7: TLS vouches for it). */
@@ -133,19 +148,30 @@ export class OidcSessions {
       this.sessions.delete(id);
       return undefined;
     }
+    // One refresh at a time: a refresh token the provider rotates is good once.
+    s.refreshing ??= this.refresh(id, s).finally(() => (s.refreshing = undefined));
+    return s.refreshing;
+  }
+
+  private async refresh(id: string, s: Session): Promise<string | undefined> {
     try {
       const tokens = await this.token({
         grant_type: 'refresh_token',
-        refresh_token: s.refreshToken,
+        refresh_token: s.refreshToken as string,
+        ...(this.config.resource ? { resource: this.config.resource } : {}),
       });
       s.accessToken = tokens.access_token as string;
       s.refreshToken = (tokens.refresh_token as string | undefined) ?? s.refreshToken;
-      s.idToken = (tokens.id_token as string | undefined) ?? s.idToken;
-      s.expiresAt = this.now() + 1000 * Number(tokens.expires_in ?? 300);
+      s.expiresAt = this.now() + 1000 * seconds(tokens.expires_in);
       return s.accessToken;
-    } catch {
-      this.sessions.delete(id);
-      return undefined;
+    } catch (err) {
+      // The provider said no (revoked, expired, reused): the session is over. A provider that
+      // could not be reached leaves it, and the call goes with the token it has.
+      if (err instanceof TokenRefused) {
+        this.sessions.delete(id);
+        return undefined;
+      }
+      return s.expiresAt > this.now() ? s.accessToken : undefined;
     }
   }
 
@@ -193,6 +219,11 @@ export class OidcSessions {
     const verifier = b64url();
     const nonce = b64url(16);
     if (this.pending.size >= MAX_PENDING) this.sweep();
+    // Still full of sign-ins under way (a flood of them): the oldest go first.
+    for (const oldest of this.pending.keys()) {
+      if (this.pending.size < MAX_PENDING) break;
+      this.pending.delete(oldest);
+    }
     this.pending.set(state, {
       verifier,
       nonce,
@@ -211,13 +242,16 @@ export class OidcSessions {
       code_challenge_method: 'S256',
       ...(this.config.resource ? { resource: this.config.resource } : {}),
     }).toString();
-    return reply.redirect(url.toString(), 302);
+    return reply
+      .header('set-cookie', this.cookie(SIGN_IN_COOKIE, state, PENDING_MS / 1000))
+      .redirect(url.toString(), 302);
   }
 
   private async callback(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const q = req.query as Record<string, string | undefined>;
-    const pending = q.state ? this.pending.get(q.state) : undefined;
-    if (q.state) this.pending.delete(q.state);
+    const started = cookies(req).get(SIGN_IN_COOKIE);
+    const pending = q.state && q.state === started ? this.pending.get(q.state) : undefined;
+    if (q.state && q.state === started) this.pending.delete(q.state);
     if (!pending || this.now() - pending.at > PENDING_MS)
       return this.page(
         reply,
@@ -260,19 +294,31 @@ export class OidcSessions {
         401,
         'The identity provider answered with an ID token that is not for this sign-in.',
       );
-    const user = (typeof id.email === 'string' && id.email) || String(id.sub);
+    const user =
+      (typeof id.email === 'string' && id.email_verified !== false && id.email) ||
+      (typeof id.sub === 'string' ? id.sub : '');
+    if (!user) return this.page(reply, 401, 'The identity provider named no one (no sub).');
+    // The session this browser had is over: a new sign-in replaces it.
+    const previous = cookies(req).get(SESSION_COOKIE);
+    if (previous) this.sessions.delete(previous);
     if (this.sessions.size >= MAX_SESSIONS) this.sweep();
+    for (const oldest of this.sessions.keys()) {
+      if (this.sessions.size < MAX_SESSIONS) break;
+      this.sessions.delete(oldest);
+    }
     const sid = b64url();
     this.sessions.set(sid, {
       user,
       accessToken: tokens.access_token as string,
       refreshToken: tokens.refresh_token as string | undefined,
-      idToken: tokens.id_token as string,
-      expiresAt: this.now() + 1000 * Number(tokens.expires_in ?? 300),
+      expiresAt: this.now() + 1000 * seconds(tokens.expires_in),
       endsAt: this.now() + this.config.sessionMs,
     });
     return reply
-      .header('set-cookie', this.cookie(sid, this.config.sessionMs / 1000))
+      .header('set-cookie', [
+        this.cookie(SESSION_COOKIE, sid, this.config.sessionMs / 1000),
+        this.cookie(SIGN_IN_COOKIE, '', 0),
+      ])
       .redirect(pending.back, 302);
   }
 
@@ -292,12 +338,12 @@ export class OidcSessions {
       const url = new URL(end);
       url.search = new URLSearchParams({
         client_id: this.config.clientId,
+        // By the client, not the ID token: the page that follows the answer never sees a token.
         post_logout_redirect_uri: `${this.config.publicUrl}/`,
-        ...(s.idToken ? { id_token_hint: s.idToken } : {}),
       }).toString();
       redirect = url.toString();
     }
-    return reply.header('set-cookie', this.cookie('', 0)).send({ redirect });
+    return reply.header('set-cookie', this.cookie(SESSION_COOKIE, '', 0)).send({ redirect });
   }
 
   private async token(form: Record<string, string>): Promise<Record<string, unknown>> {
@@ -318,7 +364,9 @@ export class OidcSessions {
       headersTimeout: CALL_MS,
       bodyTimeout: CALL_MS,
     });
-    const json = (await res.body.json()) as Record<string, unknown>;
+    const json = (await res.body.json().catch(() => ({}))) as Record<string, unknown>;
+    if (res.statusCode === 400 || res.statusCode === 401)
+      throw new TokenRefused(String(json.error_description ?? json.error ?? res.statusCode));
     if (res.statusCode !== 200 || typeof json.access_token !== 'string')
       throw new Error(String(json.error_description ?? json.error ?? `answered ${res.statusCode}`));
     return json;
@@ -328,8 +376,8 @@ export class OidcSessions {
     return `${this.config.publicUrl}/auth/callback`;
   }
 
-  private cookie(value: string, maxAgeSec: number): string {
-    return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(maxAgeSec)}${this.secure ? '; Secure' : ''}`;
+  private cookie(name: string, value: string, maxAgeSec: number): string {
+    return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(maxAgeSec)}${this.secure ? '; Secure' : ''}`;
   }
 
   /** Forgets sign-ins that never came back and sessions that ended. */

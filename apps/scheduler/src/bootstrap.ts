@@ -21,7 +21,7 @@ import {
 } from '@baton/task-contract';
 import { schedulerDocument } from './api-document';
 import { SchedulerAppModule } from './app.module';
-import { ApiKeysService, bearerToken } from './auth';
+import { ApiKeysService, OidcTokensService, bearerToken, looksLikeJwt } from './auth';
 import { Clock, FastValidationPipe, Lifecycle, Overload } from './common';
 import { BackendErrorFilter, BackendGate, needsDatabase } from './health';
 import { CREATE_FAST_VALIDATORS } from './tasks';
@@ -193,6 +193,7 @@ async function protect(app: NestFastifyApplication, config: SchedulerConfig): Pr
   const perSec = config.api.rateLimitPerSec;
   if (perSec === 0) return;
   const keys = app.get(ApiKeysService);
+  const oidc = app.get(OidcTokensService);
   await app.register(fastifyRateLimit, {
     max: perSec,
     timeWindow: 1000,
@@ -202,9 +203,14 @@ async function protect(app: NestFastifyApplication, config: SchedulerConfig): Pr
     // keys of one tenant share its bucket: a tenant does not get more by making more keys.
     keyGenerator: async (req) => {
       const token = bearerToken(req.headers.authorization);
-      const found = token && config.apiAuth.mode === 'keys' ? await keys.verify(token) : undefined;
-      if (!found || typeof found === 'string') return `ip:${req.ip}`;
-      return found.tenant !== null ? `tenant:${found.tenant}` : `key:${found.keyId}`;
+      if (!token || config.apiAuth.mode !== 'keys') return `ip:${req.ip}`;
+      // A person's access token counts as that person (or their tenant), not as the address of
+      // the console every signed-in person comes through.
+      const found =
+        oidc.enabled && looksLikeJwt(token) ? await oidc.verify(token) : await keys.verify(token);
+      if (typeof found === 'string') return `ip:${req.ip}`;
+      if (found.tenant !== null) return `tenant:${found.tenant}`;
+      return found.user ? `user:${found.user}` : `key:${found.keyId}`;
     },
     errorResponseBuilder: (_req, ctx) =>
       tooMany(

@@ -125,6 +125,20 @@ describe('verifyJwt', () => {
     expect(await refusal('bm90.anNvbg.AA')).toBe("the token's header is not a JSON object");
   });
 
+  it('refuses an ID token, and a key on another curve than the algorithm names', async () => {
+    expect(await refusal(token({ nonce: 'n-1' }))).toBe(
+      'the token is an ID token, not an access token',
+    );
+    const idTyped = `${b64({ alg: 'RS256', kid: 'rsa-1', typ: 'id_token+jwt' })}.${b64({})}.AA`;
+    expect(await refusal(idTyped)).toBe('the token is a id_token+jwt, not an access token');
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' });
+    const keys = [...KEYS, jwkOf(p384.publicKey, 'ec-384')];
+    const onP384 = token({}, { alg: 'ES256', kid: 'ec-384', key: p384.privateKey });
+    await expect(
+      verifyJwt(onP384, RULES, async (kid) => keys.find((k) => k.kid === kid), NOW),
+    ).rejects.toThrow("the issuer's key ec-384 is not one for ES256");
+  });
+
   it('tells a JWT from an API key by its shape', () => {
     expect(looksLikeJwt(token({}))).toBe(true);
     expect(looksLikeJwt('bk_7f3a9c0e2d4b6a8c1e3f5a7b9d0c2e4f')).toBe(false);

@@ -22,6 +22,15 @@ const ALGORITHMS: Record<
 /** The asymmetric algorithms the verifier knows (never `none`, never an HMAC). */
 export const KNOWN_ALGORITHMS = Object.keys(ALGORITHMS);
 
+/** The JWK key type an algorithm needs (`RSA`, `EC`, `OKP`), or undefined for one not known. */
+export const keyTypeOf = (alg: string): string | undefined => ALGORITHMS[alg]?.kty;
+
+/** The curve an ECDSA algorithm signs on (RFC 7518 3.4). */
+const CURVES: Record<string, string> = { ES256: 'P-256', ES384: 'P-384', ES512: 'P-521' };
+
+/** What an access token's `typ` may be (RFC 9068), or absent. An ID token is not one. */
+const ACCESS_TYPES = ['at+jwt', 'application/at+jwt', 'jwt'];
+
 /** A public key as a JWKS lists it. */
 export interface Jwk {
   kty: string;
@@ -85,11 +94,19 @@ export async function verifyJwt(
       `the token is signed with ${String(alg)}; this API takes ${rules.algorithms.join(', ')}`,
     );
   if (header.crit !== undefined) throw new JwtRefused('the token has critical header parameters');
+  if (header.typ !== undefined && !ACCESS_TYPES.includes(String(header.typ).toLowerCase()))
+    throw new JwtRefused(`the token is a ${String(header.typ)}, not an access token`);
   const kid = typeof header.kid === 'string' ? header.kid : undefined;
   const jwk = await findKey(kid, alg);
   if (!jwk) throw new JwtRefused(`the issuer publishes no key ${kid ?? 'for this token'}`);
   const spec = ALGORITHMS[alg];
-  if (jwk.kty !== spec.kty || (jwk.alg !== undefined && jwk.alg !== alg) || jwk.use === 'enc')
+  if (
+    jwk.kty !== spec.kty ||
+    (jwk.alg !== undefined && jwk.alg !== alg) ||
+    jwk.use === 'enc' ||
+    (CURVES[alg] !== undefined && jwk.crv !== CURVES[alg]) ||
+    (alg === 'EdDSA' && jwk.crv !== 'Ed25519' && jwk.crv !== 'Ed448')
+  )
     throw new JwtRefused(`the issuer's key ${kid ?? ''} is not one for ${alg}`);
   let key: KeyObject;
   try {
@@ -97,18 +114,26 @@ export async function verifyJwt(
   } catch {
     throw new JwtRefused(`the issuer's key ${kid ?? ''} cannot be read`);
   }
-  const ok = verifySignature(
-    spec.digest,
-    Buffer.from(`${h}.${p}`),
-    {
-      key,
-      ...(spec.padding ? { padding: spec.padding, saltLength: -1 } : {}),
-      ...(spec.p1363 ? { dsaEncoding: 'ieee-p1363' as const } : {}),
-    },
-    Buffer.from(s, 'base64url'),
-  );
+  let ok: boolean;
+  try {
+    ok = verifySignature(
+      spec.digest,
+      Buffer.from(`${h}.${p}`),
+      {
+        key,
+        ...(spec.padding ? { padding: spec.padding, saltLength: -1 } : {}),
+        ...(spec.p1363 ? { dsaEncoding: 'ieee-p1363' as const } : {}),
+      },
+      Buffer.from(s, 'base64url'),
+    );
+  } catch {
+    throw new JwtRefused(`the issuer's key ${kid ?? ''} cannot check ${alg} signatures`);
+  }
   if (!ok) throw new JwtRefused('the token’s signature does not hold');
   const claims = part(p, 'payload');
+  // An ID token (it carries the sign-in's nonce) is for the client that asked, not a credential.
+  if (claims.nonce !== undefined)
+    throw new JwtRefused('the token is an ID token, not an access token');
   if (claims.iss !== rules.issuer)
     throw new JwtRefused(`the token was issued by ${String(claims.iss)}, not ${rules.issuer}`);
   const aud = claims.aud;

@@ -4,12 +4,14 @@ import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import type { OidcConfig } from '../config';
 import { Principal, ROLES, Role } from './access';
 import { readIssuerKeys } from './issuer-keys';
-import { Jwk, JwtRefused, verifyJwt } from './jwt-verifier';
+import { Jwk, JwtRefused, keyTypeOf, verifyJwt } from './jwt-verifier';
 
 /** How long the issuer's keys are used before they are read again. */
 const KEYS_FOR_MS = 10 * 60_000;
 /** A token naming a key not known is answered from a fresh read at most this often. */
 const REREAD_AFTER_MS = 30_000;
+/** How long keys read before are used while the issuer cannot be read. */
+const STALE_KEYS_MS = 60 * 60_000;
 /** Tokens checked recently, kept until they expire (or a minute, whichever is first). */
 const VERIFIED_MS = 60_000;
 
@@ -69,8 +71,14 @@ export class OidcTokensService {
 
   /** A person's role (their highest group's) and tenant (their team group's, if one). */
   private principalOf(config: OidcConfig, claims: Record<string, unknown>): Principal | string {
-    const named = claims[config.userClaim] ?? claims.sub;
-    if (typeof named !== 'string' || named === '') return 'the token names no one (no sub)';
+    // An email the provider has not verified is not a name to act under: the subject is.
+    const chosen =
+      config.userClaim === 'email' && claims.email_verified === false
+        ? undefined
+        : claims[config.userClaim];
+    const named = chosen ?? claims.sub;
+    if (typeof named !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(named))
+      return 'the token names no one this API can log (sub, or the user claim, 1-200 printable characters)';
     const raw = claims[config.groupsClaim];
     const groups = Array.isArray(raw)
       ? raw.filter((g): g is string => typeof g === 'string')
@@ -89,16 +97,22 @@ export class OidcTokensService {
     ];
     if (tenants.length > 1)
       return `${named} is in the groups of more than one tenant (${tenants.join(', ')}); a person may belong to one`;
+    // An admin spans every tenant (task types, keys and the audit log are shared), as admin keys
+    // do: an admin's group and a team's together are a mistake in the groups, not a narrower admin.
+    if (role === 'admin' && tenants.length > 0)
+      return `${named} is in an admin group and in the group of tenant ${tenants[0]}; an admin spans every tenant: take them out of one`;
     return { keyId: null, name: named, role, tenant: tenants[0] ?? null, user: named };
   }
 
   /** The issuer's key a token names: from the keys read, or read again (not too often). */
   private async keyFor(kid: string | undefined, alg: string): Promise<Jwk | undefined> {
     const now = this.clock.now();
+    const kty = keyTypeOf(alg);
     const find = (jwks: Jwk[]): Jwk | undefined =>
       jwks.find(
         (k) =>
           (kid === undefined || k.kid === kid) &&
+          k.kty === kty &&
           (k.alg === undefined || k.alg === alg) &&
           k.use !== 'enc',
       );
@@ -106,7 +120,14 @@ export class OidcTokensService {
       const known = find(this.keys.jwks);
       if (known || now - this.keys.at < REREAD_AFTER_MS) return known;
     }
-    return find(await this.read());
+    try {
+      return find(await this.read());
+    } catch (err) {
+      // The issuer cannot be read just now: the keys it last published still check tokens (for
+      // a while), rather than every person being refused for an outage of the provider.
+      if (this.keys && now - this.keys.at < STALE_KEYS_MS) return find(this.keys.jwks);
+      throw err;
+    }
   }
 
   private read(): Promise<Jwk[]> {

@@ -36,7 +36,10 @@ export function mayDecide(
   // A viewer reads; it never decides, even when named.
   if (who.role !== 'operator' && who.role !== 'admin') return false;
   if (approvers.keys.length === 0 && approvers.roles.length === 0) return true;
-  return approvers.keys.includes(who.name) || approvers.roles.includes(who.role);
+  // A key is named by its name; a person as the logs name them (`user:<email>`), so a person
+  // can never pass for a key of the same name.
+  const named = who.user ? `user:${who.user}` : who.name;
+  return approvers.keys.includes(named) || approvers.roles.includes(who.role);
 }
 
 /**
