@@ -65,6 +65,8 @@ const FOREIGN_BODIES: Record<string, unknown> = {
     task: echo('foreign', { tenant: 'alpha' }),
   },
   'PATCH /v1/timers/{timer_id}': { name: 'taken over', enabled: false },
+  // Run now takes no body; none is needed to try another tenant's timer.
+  'POST /v1/timers/{timer_id}/run': {},
   'POST /v1/log-rules': {
     name: 'foreign',
     match: { regex: 'x' },
