@@ -91,9 +91,10 @@ timings+=("static checks $((SECONDS - static_began)) s")
 #   10+ s, so they take turns in one lane. rolling-restart is one of them: run beside them on a
 #   loaded box, its deploy fell 150 s behind.
 # - waiting: files that spend their time waiting on clocks: real servers' lease TTLs and sessions
-#   running out (the lock conformance suite), a cron's slots, retry schedules, scrapes, a kit's
+#   running out (the lock conformance suite), a cron's slots, retry schedules, a kit's
 #   restart, the flows' real backoffs, a permanent task's recovery. They use little CPU.
-# - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers), and
+# - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers, an
+#   identity provider's pages), and
 #   four files that mostly wait on a lease, a long run or a partition (timer ownership, log
 #   tailing, attempt binding, partition refusal), which balance the lanes.
 # - light: the rest.
@@ -101,8 +102,8 @@ timings+=("static checks $((SECONDS - static_began)) s")
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
   [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure|rolling-restart)\.e2e-spec\.ts$'
-  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|metrics|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
-  [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding|partition-refusal)\.e2e-spec\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
+  [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|console-sso|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding|partition-refusal|metrics)\.e2e-spec\.ts$'
 )
 others=""
 for name in "${LANES[@]}"; do
