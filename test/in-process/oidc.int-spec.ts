@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { Api } from '../support/baton';
-import { InProcessBaton, startInProcess } from '../support/in-process';
+import { InProcessBaton, startWithWorker } from '../support/in-process';
 import { IdentityProvider } from '../support/oidc';
 
 jest.setTimeout(120_000);
@@ -20,17 +20,12 @@ describe('people signed in at the identity provider', () => {
 
   beforeAll(async () => {
     idp = await IdentityProvider.start();
-    baton = await startInProcess({
+    baton = await startWithWorker({
       BATON_OIDC_ISSUER: idp.issuer,
       BATON_OIDC_AUDIENCE: 'baton-api',
       BATON_OIDC_ROLE_GROUPS: 'baton-admins=admin,baton-operators=operator,baton-viewers=viewer',
       BATON_OIDC_TENANT_GROUPS: 'payments-team=payments',
     });
-    await baton.addWorker('w1');
-    await baton.clock.until(
-      async () => (await baton.api.call<unknown[]>('GET', '/v1/workers')).data.length === 1,
-      'the worker registered',
-    );
   });
 
   afterAll(async () => {
@@ -103,13 +98,14 @@ describe('people signed in at the identity provider', () => {
       401,
       'ada@example.com is in an admin group and in the group of tenant payments; an admin spans every tenant: take them out of one',
     ]);
-    const now = Math.floor(Date.now() / 1000);
-    const expired = await new Api(baton.api.base, idp.forge({ exp: now - 120 })).call(
+    const nowMs = baton.clock.now();
+    const now = Math.floor(nowMs / 1000);
+    const expired = await new Api(baton.api.base, idp.forge({ exp: now - 120 }, nowMs)).call(
       'GET',
       '/v1/tasks',
     );
     expect([expired.status, expired.message]).toEqual([401, 'the token has expired']);
-    const foreign = await new Api(baton.api.base, idp.forge({ aud: 'another-api' })).call(
+    const foreign = await new Api(baton.api.base, idp.forge({ aud: 'another-api' }, nowMs)).call(
       'GET',
       '/v1/tasks',
     );
@@ -118,7 +114,7 @@ describe('people signed in at the identity provider', () => {
       'the token is not for this API (audience baton-api)',
     ]);
     // The provider's kid, another key's signature.
-    const real = idp.forge({});
+    const real = idp.forge({}, nowMs);
     const [head, body] = real.split('.');
     const stranger = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
     const fake = `${head}.${body}.${sign('sha256', Buffer.from(`${head}.${body}`), stranger).toString('base64url')}`;

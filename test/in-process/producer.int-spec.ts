@@ -1,6 +1,6 @@
 import type { ManualClock } from '@baton/time';
 import { Api } from '../support/baton';
-import { InProcessBaton, startInProcess } from '../support/in-process';
+import { InProcessBaton, startWithWorker } from '../support/in-process';
 import { everySecond } from '../support/producer';
 
 jest.setTimeout(180_000);
@@ -79,16 +79,11 @@ describe('the Producer on a ManualClock: misfire policies over an outage of ever
   beforeEach(async () => {
     // The Producer is the subject: the loops that drive tasks need not turn every 50 ms (each
     // turn is work for every step of the clock across hours of it).
-    baton = await startInProcess({
+    baton = await startWithWorker({
       BATON_DISPATCH_INTERVAL_MS: '1000',
       BATON_POLL_INTERVAL_MS: '1000',
       BATON_CHECKER_INTERVAL_MS: '1000',
     });
-    await baton.addWorker('w1');
-    await baton.clock.until(
-      async () => (await baton.api.call<unknown[]>('GET', '/v1/workers')).data.length === 1,
-      'the worker registered',
-    );
   });
 
   afterEach(async () => {

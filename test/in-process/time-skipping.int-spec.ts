@@ -1,4 +1,4 @@
-import { InProcessBaton, startInProcess } from '../support/in-process';
+import { InProcessBaton, startWithWorker } from '../support/in-process';
 
 jest.setTimeout(120_000);
 
@@ -11,12 +11,7 @@ describe('time, skipped: scheduler and worker in-process on a ManualClock', () =
   let baton: InProcessBaton;
 
   beforeAll(async () => {
-    baton = await startInProcess();
-    await baton.addWorker('w1');
-    await baton.clock.until(
-      async () => (await baton.api.call<unknown[]>('GET', '/v1/workers')).data.length === 1,
-      'the worker registered',
-    );
+    baton = await startWithWorker();
   });
 
   afterAll(async () => {

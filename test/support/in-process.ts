@@ -56,6 +56,17 @@ export interface InProcessBaton {
   stop(): Promise<void>;
 }
 
+/** Baton in-process with one worker (`w1`), once the scheduler lists it. */
+export async function startWithWorker(env: NodeJS.ProcessEnv = {}): Promise<InProcessBaton> {
+  const baton = await startInProcess(env);
+  await baton.addWorker('w1');
+  await baton.clock.until(
+    async () => (await baton.api.call<unknown[]>('GET', '/v1/workers')).data.length === 1,
+    'the worker registered',
+  );
+  return baton;
+}
+
 export async function startInProcess(env: NodeJS.ProcessEnv = {}): Promise<InProcessBaton> {
   const clock = new ManualClock(Date.now());
   const dir = mkdtempSync(join(tmpdir(), 'baton-in-process-'));

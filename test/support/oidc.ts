@@ -57,9 +57,12 @@ export class IdentityProvider {
     await this.proc.stop();
   }
 
-  /** A token signed with the provider's own key, with these claims over a valid access token's. */
-  forge(claims: Record<string, unknown>): string {
-    const now = Math.floor(Date.now() / 1000);
+  /**
+   * A token signed with the provider's own key, with these claims over a valid access token's,
+   * issued at `nowMs` (the scheduler's clock: a test's ManualClock).
+   */
+  forge(claims: Record<string, unknown>, nowMs: number): string {
+    const now = Math.floor(nowMs / 1000);
     const body = {
       iss: this.issuer,
       aud: 'baton-api',

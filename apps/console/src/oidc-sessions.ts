@@ -68,10 +68,7 @@ const CALL_MS = 10_000;
 const b64url = (bytes = 32): string => randomBytes(bytes).toString('base64url');
 
 /** A token lifetime the provider gave, in seconds (5 min when it gave none that reads). */
-const seconds = (v: unknown): number => {
-  const n = Number(v);
-  return Number.isFinite(n) && n > 0 ? n : 300;
-};
+const seconds = (v: unknown): number => (Number(v) > 0 && Number(v) < 1e7 ? Number(v) : 300);
 
 /** The provider refused the grant (a code or refresh token spent, revoked or wrong). */
 class TokenRefused extends Error {}
@@ -140,7 +137,7 @@ export class OidcSessions {
    */
   async bearerFor(req: FastifyRequest): Promise<string | undefined> {
     const id = cookies(req).get(SESSION_COOKIE);
-    const s = id ? this.sessionOf(req) : undefined;
+    const s = this.sessionOf(req, id);
     if (!id || !s) return undefined;
     if (s.expiresAt - this.now() > REFRESH_BEFORE_MS) return s.accessToken;
     if (!s.refreshToken) {
@@ -180,8 +177,11 @@ export class OidcSessions {
     return cookies(req).has(SESSION_COOKIE);
   }
 
-  private sessionOf(req: FastifyRequest): Session | undefined {
-    const id = cookies(req).get(SESSION_COOKIE);
+  /** The session the request's cookie names, while it lasts. */
+  private sessionOf(
+    req: FastifyRequest,
+    id = cookies(req).get(SESSION_COOKIE),
+  ): Session | undefined {
     const s = id ? this.sessions.get(id) : undefined;
     if (!id || !s) return undefined;
     if (s.endsAt <= this.now()) {

@@ -206,6 +206,37 @@ export function Field({ label, children }: { label: string; children: (id: strin
   );
 }
 
+/** A labelled whole number (priority, seconds, a version): its text as typed, blank allowed. */
+export function WholeNumberField({
+  label,
+  min,
+  max,
+  value,
+  onChange,
+}: {
+  label: string;
+  min: number;
+  max?: number;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <Field label={label}>
+      {(id) => (
+        <input
+          id={id}
+          type="number"
+          min={min}
+          max={max}
+          step={1}
+          value={value}
+          onChange={(e) => onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 /** A labelled text area for JSON, YAML or a log line: no spell-checking, its text as a string. */
 export function TextArea({
   label,

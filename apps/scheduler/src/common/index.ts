@@ -14,3 +14,4 @@ export * from './task-log-context';
 export * from './ulid';
 export * from './shutdown-deadline';
 export * from './backend-errors';
+export * from './idempotency-key';

@@ -19,8 +19,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
-import { IdGenerator } from '../common';
+import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
 import { Metrics } from '../metrics';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
 import {
@@ -37,7 +36,7 @@ import { ProducerOwnership } from './ownership';
 import { ProducerService } from './producer.service';
 import { TimersService } from './timers.service';
 import { Access, Actor, AllTenants, Audited, TenantFields } from '../auth';
-import { ApiErrors, TenantQuery } from '../common';
+import { ApiErrors, IdGenerator, TenantQuery, idempotencyKeyOf } from '../common';
 
 @ApiTags('timers')
 @Access('operate')
@@ -137,12 +136,11 @@ export class TimersController {
     @Actor() actor: string,
     @Res({ passthrough: true }) reply: { status(code: number): unknown },
   ): Promise<Envelope<TimerRunNowDto>> {
-    if (key !== undefined && !/^[\x21-\x7e]{1,100}$/.test(key))
-      throw new ContractException(
-        ContractErrorCode.VALIDATION_FAILED,
-        'Idempotency-Key must be 1-100 printable ASCII characters',
-      );
-    const fired = await this.timers.runNow(id, key ?? this.ids.taskId(), actor);
+    const fired = await this.timers.runNow(
+      id,
+      idempotencyKeyOf(key, 100) ?? this.ids.taskId(),
+      actor,
+    );
     reply.status(fired.created ? 201 : 200);
     return ok({
       timer_id: id,

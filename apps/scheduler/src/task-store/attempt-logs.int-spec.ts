@@ -380,6 +380,17 @@ describe.each([
       'INSERT INTO baton_task_log_usage (task_id, attempt, line_count, byte_count, dropped) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)',
       ['T-old', 1, 3, 120, 1, 'T-old', 2, 1, 40, 0],
     );
+    // A first start stopped after the copy, before the old table went (MySQL commits each DDL
+    // statement, so what it made stays): the next start runs the migration again, whole.
+    const runner = before.createQueryRunner();
+    const stopped = new Proxy(runner, {
+      get: (target, prop, receiver) =>
+        prop === 'dropTable'
+          ? () => Promise.reject(new Error('stopped'))
+          : (Reflect.get(target, prop, receiver) as unknown),
+    });
+    await expect(new MIGRATIONS[at]().up(stopped)).rejects.toThrow('stopped');
+    await runner.release();
     await before.destroy();
 
     const ds = await open(at + 1);

@@ -18,7 +18,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
+import { ContractErrorCode, Envelope, ok } from '@baton/task-contract';
 import {
   ChangeParamsDto,
   CreateTaskBatchDto,
@@ -39,13 +39,11 @@ import { IdempotencyService } from './idempotency.service';
 import { TaskActionsService } from './task-actions.service';
 import { TasksService } from './tasks.service';
 import { Access, Actor, TenantFields } from '../auth';
-import { ApiErrors } from '../common';
+import { ApiErrors, idempotencyKeyOf } from '../common';
 
 interface ReplyLike {
   status(code: number): ReplyLike;
 }
-
-const KEY_PATTERN = /^[\x21-\x7e]{1,200}$/;
 
 @ApiTags('tasks')
 @Access('operate')
@@ -95,12 +93,7 @@ export class TasksController {
       );
       return { status: created ? 201 : 200, body: ok(toTaskDto(task)) };
     };
-    if (key !== undefined && !KEY_PATTERN.test(key)) {
-      throw new ContractException(
-        ContractErrorCode.VALIDATION_FAILED,
-        'Idempotency-Key must be 1-200 printable ASCII characters',
-      );
-    }
+    idempotencyKeyOf(key);
     const answer = key
       ? await this.idempotency.run(dto.tenant ?? 'default', key, dto, work)
       : await work();

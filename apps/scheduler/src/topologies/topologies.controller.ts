@@ -9,7 +9,7 @@ import {
 } from '@nestjs/swagger';
 import { ContractErrorCode, ContractException, Envelope, ok } from '@baton/task-contract';
 import { Access, Actor, Audited, TenantFields } from '../auth';
-import { ApiErrors, TenantQuery } from '../common';
+import { ApiErrors, TenantQuery, idempotencyKeyOf } from '../common';
 import { toRunDto } from './dto/topology-run.mapping';
 import {
   StartRunDto,
@@ -25,8 +25,6 @@ import { TopologyRunsService } from './topology-runs.service';
 interface ReplyLike {
   status(code: number): ReplyLike;
 }
-
-const KEY_PATTERN = /^[\x21-\x7e]{1,200}$/;
 
 function versionOf(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -136,11 +134,7 @@ export class TopologiesController {
     @Headers('idempotency-key') key: string | undefined,
     @Res({ passthrough: true }) reply: ReplyLike,
   ): Promise<Envelope<TopologyRunDto>> {
-    if (key !== undefined && !KEY_PATTERN.test(key))
-      throw new ContractException(
-        ContractErrorCode.VALIDATION_FAILED,
-        'Idempotency-Key must be 1-200 printable ASCII characters',
-      );
+    idempotencyKeyOf(key);
     const { state, created } = await this.runs.start(name, {
       input: dto.input ?? {},
       tenant: dto.tenant,

@@ -1,13 +1,22 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useState } from 'react';
 import { ApiError, api } from '../api';
-import { ErrorState, Field, Loading, useTitle, TextArea, objectOf } from '../components';
+import {
+  ErrorState,
+  Field,
+  Loading,
+  useTitle,
+  TextArea,
+  objectOf,
+  WholeNumberField,
+} from '../components';
 import { Link, navigate } from '../router';
 import { CreateTask as CreateBody, Task, TaskType } from '../types';
 import { keys } from '../query-keys';
 import {
   FieldValues,
   ParamsFields,
+  listOf,
   parseLabels,
   PropertySchema,
   paramsFrom,
@@ -93,10 +102,7 @@ export function CreateTask() {
     setProblems({});
     let body: CreateBody;
     try {
-      const keysList = lockKeys
-        .split(',')
-        .map((k) => k.trim())
-        .filter(Boolean);
+      const keysList = listOf(lockKeys);
       const labelMap = parseLabels(labels);
       body = {
         create_info: { task_type: type, task_name: name, important_level: Number(priority) },
@@ -170,19 +176,13 @@ export function CreateTask() {
               />
             )}
           </Field>
-          <Field label="Priority (0–9, 9 highest)">
-            {(id) => (
-              <input
-                id={id}
-                type="number"
-                min={0}
-                max={9}
-                step={1}
-                value={priority}
-                onChange={(e) => setPriority(e.target.value)}
-              />
-            )}
-          </Field>
+          <WholeNumberField
+            label="Priority (0–9, 9 highest)"
+            min={0}
+            max={9}
+            value={priority}
+            onChange={setPriority}
+          />
           {form ? (
             <ParamsFields
               props={props}
@@ -218,18 +218,12 @@ export function CreateTask() {
               <input id={id} value={lockKeys} onChange={(e) => setLockKeys(e.target.value)} />
             )}
           </Field>
-          <Field label="Deadline (seconds from its start, optional)">
-            {(id) => (
-              <input
-                id={id}
-                type="number"
-                min={1}
-                step={1}
-                value={deadline}
-                onChange={(e) => setDeadline(e.target.value)}
-              />
-            )}
-          </Field>
+          <WholeNumberField
+            label="Deadline (seconds from its start, optional)"
+            min={1}
+            value={deadline}
+            onChange={setDeadline}
+          />
           {error ? (
             <p className="error" role="alert">
               {error}

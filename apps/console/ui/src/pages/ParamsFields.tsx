@@ -200,6 +200,13 @@ export function problemsByParam(data: unknown): {
   return { byParam, rest };
 }
 
+/** A comma-separated list as typed (lock keys): each item trimmed, blanks left out. */
+export const listOf = (text: string): string[] =>
+  text
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
+
 /** Labels typed one `key=value` a line; a line without `=` is refused here. */
 export function parseLabels(text: string): Record<string, string> {
   const out: Record<string, string> = {};

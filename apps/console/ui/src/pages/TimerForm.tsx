@@ -1,12 +1,12 @@
 import { useQuery } from '@tanstack/react-query';
 import { FormEvent, useEffect, useState } from 'react';
 import { ApiError, api } from '../api';
-import { Field, Time, objectOf } from '../components';
+import { Field, Time, objectOf, WholeNumberField } from '../components';
 import { TimerPreview } from '../ops-types';
 import { Timer, TaskType } from '../types';
 import { keys } from '../query-keys';
 import { Topology } from '../topology/model';
-import { parseLabels, problemsByParam } from './ParamsFields';
+import { listOf, parseLabels, problemsByParam } from './ParamsFields';
 import { StartsDraft, TimerStarts, paramsOf, startsDraftOf } from './TimerStarts';
 
 type Kind = 'cron' | 'interval' | 'once';
@@ -93,10 +93,7 @@ function startsOf(
   } = base?.task ?? {
     create_info: { task_type: '', task_name: '' },
   };
-  const lockKeys = d.lockKeys
-    .split(',')
-    .map((k) => k.trim())
-    .filter(Boolean);
+  const lockKeys = listOf(d.lockKeys);
   const { deadline_second: _d, ...processArg } = keep.process_arg ?? {};
   const deadline = d.deadline.trim() ? { deadline_second: Number(d.deadline) } : {};
   const arg = { ...processArg, ...deadline };
@@ -196,8 +193,9 @@ export function TimerForm({
   const [error, setError] = useState<string | null>(null);
   const [problems, setProblems] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
+  const put = (k: Exclude<keyof Draft, 's'>) => (value: string) => setD({ ...d, [k]: value });
   const set = (k: Exclude<keyof Draft, 's'>) => (e: { target: { value: string } }) =>
-    setD({ ...d, [k]: e.target.value });
+    put(k)(e.target.value);
   const built = bodyOf(d, timer, types);
   const chosen = d.s.starts === 'task' ? d.s.taskType !== '' : d.s.topology !== '';
   const settled = useSettled(JSON.stringify(built.body ?? null), 400);
@@ -366,18 +364,12 @@ export function TimerForm({
               </select>
             )}
           </Field>
-          <Field label="A slot is missed when reached later than (ms)">
-            {(id) => (
-              <input
-                id={id}
-                type="number"
-                min={0}
-                step={1}
-                value={d.graceMs}
-                onChange={set('graceMs')}
-              />
-            )}
-          </Field>
+          <WholeNumberField
+            label="A slot is missed when reached later than (ms)"
+            min={0}
+            value={d.graceMs}
+            onChange={put('graceMs')}
+          />
         </div>
         {error ? (
           <p className="error" role="alert">

@@ -1,4 +1,4 @@
-import { Field, TextArea, objectOf } from '../components';
+import { Field, TextArea, objectOf, WholeNumberField } from '../components';
 import { TaskType, Timer } from '../types';
 import { Topology } from '../topology/model';
 import {
@@ -97,8 +97,9 @@ export function TimerStarts({
   const schema = schemaOf(types, d.taskType);
   const props = propertiesOf(schema);
   const required = Array.isArray(schema?.required) ? (schema.required as string[]) : [];
+  const put = (k: keyof StartsDraft) => (value: string) => set({ ...d, [k]: value });
   const text = (k: keyof StartsDraft) => (e: { target: { value: string } }) =>
-    set({ ...d, [k]: e.target.value });
+    put(k)(e.target.value);
 
   const chooseType = (type: string): void => {
     const p = propertiesOf(schemaOf(types, type));
@@ -169,18 +170,12 @@ export function TimerStarts({
                 </select>
               )}
             </Field>
-            <Field label="Version (blank: the newest at each fire)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="number"
-                  min={1}
-                  step={1}
-                  value={d.topologyVersion}
-                  onChange={text('topologyVersion')}
-                />
-              )}
-            </Field>
+            <WholeNumberField
+              label="Version (blank: the newest at each fire)"
+              min={1}
+              value={d.topologyVersion}
+              onChange={put('topologyVersion')}
+            />
           </div>
           <TextArea
             label="Run input (JSON)"
@@ -216,19 +211,13 @@ export function TimerStarts({
                 <input id={id} maxLength={200} value={d.taskName} onChange={text('taskName')} />
               )}
             </Field>
-            <Field label="Priority (0–9, 9 highest)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="number"
-                  min={0}
-                  max={9}
-                  step={1}
-                  value={d.priority}
-                  onChange={text('priority')}
-                />
-              )}
-            </Field>
+            <WholeNumberField
+              label="Priority (0–9, 9 highest)"
+              min={0}
+              max={9}
+              value={d.priority}
+              onChange={put('priority')}
+            />
           </div>
           {props && !d.asJson ? (
             <ParamsFields
@@ -257,18 +246,12 @@ export function TimerStarts({
             <Field label="Lock keys (comma-separated)">
               {(id) => <input id={id} value={d.lockKeys} onChange={text('lockKeys')} />}
             </Field>
-            <Field label="Deadline (seconds from its start, optional)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="number"
-                  min={1}
-                  step={1}
-                  value={d.deadline}
-                  onChange={text('deadline')}
-                />
-              )}
-            </Field>
+            <WholeNumberField
+              label="Deadline (seconds from its start, optional)"
+              min={1}
+              value={d.deadline}
+              onChange={put('deadline')}
+            />
           </div>
         </>
       )}

@@ -84,10 +84,16 @@ export class AttemptLogChunks1766700000000 implements MigrationInterface {
       }),
       true,
     );
-    await q.addColumn(
-      'baton_task_log_usage',
-      new TableColumn({ name: 'last_seq', type: 'int', default: -1 }),
-    );
+    // MySQL commits each DDL statement: a start stopped half-way through this migration left its
+    // tables made and some lines copied, and the old table (dropped last) whole. Run again, it
+    // makes what is missing and copies all the lines afresh.
+    if (!(await q.hasColumn('baton_task_log_usage', 'last_seq')))
+      await q.addColumn(
+        'baton_task_log_usage',
+        new TableColumn({ name: 'last_seq', type: 'int', default: -1 }),
+      );
+    if (!(await q.hasTable('baton_task_log_line'))) return;
+    await q.query('DELETE FROM baton_task_log_chunk');
     let from: [string, number, number] = ['', 0, -1];
     for (;;) {
       const rows = (await q.query(
