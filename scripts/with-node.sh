@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs a command on a supported Node: the machine's when it is 22 or newer, else the version
 # .nvmrc names, installed once from the npm registry (the node-<os>-<arch> package, which carries
-# Node's headers for native builds) into .tools/. Usage: bash scripts/with-node.sh COMMAND [ARGS...]
+# Node's headers for native builds) into .tools/. BATON_NODE=<version> asks for that version
+# whatever the machine has (the test suite runs a tier on the other supported line with it).
+# Usage: [BATON_NODE=22.x.y] bash scripts/with-node.sh COMMAND [ARGS...]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 major=$(node -p 'process.versions.node.split(".")[0]' 2> /dev/null || echo 0)
 mkdir -p "$root/.tools"
-if [ "$major" -lt 22 ]; then
-  want=$(tr -d ' v\r\n' < "$root/.nvmrc")
+if [ -n "${BATON_NODE:-}" ] || [ "$major" -lt 22 ]; then
+  want=${BATON_NODE:-$(tr -d ' v\r\n' < "$root/.nvmrc")}
   case "$(uname -s)" in
     Linux) os=linux ;;
     Darwin) os=darwin ;;
@@ -25,7 +27,11 @@ if [ "$major" -lt 22 ]; then
   if [ "$("$home/bin/node" -v 2> /dev/null)" != "v$want" ]; then
     command -v npm > /dev/null ||
       { echo "[node] Baton runs on Node 22 or 24 and this machine has no npm to fetch Node $want with: install Node $want" >&2 && exit 1; }
-    echo "[node] Node $(node -v 2> /dev/null || echo '(none)') is past its end of life; Baton runs on 22 or 24: installing Node $want ($pkg from the npm registry) into .tools/" >&2
+    if [ -n "${BATON_NODE:-}" ]; then
+      echo "[node] installing Node $want ($pkg from the npm registry) into .tools/, as BATON_NODE asks" >&2
+    else
+      echo "[node] Node $(node -v 2> /dev/null || echo '(none)') is past its end of life; Baton runs on 22 or 24: installing Node $want ($pkg from the npm registry) into .tools/" >&2
+    fi
     # Into a folder of its own first, moved into place whole (two starts at once each make theirs).
     # --ignore-scripts: the platform package is the binary itself, nothing to run.
     staging=$(mktemp -d "$root/.tools/.node-$want.XXXXXX")

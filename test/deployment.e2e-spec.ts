@@ -14,6 +14,7 @@ import {
   keysOf,
   kedaQuery,
   kinds,
+  kustomize,
   manifests,
   readYaml,
   scaledObject,
@@ -66,6 +67,87 @@ describe('deployment files', () => {
       }
     }
     expect(missing).toEqual([]);
+  });
+
+  it('renders with `kubectl kustomize`: the overlay names, tags, counts and wires what the base holds', () => {
+    const base = kustomize(join(K8S, 'base'));
+    expect(base.filter((d) => d.metadata.namespace)).toEqual([]);
+    const out = kustomize(OVERLAY);
+    const count = (kind: string) => out.filter((d) => d.kind === kind).length;
+    expect(
+      Object.fromEntries(
+        ['Deployment', 'Service', 'ConfigMap', 'Secret'].map((k) => [k, count(k)]),
+      ),
+    ).toEqual({ Deployment: 3, Service: 3, ConfigMap: 1, Secret: 1 });
+    for (const kind of ['Namespace', 'Ingress', 'ScaledObject']) expect(count(kind)).toBe(1);
+    expect(count('NetworkPolicy')).toBeGreaterThanOrEqual(2);
+    // What the base holds is all there, each in the overlay's namespace.
+    expect(out.length).toBe(base.length + 1 + count('Ingress') + count('NetworkPolicy') + 2);
+    const overlay = readYaml(join(OVERLAY, 'kustomization.yaml'));
+    for (const d of out.filter((d) => d.kind !== 'Namespace'))
+      expect(`${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`).toBe(
+        `${d.kind}/${d.metadata.name} in ${overlay.namespace}`,
+      );
+
+    // The generators' names carry a hash (a change rolls the pods), and every reference follows it.
+    const [config] = out.filter((d) => d.kind === 'ConfigMap');
+    const [secret] = out.filter((d) => d.kind === 'Secret');
+    expect(config.metadata.name).toMatch(/^baton-config-[a-z0-9]{6,}$/);
+    expect(secret.metadata.name).toMatch(/^baton-secrets-[a-z0-9]{6,}$/);
+    const envKeys = keysOf(readFileSync(join(K8S, 'base', 'config.env'), 'utf8').split('\n'));
+    const merged = overlay.configMapGenerator[0].literals as string[];
+    expect(Object.keys(config.data).sort()).toEqual(
+      [...new Set([...envKeys, ...keysOf(merged)])].sort(),
+    );
+    for (const literal of merged) {
+      const at = literal.indexOf('=');
+      expect(config.data[literal.slice(0, at)]).toBe(literal.slice(at + 1));
+    }
+    expect(Object.keys(secret.data).sort()).toEqual(
+      keysOf(overlay.secretGenerator[0].literals).sort(),
+    );
+    const deployments = out.filter((d) => d.kind === 'Deployment');
+    const refs: string[] = [];
+    const tags: string[] = [];
+    for (const d of deployments) {
+      const pod = d.spec.template.spec;
+      for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+        tags.push(c.image);
+        for (const e of c.env ?? []) {
+          const s = e.valueFrom?.secretKeyRef;
+          const m = e.valueFrom?.configMapKeyRef;
+          if (s) refs.push(s.name);
+          if (m) refs.push(m.name);
+        }
+        for (const f of c.envFrom ?? []) refs.push(f.configMapRef?.name ?? f.secretRef?.name);
+      }
+    }
+    expect(refs.length).toBeGreaterThan(3);
+    expect([...new Set(refs)].sort()).toEqual([config.metadata.name, secret.metadata.name].sort());
+    const wanted = new Map(overlay.images.map((i: Doc) => [i.name, `${i.name}:${i.newTag}`]));
+    for (const image of tags) expect([...wanted.values()]).toContain(image);
+    expect(new Set(tags).size).toBe(wanted.size);
+    const replicas = Object.fromEntries(
+      deployments.map((d) => [d.metadata.name, d.spec.replicas ?? 1]),
+    );
+    for (const r of overlay.replicas) expect(replicas[r.name]).toBe(r.count);
+
+    // The Ingress reaches rendered Services, which select rendered pods on a port they open.
+    const services = out.filter((d) => d.kind === 'Service');
+    const [ingress] = out.filter((d) => d.kind === 'Ingress');
+    for (const rule of ingress.spec.rules)
+      for (const p of rule.http.paths) {
+        const svc = services.find((s) => s.metadata.name === p.backend.service.name);
+        expect(svc).toBeDefined();
+        const pods = deployments.filter((d) =>
+          Object.entries(svc!.spec.selector).every(
+            ([k, v]) => d.spec.template.metadata.labels[k] === v,
+          ),
+        );
+        expect(pods.map((d) => d.metadata.name)).toHaveLength(1);
+      }
+    const [scaled] = out.filter((d) => d.kind === 'ScaledObject');
+    expect(replicas[scaled.spec.scaleTargetRef.name]).toBeDefined();
   });
 
   it('publishes the console and the API over TLS only, and lets in only who needs each pod', () => {

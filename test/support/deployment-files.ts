@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { ROOT } from './processes';
@@ -55,3 +56,30 @@ export function expressions(): { where: string; expr: string }[] {
 /** The keys of `KEY=value` lines (an env file, kustomize literals). */
 export const keysOf = (lines: string[]): string[] =>
   lines.filter((l) => /^\w+=/.test(l)).map((l) => l.slice(0, l.indexOf('=')));
+
+/**
+ * The kubectl that renders the overlays: `KUBECTL`, else the one on PATH. It must carry kustomize
+ * v4 or newer (kubectl 1.21+), the syntax the overlays are written in; Debian's own
+ * `kubernetes-client` is 1.20 (kustomize v2) and cannot read them.
+ */
+export function kubectl(): string {
+  const bin = process.env.KUBECTL ?? 'kubectl';
+  const found = spawnSync(bin, ['version', '--client'], { encoding: 'utf8' });
+  const version = /Kustomize Version: v(\d+)\.(\d+)/.exec(`${found.stdout ?? ''}`);
+  if (found.error || !version || Number(version[1]) < 4)
+    throw new Error(
+      `no kubectl with kustomize v4+ to render docker/k8s (${bin}: ${
+        found.error?.message ?? (`${found.stdout}${found.stderr}`.trim() || 'no answer')
+      }). Install kubectl 1.21 or newer (this machine kind has it at /usr/bin/kubectl, from ` +
+        'google-cloud-cli), or point KUBECTL at one',
+    );
+  return bin;
+}
+
+/** What `kubectl kustomize dir` renders, one document per object; a failed render throws. */
+export function kustomize(dir: string): Doc[] {
+  const out = spawnSync(kubectl(), ['kustomize', dir], { encoding: 'utf8', timeout: 60_000 });
+  if (out.status !== 0)
+    throw new Error(`kubectl kustomize ${relative(ROOT, dir)} failed:\n${out.stderr}`);
+  return parseAllDocuments(out.stdout).map((d) => d.toJS() as Doc);
+}
