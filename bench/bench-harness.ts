@@ -4,11 +4,13 @@
  * under its time limit, the databases and Redis keys of a run, the scheduler as they start it,
  * calls to it, the IPC of the BullMQ pipeline, and CPU snapshots of the processes under test.
  */
+import { cpus, freemem, loadavg } from 'node:os';
 import Redis from 'ioredis';
 import { Pool, createPool } from 'mysql2/promise';
 import { CreateTask, SchedulerClient } from '@baton/scheduler-client';
 import { createDataSource } from '../apps/scheduler/src/database';
 import { ENTITIES } from '../apps/scheduler/src/entities';
+import { loadSchedulerConfig } from '../apps/scheduler/src/config';
 import {
   BENCH_ADMIN_KEY,
   BenchError,
@@ -83,6 +85,13 @@ export function deadlineIn(limitMs: number): Deadline {
  * Runs a bench's `main`, then the clean-up, whatever happened: on failure, on SIGINT/SIGTERM, and
  * when the time limit (plus a minute for the clean-up) passes.
  */
+/** The machine's cores and load averages (1, 5, 15 min): printed before and after every bench. */
+export function machineLoad(): string {
+  return `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}, ${Math.round(freemem() / 2 ** 20)} MiB free`;
+}
+
 export function runBench(main: () => Promise<void>, timeLimitMs: number): void {
   const watchdog = setTimeout(() => {
     console.error(`time limit of ${timeLimitMs} ms (+60 s) exceeded: aborting`);
@@ -95,7 +104,9 @@ export function runBench(main: () => Promise<void>, timeLimitMs: number): void {
       void cleanup().finally(() => process.exit(130));
     });
   }
+  console.log(`machine before: ${machineLoad()}`);
   main()
+    .then(() => console.log(`machine after: ${machineLoad()}`))
     .catch((err: unknown) => {
       console.error(`benchmark failed: ${err instanceof Error ? err.message : String(err)}`);
       process.exitCode = 1;
@@ -154,24 +165,37 @@ export async function deleteRedisKeys(prefix: string): Promise<void> {
   }
 }
 
-/** Scheduler settings tuned for throughput; an exported BATON_* of the same name wins. */
-export function schedulerSettings(concurrency: number, pool: number): Record<string, string> {
-  const defaults: Record<string, string> = {
-    BATON_RUNNER_CONCURRENCY: String(concurrency),
-    BATON_MYSQL_POOL: String(pool),
-    // One shard: a claim is one script call instead of a peek at every shard plus a claim.
-    BATON_QUEUE_SHARDS: '1',
-    BATON_DISPATCH_INTERVAL_MS: '1000',
-    BATON_DISPATCH_BATCH: '1000',
-    BATON_CHECKER_INTERVAL_MS: '1000',
-    BATON_CLAIM_LEASE_MS: '30000',
-    BATON_CALL_TIMEOUT_MS: '10000',
-    // keys: every create carries the bench's API key, as in production; off: the API open.
-    BATON_API_AUTH: 'keys',
-  };
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(defaults)) out[k] = env[k] ?? v;
+/**
+ * The scheduler's settings for a bench: the shipped defaults, as users run them. Only the API's
+ * keys are switched on (every create carries the bench's key, as in production). BENCH_CONCURRENCY
+ * and BENCH_POOL, when set, apply to Baton as to the BullMQ peers; an exported BATON_* of the same
+ * name wins over everything.
+ */
+export function schedulerSettings(): Record<string, string> {
+  const out: Record<string, string> = { BATON_API_AUTH: 'keys' };
+  if (env.BENCH_CONCURRENCY) out.BATON_RUNNER_CONCURRENCY = env.BENCH_CONCURRENCY;
+  if (env.BENCH_POOL) out.BATON_MYSQL_POOL = env.BENCH_POOL;
+  for (const [k, v] of Object.entries(env))
+    if (k.startsWith('BATON_') && v !== undefined) out[k] = v;
   return out;
+}
+
+/** The throughput knobs a bench ran with, as the scheduler reads them (defaults included). */
+export function knobs(settings: Record<string, string>): string {
+  const config = loadSchedulerConfig({
+    BATON_AUTH_SECRET: 'bench-settings-only-0123456789',
+    BATON_DB: 'mysql',
+    BATON_MYSQL_DATABASE: 'bench',
+    BATON_QUEUE: 'redis',
+    ...settings,
+  });
+  const changed = Object.keys(settings).filter((k) => k !== 'BATON_API_AUTH');
+  return (
+    `runner concurrency ${config.runner.concurrency}, queue shards ${config.queue.driver === 'redis' ? config.queue.shards : '-'}, ` +
+    `dispatch every ${config.dispatcher.intervalMs} ms (batch ${config.dispatcher.batch}), ` +
+    `MySQL pool ${config.database.type === 'mysql' ? config.database.poolSize : '-'}; ` +
+    (changed.length ? `set here: ${changed.join(' ')}` : 'all shipped defaults')
+  );
 }
 
 /** The scheduler on MariaDB (`database`, migrated at start), Redis queue and locks, HMAC. */
@@ -303,6 +327,8 @@ export async function startBullPipeline(opts: {
   pool: number;
   batch: number;
   inFlight: number;
+  /** `batched`: the peer that writes a group of jobs' rows as one statement per kind. */
+  writes?: 'each' | 'batched';
 }): Promise<{ db: Pool; pipeline: Child }> {
   const db = createPool({ ...BENCH_MYSQL, database: opts.database, connectionLimit: 2 });
   onCleanup('close bullmq pool', () => db.end());
@@ -318,6 +344,7 @@ export async function startBullPipeline(opts: {
       BENCH_POOL: String(opts.pool),
       BENCH_BATCH: String(opts.batch),
       BENCH_CREATE_IN_FLIGHT: String(opts.inFlight),
+      BENCH_BULL_WRITES: opts.writes ?? 'each',
     },
     { ipc: true, nodeArgs: SERVICE_NODE_ARGS },
   );

@@ -13,10 +13,17 @@
  *   batches as above, then the flow in one `FlowProducer.add`; each of its jobs is processed as
  *   above by the same worker, a parent once its children completed.
  *
+ * BENCH_BULL_WRITES=batched is the second peer, as a careful BullMQ user would write it: the
+ * jobs' writes are gathered while earlier ones are on their way (as Baton's group commit does)
+ * and go as one multi-row statement per kind of write, one transaction per group. The job's
+ * lock stands for the compare-and-set (BullMQ runs a job once at a time), so a group's updates
+ * that set the same columns are one `UPDATE ... CASE task_id ...`.
+ *
  * Driven over IPC by bench/scheduler.bench.ts, bench/scale.bench.ts and bench/topology.bench.ts:
  * `ready` -> `run` -> `created` (or `flow` -> `flowed`) ... `stop`.
  * Environment: BENCH_MYSQL_DATABASE, BENCH_BULL_PREFIX, BENCH_WORKER_URL, BATON_AUTH_SECRET,
- * BENCH_CONCURRENCY, BENCH_POOL, BENCH_BATCH, BENCH_CREATE_IN_FLIGHT.
+ * BENCH_CONCURRENCY, BENCH_POOL, BENCH_BATCH, BENCH_CREATE_IN_FLIGHT, BENCH_BULL_WRITES (`each`,
+ * the default, or `batched`).
  */
 import { FlowProducer, Queue, Worker } from 'bullmq';
 import { createPool, Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
@@ -55,6 +62,7 @@ const inFlight = Number(env.BENCH_CREATE_IN_FLIGHT ?? 4);
 const connection = { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null };
 const prefix = need('BENCH_BULL_PREFIX');
 const WORKER_ID = `bench-worker`;
+const BATCHED = env.BENCH_BULL_WRITES === 'batched';
 
 function need(name: string): string {
   const v = env[name];
@@ -157,6 +165,111 @@ async function insertBatch(jobs: readonly JobData[], now: number): Promise<void>
   });
 }
 
+/** A write waiting for its group: an update of a row's columns, or a row to insert. */
+type Update = { kind: 'task' | 'attempt'; taskId: string; set: Record<string, unknown> };
+type Write = Update | { kind: 'event' | 'attempt-start'; row: unknown[] };
+
+const EVENT_COLUMNS = 'task_id, from_status, to_status, reason, actor, attempt, created_at';
+const ATTEMPT_COLUMNS = 'task_id, attempt, worker_id, worker_url, fence, started_at';
+/**
+ * Most writes in a group, and groups written at once: one. Two groups at once deadlocked each
+ * other (an UPDATE with a long IN list may scan and lock the whole small table); retried, they
+ * met again.
+ */
+const GROUP_MAX = 512;
+const WRITERS = 1;
+
+/**
+ * The batched peer's writer: writes that come while a group is being written wait for the next,
+ * which takes them all (up to GROUP_MAX); a lone write goes at once.
+ */
+class GroupWriter {
+  private pending: { writes: Write[]; done: () => void; fail: (e: unknown) => void }[] = [];
+  private writers = 0;
+
+  write(...writes: Write[]): Promise<void> {
+    return new Promise((done, fail) => {
+      this.pending.push({ writes, done, fail });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.writers < WRITERS && this.pending.length > 0) {
+      const group = this.pending.splice(0, GROUP_MAX);
+      this.writers++;
+      void tx((c) =>
+        this.flush(
+          c,
+          group.flatMap((g) => g.writes),
+        ),
+      )
+        .then(
+          () => group.forEach((g) => g.done()),
+          (err: unknown) => group.forEach((g) => g.fail(err)),
+        )
+        .finally(() => {
+          this.writers--;
+          this.pump();
+        });
+    }
+  }
+
+  /** A group that met a deadlock with another (their rows' index pages) is written again. */
+  private async flushWithRetry(writes: Write[]): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await tx((c) => this.flush(c, writes));
+      } catch (err) {
+        const errno = (err as { errno?: number }).errno;
+        if (tries >= 5 || (errno !== 1213 && errno !== 1205)) {
+          console.error(`group of ${writes.length} writes failed: ${String(err)}`);
+          throw err;
+        }
+      }
+    }
+  }
+
+  /**
+   * One statement per kind of write, in one transaction: the inserts as one multi-row INSERT,
+   * the updates of the rows that set the same columns as one `UPDATE ... SET c = CASE task_id
+   * WHEN ... END ... WHERE task_id IN (...)`.
+   */
+  private async flush(c: PoolConnection, writes: Write[]): Promise<void> {
+    const updates = new Map<string, Update[]>();
+    const inserts = { event: [] as unknown[][], 'attempt-start': [] as unknown[][] };
+    for (const w of writes) {
+      if ('row' in w) inserts[w.kind].push(w.row);
+      else {
+        const key = `${w.kind}:${Object.keys(w.set).join(',')}`;
+        updates.set(key, [...(updates.get(key) ?? []), w]);
+      }
+    }
+    for (const [key, rows] of updates) {
+      const [kind, list] = key.split(':');
+      const cols = list.split(',');
+      const args: unknown[] = [];
+      const sets = cols.map((col) => {
+        for (const r of rows) args.push(r.taskId, r.set[col]);
+        return `${col} = CASE task_id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+      });
+      const table = kind === 'task' ? 'baton_task' : 'baton_task_attempt';
+      const where = kind === 'task' ? '' : 'attempt = 1 AND ';
+      await c.query(`UPDATE ${table} SET ${sets.join(', ')} WHERE ${where}task_id IN (?)`, [
+        ...args,
+        rows.map((r) => r.taskId),
+      ]);
+    }
+    if (inserts['attempt-start'].length)
+      await c.query(`INSERT INTO baton_task_attempt (${ATTEMPT_COLUMNS}) VALUES ?`, [
+        inserts['attempt-start'],
+      ]);
+    if (inserts.event.length)
+      await c.query(`INSERT INTO baton_task_event (${EVENT_COLUMNS}) VALUES ?`, [inserts.event]);
+  }
+}
+const groups = new GroupWriter();
+
 /** One transition: compare-and-set on version, plus its lifecycle event, in one transaction. */
 async function transition(
   taskId: string,
@@ -168,6 +281,13 @@ async function transition(
 ): Promise<number> {
   const now = Date.now();
   const cols = { ...set, status: to, version: version + 1, updated_at: now };
+  if (BATCHED) {
+    await groups.write(
+      { kind: 'task', taskId, set: cols },
+      { kind: 'event', row: [taskId, from, to, reason, ACTOR, 1, now] },
+    );
+    return version + 1;
+  }
   await tx(async (c) => {
     const [res] = await c.query<ResultSetHeader>(
       `UPDATE baton_task SET ${Object.keys(cols)
@@ -209,10 +329,14 @@ async function processTask(data: JobData): Promise<void> {
     `worker ${WORKER_ID} accepted attempt 1`,
   );
   const started = Date.now();
-  await db.query(
-    'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at) VALUES (?, ?, ?, ?, ?, ?)',
-    [taskId, 1, WORKER_ID, workerUrl, 1, started],
-  );
+  if (BATCHED) {
+    const row = [taskId, 1, WORKER_ID, workerUrl, 1, started];
+    await groups.write({ kind: 'attempt-start', row });
+  } else
+    await db.query(
+      'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at) VALUES (?, ?, ?, ?, ?, ?)',
+      [taskId, 1, WORKER_ID, workerUrl, 1, started],
+    );
   v = await transition(
     taskId,
     v,
@@ -235,10 +359,14 @@ async function processTask(data: JobData): Promise<void> {
     },
     'run succeeded',
   );
-  await db.query(
-    'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
-    [Date.now(), 'SUCCESS', null, taskId, 1],
-  );
+  if (BATCHED) {
+    const set = { ended_at: Date.now(), outcome: 'SUCCESS', error: null };
+    await groups.write({ kind: 'attempt', taskId, set });
+  } else
+    await db.query(
+      'UPDATE baton_task_attempt SET ended_at = ?, outcome = ?, error = ? WHERE task_id = ? AND attempt = ?',
+      [Date.now(), 'SUCCESS', null, taskId, 1],
+    );
   await transition(
     taskId,
     v,

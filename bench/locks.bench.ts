@@ -4,6 +4,7 @@
  * holder -> acquire resolved for the waiter on another connection), p50/p99. Ratios are
  * against the local driver measured in the same run. Loopback servers only; bounded loops.
  */
+import { machineLoad } from './bench-harness';
 import { createLockProvider, LockConfig, LockDriverName, LockProvider } from '@baton/locks';
 
 const env = process.env;
@@ -94,6 +95,7 @@ async function measure(driver: LockDriverName): Promise<Row> {
 }
 
 async function main(): Promise<void> {
+  console.log(`machine before: ${machineLoad()}`);
   const only = process.argv.slice(2) as LockDriverName[];
   const drivers = (Object.keys(CONFIGS) as LockDriverName[]).filter(
     (d) => only.length === 0 || only.includes(d) || d === 'local',
@@ -122,6 +124,7 @@ async function main(): Promise<void> {
     `locks benchmark: ${UNCONTENDED_BUDGET_MS} ms uncontended per driver, ${HANDOFFS} hand-offs, loopback, node ${process.version}`,
   );
   console.log(lines.join('\n'));
+  console.log(`machine after: ${machineLoad()}`);
 }
 
 void main();

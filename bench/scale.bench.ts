@@ -42,6 +42,7 @@ import {
   startChild,
   statusCounts,
 } from './bench-support';
+import { machineLoad } from './bench-harness';
 import type { PipelineCommand, PipelineReply } from './bullmq-pipeline';
 
 const env = process.env;
@@ -141,9 +142,6 @@ async function startBaton(
       BATON_AUTH_MODE: 'hmac',
       BATON_AUTH_SECRET: SECRET,
       BATON_ADMIN_KEY: BENCH_ADMIN_KEY,
-      BATON_RUNNER_CONCURRENCY: '256',
-      BATON_QUEUE_SHARDS: '1',
-      BATON_DISPATCH_BATCH: '1000',
       ...Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BATON_'))),
       ...extra,
     },
@@ -530,7 +528,9 @@ async function main(): Promise<void> {
   }
 }
 
+console.log(`machine before: ${machineLoad()}`);
 main()
+  .then(() => console.log(`machine after: ${machineLoad()}`))
   .catch((err: unknown) => {
     console.error(err instanceof BenchError ? `bench:scale: ${err.message}` : err);
     process.exitCode = 1;

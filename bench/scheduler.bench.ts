@@ -4,8 +4,8 @@
  * BENCH_TASKS sync `demo.echo` tasks (default 20 000) through real processes on this machine:
  * one scheduler (MariaDB, Redis queue and locks, HMAC) and one template worker. Then the same
  * workload through a plain BullMQ pipeline (bench/bullmq-pipeline.ts, its own process) on the
- * same Redis and MariaDB, calling the same worker process and writing the same rows. Each system
- * gets a warm-up run (BENCH_WARMUP, default 1000) before the measured one.
+ * same Redis and MariaDB, twice (writing each job's rows as they come, and batching them),
+ * calling the same worker process and writing the same rows. Each system gets a warm-up run (BENCH_WARMUP, default 1000) before the measured one.
  *
  * Figures: tasks/s from the first create request to the last finished_at; p50/p99 of due -> first
  * RUNNING event and of created_at -> finished_at (from the rows); CPU ms per task of the app
@@ -18,7 +18,8 @@
  *
  * Knobs: BENCH_TASKS, BENCH_WARMUP, BENCH_BATCH (500), BENCH_CREATE_IN_FLIGHT (4),
  * BENCH_CONCURRENCY (runner concurrency = BullMQ worker concurrency, 256), BENCH_POOL (MySQL pool
- * of each system, 20), BENCH_SYSTEMS (baton,bullmq), BENCH_CPU_PROF (a directory: the scheduler
+ * of each system, 20), BENCH_SYSTEMS (baton,bullmq,bullmq-batched:
+ * the second BullMQ peer writes a group of jobs' rows as one statement per kind), BENCH_CPU_PROF (a directory: the scheduler
  * and the worker run with --cpu-prof and write their profiles there, the worker's when the bench
  * ends), BENCH_LOG_LINES (10: two more Baton runs whose tasks each log that many lines, each
  * followed by one without; 0: none),
@@ -58,6 +59,7 @@ import {
   Probe,
   runBench,
   schedulerSettings,
+  knobs,
   startBenchScheduler,
   taskBatches,
   waitForHealthyWorker,
@@ -73,7 +75,7 @@ const IN_FLIGHT = int('BENCH_CREATE_IN_FLIGHT', 4);
 const CONCURRENCY = int('BENCH_CONCURRENCY', 256);
 const POOL = int('BENCH_POOL', 20);
 const TIME_LIMIT_MS = int('BENCH_TIME_LIMIT_MS', 600_000);
-const SYSTEMS = (env.BENCH_SYSTEMS ?? 'baton,bullmq').split(',');
+const SYSTEMS = (env.BENCH_SYSTEMS ?? 'baton,bullmq,bullmq-batched').split(',');
 const PROFILE_DIR = env.BENCH_CPU_PROF ?? '';
 /** Lines each task of a second Baton run logs (0: no such run). */
 const LOG_LINES = int('BENCH_LOG_LINES', 10, 0);
@@ -82,6 +84,7 @@ const RUN_ID = randomBytes(4).toString('hex');
 const SECRET = `bench-${randomBytes(16).toString('hex')}`;
 const BATON_DB = `baton_bench_${RUN_ID}`;
 const BULL_DB = `baton_bench_${RUN_ID}_bull`;
+const BULL_BATCHED_DB = `baton_bench_${RUN_ID}_bullb`;
 const KEY_PREFIX = `bench:${RUN_ID}`;
 const deadline = deadlineIn(TIME_LIMIT_MS);
 
@@ -154,7 +157,7 @@ async function figures(
       begin: delta('Com_begin'),
       commit: delta('Com_commit'),
       questions: delta('Questions'),
-      logFsyncs: delta('Innodb_os_log_fsyncs'),
+      redoSyncs: delta('Redo_syncs'),
       dataFsyncs: delta('Innodb_data_fsyncs'),
     },
   };
@@ -204,17 +207,18 @@ async function runBull(
   prefix: string,
   tasks: number,
   finishedBefore: number,
+  label: string,
 ): Promise<Figures> {
-  deadline.check(`bullmq ${prefix}`);
+  deadline.check(`${label} ${prefix}`);
   const counters0 = await dbCounters(db);
   const cpu0 = cpuSnapshot(probe);
   const created = askPipeline(pipeline, { type: 'run', prefix, tasks }, 'created');
-  const finished = waitForFinish(db, finishedBefore + tasks, deadline.at, `bullmq ${prefix}`);
+  const finished = waitForFinish(db, finishedBefore + tasks, deadline.at, `${label} ${prefix}`);
   const [{ startedAt, endedAt }] = await Promise.all([created, finished]);
   const cpu1 = cpuSnapshot(probe);
   const counters1 = await dbCounters(db);
   return figures(
-    'BullMQ',
+    label,
     db,
     prefix,
     tasks,
@@ -274,7 +278,7 @@ function sqlTable(rows: Figures[]): string {
 
 function ratios(baton: Figures, bull: Figures): string {
   return [
-    'Baton / BullMQ:',
+    `Baton / ${bull.system}:`,
     `  tasks/s            ${f2(baton.tasksPerS / bull.tasksPerS)}x (higher is better for Baton)`,
     `  due->run p50/p99   ${f2(baton.dueRun[0] / bull.dueRun[0])}x / ${f2(baton.dueRun[1] / bull.dueRun[1])}x (lower is better)`,
     `  create->finish p50/p99 ${f2(baton.createFinish[0] / bull.createFinish[0])}x / ${f2(baton.createFinish[1] / bull.createFinish[1])}x (lower is better)`,
@@ -294,8 +298,9 @@ async function main(): Promise<void> {
   );
   await createBenchDatabase(admin, BATON_DB, false);
   await createBenchDatabase(admin, BULL_DB, true);
+  await createBenchDatabase(admin, BULL_BATCHED_DB, true);
 
-  const schedulerEnv = schedulerSettings(CONCURRENCY, POOL);
+  const schedulerEnv = schedulerSettings();
   const receiver = env.BENCH_WEBHOOK ? await deadReceiver(env.BENCH_WEBHOOK) : undefined;
   if (receiver) schedulerEnv.BATON_WEBHOOK_ALLOW = 'localhost';
   const workerId = `bench-worker-${RUN_ID}`;
@@ -310,7 +315,7 @@ async function main(): Promise<void> {
       `sync_binlog=${String(server.sb)} log_bin=${String(server.lb)}`,
   );
   console.log(
-    `scheduler settings: ${Object.entries(schedulerEnv)
+    `scheduler settings: ${knobs(schedulerEnv)}; ${Object.entries(schedulerEnv)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')} BATON_DB=mysql BATON_QUEUE=redis BATON_LOCK=redis BATON_AUTH_MODE=hmac` +
       ` node ${SERVICE_NODE_ARGS.join(' ') || '(no flags)'} (scheduler and BullMQ pipeline)` +
@@ -428,25 +433,36 @@ async function main(): Promise<void> {
   // while the other system runs; a profile is written when it exits.
   await scheduler.stop();
 
-  if (SYSTEMS.includes('bullmq')) {
+  const peers = [
+    { system: 'bullmq', label: 'BullMQ', database: BULL_DB, writes: 'each' as const },
+    {
+      system: 'bullmq-batched',
+      label: 'BullMQ, batched writes',
+      database: BULL_BATCHED_DB,
+      writes: 'batched' as const,
+    },
+  ];
+  for (const peer of peers.filter((p) => SYSTEMS.includes(p.system))) {
     const { db, pipeline } = await startBullPipeline({
-      database: BULL_DB,
-      keyPrefix: KEY_PREFIX,
+      database: peer.database,
+      keyPrefix: `${KEY_PREFIX}:${peer.system}`,
       workerUrl: worker.url,
       secret: SECRET,
       concurrency: CONCURRENCY,
       pool: POOL,
       batch: BATCH,
       inFlight: IN_FLIGHT,
+      writes: peer.writes,
     });
     const probe: Probe = { apps: { pipeline: pipeline.pid, worker: worker.pid }, ...servers };
     if (WARMUP > 0) {
-      const w = await runBull(pipeline, probe, db, 'w-', WARMUP, 0);
-      console.log(line('BullMQ warm-up', w));
+      const w = await runBull(pipeline, probe, db, 'w-', WARMUP, 0, peer.label);
+      console.log(line(`${peer.label} warm-up`, w));
     }
-    const m = await runBull(pipeline, probe, db, 'm-', TASKS, WARMUP);
-    console.log(line('BullMQ', m));
+    const m = await runBull(pipeline, probe, db, 'm-', TASKS, WARMUP, peer.label);
+    console.log(line(peer.label, m));
     results.push(m);
+    await pipeline.stop();
   }
 
   console.log('');
@@ -455,9 +471,12 @@ async function main(): Promise<void> {
   console.log(sqlTable(results));
   const baton = results.find((r) => r.system === 'Baton');
   const bull = results.find((r) => r.system === 'BullMQ');
+  for (const peer of results.filter((r) => r.system.startsWith('BullMQ')))
+    if (baton) {
+      console.log('');
+      console.log(ratios(baton, peer));
+    }
   if (baton && bull) {
-    console.log('');
-    console.log(ratios(baton, bull));
     const target = baton.tasksPerS >= 1600 && baton.tasksPerS >= bull.tasksPerS;
     console.log(
       `target (>= 1600 tasks/s and >= 1.0x BullMQ): ${target ? 'MET' : 'NOT MET'} ` +

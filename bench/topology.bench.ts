@@ -72,6 +72,7 @@ import {
   Probe,
   runBench,
   schedulerSettings,
+  knobs,
   startBenchScheduler,
   taskBatches,
   waitForHealthyWorker,
@@ -302,7 +303,7 @@ async function main(): Promise<void> {
   onCleanup('delete Redis keys', () => deleteRedisKeys(KEY_PREFIX));
   await createBenchDatabase(admin, BATON_DB, false);
   await createBenchDatabase(admin, BULL_DB, true);
-  const settings = schedulerSettings(CONCURRENCY, POOL);
+  const settings = schedulerSettings();
   console.log(
     `topology benchmark ${RUN_ID}: fan-out ${FANOUT}, chain ${CHAIN}, simple ${SIMPLE}, ` +
       `${ROUNDS} rounds (median kept), warm-up ${WARMUP > 0 ? `${WARMUP}/${WARM.fanout}/${WARM.chain}` : 'none'}; ` +
@@ -311,7 +312,7 @@ async function main(): Promise<void> {
         .join(' ')}`,
   );
   console.log(
-    `scheduler: ${Object.entries(settings)
+    `scheduler: ${knobs(settings)}; ${Object.entries(settings)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')} fork concurrency ${FORK_CONCURRENCY || 'none'}; ` +
       `BullMQ pipeline: worker concurrency ${CONCURRENCY}, MySQL pool ${POOL}; ` +

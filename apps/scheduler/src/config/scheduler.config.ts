@@ -305,7 +305,7 @@ export function loadSchedulerConfig(env: Env = process.env): SchedulerConfig {
     locks: locks(env),
     auth: auth(env),
     runner: {
-      concurrency: int(env, 'BATON_RUNNER_CONCURRENCY', 128, 1, 10_000),
+      concurrency: int(env, 'BATON_RUNNER_CONCURRENCY', 256, 1, 10_000),
       claimLeaseMs: int(env, 'BATON_CLAIM_LEASE_MS', 30_000, 1000, 3_600_000),
       callTimeoutMs: int(env, 'BATON_CALL_TIMEOUT_MS', 10_000, 100, 600_000),
       retrySharePercent: int(env, 'BATON_RETRY_LANE_PERCENT', 25, 1, 100),

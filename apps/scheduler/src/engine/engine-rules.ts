@@ -35,7 +35,7 @@ export const DRIVABLE: readonly TaskStatus[] = [
  * sent at once: the worker begins the run on start_time); a create call waits in memory for the
  * instant.
  */
-export const EARLY_CLAIM_MS = 5;
+export const EARLY_CLAIM_MS = 25;
 
 /** The engine stopped driving a task for now: it waits, or it is done. */
 export interface Rest {

@@ -260,10 +260,10 @@ describe.each([
     expect(words.lines.map((l) => l.seq)).toEqual(late.filter((i) => String(i).startsWith('2')));
   });
 
-  // Several schedulers share MySQL only: SQLite is the embedded default of one process.
-  (name === 'mysql' ? it : it.skip)(
-    'keeps its counts true when two schedulers write one attempt over its cap at once',
-    async () => {
+  // Several schedulers share MySQL only: SQLite is the embedded default of one process, so the
+  // case is not written for it (nothing is reported skipped).
+  if (name === 'mysql')
+    it('keeps its counts true when two schedulers write one attempt over its cap at once', async () => {
       // A second scheduler: its own data source and pool on the same database.
       const other = createDataSource(testDb.config, ENTITIES);
       await other.initialize();
@@ -295,8 +295,7 @@ describe.each([
       } finally {
         await other.destroy();
       }
-    },
-  );
+    });
 
   it('writes appends that arrive together in shared transactions, each answered for itself', async () => {
     const logs = store.attemptLogs;

@@ -28,6 +28,7 @@ describe.each([
   let repo: TasksRepository;
   let log: TaskLogRepository;
   let sql: SqlRunner;
+  let writer: GroupCommitWriter;
   const metrics = new Metrics();
   const retries = (): number => metrics.get('baton_group_commit_retries_total');
 
@@ -40,7 +41,7 @@ describe.each([
     sql = new SqlRunner(ds);
     const feed = new TaskChangeFeed(sql, tx);
     log = new TaskLogRepository(ds, sql, feed);
-    const writer = new GroupCommitWriter(ds, tx, sql, log, metrics);
+    writer = new GroupCommitWriter(ds, tx, sql, log, metrics);
     repo = new TasksRepository(ds, tx, sql, writer, log);
   });
 
@@ -61,6 +62,68 @@ describe.each([
     expect(events.map((e) => [e.from, e.to, e.reason, e.actor])).toEqual([
       [null, TaskStatus.INIT, 'created by test', 'api'],
     ]);
+  });
+
+  it('starts another writer only for a group worth it: a few changes wait for the commit under way', async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 101 }, () => repo.insert(newTask(), 'c', 'api')),
+    );
+    const tx = (repo as unknown as { tx: TransactionRunner }).tx;
+    const queued = writer as unknown as { pending: unknown[]; writers: number };
+    const run = tx.run.bind(tx);
+    let transactions = 0;
+    let active = 0;
+    let most = 0;
+    // The first transaction of a round waits until the round's changes have all come.
+    let gate: Promise<void> = Promise.resolve();
+    tx.run = (async (work) => {
+      const first = transactions++ === 0;
+      most = Math.max(most, ++active);
+      try {
+        if (first) await gate;
+        return await run(work);
+      } finally {
+        active--;
+      }
+    }) as TransactionRunner['run'];
+    const arrived = async (pending: number, writers: number): Promise<void> => {
+      for (let turn = 0; queued.pending.length !== pending || queued.writers !== writers; turn++) {
+        if (turn > 50_000) {
+          const seen = `${queued.pending.length} waiting, ${queued.writers} writers`;
+          throw new Error(`expected ${pending} waiting and ${writers} writers, saw ${seen}`);
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    const round = async (some: TaskModel[], pending: number, writers: number) => {
+      transactions = 0;
+      most = 0;
+      let open!: () => void;
+      gate = new Promise((r) => (open = r));
+      const all = Promise.all(
+        some.map((t) =>
+          repo.apply(t, { to: TaskStatus.POSTPONE, reason: 'wait', actor: 's' }, Date.now()),
+        ),
+      );
+      try {
+        await arrived(pending, writers);
+      } finally {
+        open();
+      }
+      expect((await all).every(Boolean)).toBe(true);
+    };
+    try {
+      // One change alone is written at once; ten that come while it is written wait, then go
+      // together (before: a writer each for three of them, as long as one was free).
+      await round(tasks.slice(0, 11), 10, 1);
+      expect([transactions, most]).toEqual([2, 1]);
+      // Ninety: on MySQL a second writer takes 48 at once, the other 41 go next together.
+      const mysql = ds.options.type !== 'better-sqlite3';
+      await round(tasks.slice(11), mysql ? 41 : 89, mysql ? 2 : 1);
+      expect([transactions, most]).toEqual(mysql ? [3, 2] : [2, 1]);
+    } finally {
+      tx.run = run;
+    }
   });
 
   it('writes changes that arrive together in group commits, each still its own compare-and-set', async () => {
