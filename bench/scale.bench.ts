@@ -42,7 +42,7 @@ import {
   startChild,
   statusCounts,
 } from './bench-support';
-import { machineLoad } from './bench-harness';
+import { knobs, machineLoad } from './bench-harness';
 import type { PipelineCommand, PipelineReply } from './bullmq-pipeline';
 
 const env = process.env;
@@ -494,6 +494,8 @@ async function main(): Promise<void> {
     console.log(
       `scale: ${fmt(IMMEDIATE)} immediate demo.echo tasks with N delayed tasks waiting (start_time +2 h); ratios against N = 0`,
     );
+    const set = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('BATON_')));
+    console.log(`scheduler settings: ${knobs(set as Record<string, string>)}`);
     console.log(
       [
         'waiting N'.padStart(10),

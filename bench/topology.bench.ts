@@ -2,8 +2,8 @@
  * Topology benchmark (`npm run bench:topology`; not part of the test suite): what Baton's
  * topologies cost next to its simple tasks, and next to BullMQ flows, in one run.
  *
- * One scheduler (MariaDB, Redis queue and locks, HMAC) and one template worker as real processes,
- * set up as the scheduler benchmark sets them (bench/scheduler.bench.ts). For each system, each
+ * One scheduler (MariaDB, Redis queue and locks, HMAC) on the shipped defaults and one template
+ * worker as real processes, as the scheduler benchmark runs them (bench/scheduler.bench.ts). For each system, each
  * round runs, one after the other:
  *
  * - simple: BENCH_SIMPLE independent sync `demo.echo` tasks (default 1,000), created in batches

@@ -124,23 +124,30 @@ jest_lane() { # name, testPathPattern, jest args...
 }
 # Node 22, the other supported line (the rest runs on .nvmrc's 24): the unit tier and the
 # in-process integration files (Baton whole on SQLite, the memory queue and a controlled clock)
-# run again on it, from the npm registry's node package (scripts/with-node.sh), once the waiting
-# lane is through: that lane leaves a core idle most of its time.
+# run again on it, from the npm registry's node package (scripts/with-node.sh): the unit tier
+# after the waiting lane, the in-process files after the outside lane, the two that end first.
 NODE_22=22.23.5
-node22_lane() { # jest args...
+declare -A NODE22=([waiting]=node22-unit [outside]=node22-in-process)
+declare -A NODE22_ARGS=(
+  [node22-unit]='--selectProjects unit'
+  [node22-in-process]='--selectProjects integration --testPathPattern test/in-process/'
+)
+node22_lane() { # name, jest args...
+  local name=$1
+  shift
+  # shellcheck disable=SC2086 # the lane's selection is several words
   BATON_NODE=$NODE_22 bash scripts/with-node.sh bash -c \
-    'echo "(node22 lane: Node $(node -v))"; exec node node_modules/jest/bin/jest.js "$@"' _ \
-    --runInBand --forceExit --json --outputFile=.test-results/node22.json \
-    --selectProjects unit integration --testPathPattern '^(?!.*\.int-spec\.ts$)|test/in-process/' \
-    "$@" > .test-results/node22.log 2>&1
-  echo $? > .test-results/node22.rc
+    'echo "($0 on Node $(node -v))"; exec node node_modules/jest/bin/jest.js "$@"' "$name" \
+    --runInBand --forceExit --json --outputFile=".test-results/$name.json" \
+    ${NODE22_ARGS[$name]} "$@" > ".test-results/$name.log" 2>&1
+  echo $? > ".test-results/$name.rc"
 }
 for name in "${LANES[@]}"; do
-  if [ "$name" = waiting ]; then
+  if [ -n "${NODE22[$name]:-}" ]; then
     (
       rc=0
-      jest_lane waiting "${PATTERN[waiting]}" "$@" || rc=$?
-      node22_lane "$@"
+      jest_lane "$name" "${PATTERN[$name]}" "$@" || rc=$?
+      node22_lane "${NODE22[$name]}" "$@"
       exit $rc
     ) &
   else
@@ -152,7 +159,7 @@ for name in "${LANES[@]}"; do
   RC[$name]=0
   wait "${PID[$name]}" || RC[$name]=$?
   cat ".test-results/$name.log"
-  if [ "$name" = waiting ]; then cat .test-results/node22.log; fi
+  if [ -n "${NODE22[$name]:-}" ]; then cat ".test-results/${NODE22[$name]}.log"; fi
 done
 timings+=("lanes $((SECONDS - lanes_began)) s")
 
@@ -181,5 +188,7 @@ lane() { # name, exit code: adds the lane's Jest counts to the totals
   fi
 }
 for name in "${LANES[@]}"; do lane "$name" "${RC[$name]}"; done
-lane node22 "$(cat .test-results/node22.rc 2> /dev/null || echo 1)"
+for name in "${NODE22[@]}"; do
+  lane "$name" "$(cat ".test-results/$name.rc" 2> /dev/null || echo 1)"
+done
 finish
