@@ -30,13 +30,21 @@ interface Harness {
   close(): Promise<void>;
 }
 
-function open(name: QueueDriverName, prefix: string): QueueDriver {
+/**
+ * `redis-peek`: the Redis driver claiming as it does on a Cluster (a peek at every shard, then a
+ * claim per shard), on the machine's standalone server, where it would claim in one call.
+ */
+type Driver = QueueDriverName | 'redis-peek';
+
+function open(name: Driver, prefix: string): QueueDriver {
+  if (name === 'redis-peek')
+    return new RedisQueueDriver({ redis: REDIS, prefix, shards: SHARDS, claimInOneTrip: false });
   return name === 'memory'
     ? createQueueDriver({ driver: 'memory' })
     : createQueueDriver({ driver: 'redis', redis: REDIS, prefix, shards: SHARDS });
 }
 
-async function openHarness(name: QueueDriverName): Promise<Harness> {
+async function openHarness(name: Driver): Promise<Harness> {
   const driver = open(name, RUN);
   const other = name === 'memory' ? driver : open(name, RUN);
   const harness: Harness = {
@@ -84,7 +92,7 @@ function random(seed: number): () => number {
   };
 }
 
-describe.each<QueueDriverName>(['memory', 'redis'])('%s queue driver', (name) => {
+describe.each<Driver>(['memory', 'redis', 'redis-peek'])('%s queue driver', (name) => {
   let h: Harness;
 
   beforeAll(async () => {

@@ -79,6 +79,43 @@ end
 return out
 `;
 
+/**
+ * The claim of CLAIM across every shard in one call, for a standalone Redis (all shards on one
+ * server; a Cluster's shards live in other slots, so it peeks first and claims per shard). KEYS:
+ * every shard's SHARD_KEY_COUNT keys, shard 0 first. ARGV: now, leaseUntil, cap, shards. Takes the
+ * best `cap` due entries of all shards: priority 9 down, then the earliest due, then taskId (the
+ * order one shard's sorted set keeps). Returns flat triples taskId, priority, dueAt.
+ */
+export const CLAIM_ALL = `
+local now, lease, cap, shards = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local K = ${SHARD_KEY_COUNT}
+local out, n = {}, 0
+for p = 9, 0, -1 do
+  if n >= cap then break end
+  local found = {}
+  for s = 0, shards - 1 do
+    local r = redis.call('zrangebyscore', KEYS[s * K + p + 1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, cap - n)
+    for j = 1, #r, 2 do found[#found + 1] = { r[j], tonumber(r[j + 1]), r[j + 1], s * K } end
+  end
+  table.sort(found, function(a, b)
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[1] < b[1]
+  end)
+  for i = 1, math.min(#found, cap - n) do
+    local id, base = found[i][1], found[i][4]
+    redis.call('zrem', KEYS[base + p + 1], id)
+    redis.call('hdel', KEYS[base + 12], id)
+    redis.call('zadd', KEYS[base + 11], lease, id)
+    redis.call('hset', KEYS[base + 13], id, p)
+    out[#out + 1] = id
+    out[#out + 1] = tostring(p)
+    out[#out + 1] = found[i][3]
+    n = n + 1
+  end
+end
+return out
+`;
+
 /** ARGV: leaseUntil, taskId, ... Returns the ids that were still claimed (and now extended). */
 export const EXTEND = `
 local kept = {}

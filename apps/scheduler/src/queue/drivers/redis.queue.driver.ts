@@ -24,6 +24,12 @@ export interface RedisQueueDriverOptions {
   shards?: number;
   /** Where claim and lease times are read (default: the process's clock). */
   clock?: Clock;
+  /**
+   * On a standalone Redis, claim across all shards in one script call (default true). False
+   * takes the Cluster's way there too: a peek at every shard, then a claim per shard (the
+   * conformance suite runs both).
+   */
+  claimInOneTrip?: boolean;
 }
 
 /** The scripts, under the command names they are defined with on the client. */
@@ -40,11 +46,13 @@ const SCRIPTS = {
 } as const;
 
 /** A script, or `del` for clear(): every call takes a shard's keys first, then its ARGV. */
-type ShardCommand = keyof typeof SCRIPTS | 'del';
+type ShardCommand = keyof typeof SCRIPTS | 'del' | `batonQueueClaimAll${number}`;
 type Invoke = (...args: (string | number)[]) => unknown;
 
 interface ShardCall {
   shard: number;
+  /** The keys the call takes, when not its shard's (a claim over every shard). */
+  keys?: string[];
   command: ShardCommand;
   args: (string | number)[];
 }
@@ -66,8 +74,8 @@ const MAX_CLAIM_ROUNDS = 4;
  * leaseUntil, and two hashes taskId → priority (pending, claimed). See redis-queue.scripts.ts.
  *
  * Every operation is one round trip for the whole batch: ids are grouped by shard, each shard
- * gets one script call, and the calls go in one pipeline. The exception is claim over several
- * shards, which needs two: a read-only peek at every shard's best due entries, merged here so
+ * gets one script call, and the calls go in one pipeline. A claim over several shards of one
+ * standalone server is one script over all their keys (CLAIM_ALL). On a Cluster it needs two: a read-only peek at every shard's best due entries, merged here so
  * the batch is the global best (priority, then due time, then taskId), then one claim per shard
  * of exactly its share. A claim script takes from the head of the lanes it is given, so a
  * concurrent claimer that got there first costs this one entries, never a duplicate; a short
@@ -82,6 +90,8 @@ export class RedisQueueDriver implements QueueDriver {
   private readonly keys: string[][];
   private closed = false;
   private readonly clock: Clock;
+  /** The one-call claim across shards, when the shards share one server (see CLAIM_ALL). */
+  private readonly claimAll: `batonQueueClaimAll${number}` | undefined;
 
   constructor(options: RedisQueueDriverOptions) {
     this.clock = options.clock ?? systemClock;
@@ -114,6 +124,14 @@ export class RedisQueueDriver implements QueueDriver {
     for (const [name, script] of Object.entries(SCRIPTS)) {
       this.client.defineCommand(name, { numberOfKeys: lua.SHARD_KEY_COUNT, lua: script });
     }
+    if (shards > 1 && !(this.client instanceof Cluster) && options.claimInOneTrip !== false) {
+      // Named by its key count: a client shared by drivers of other shard counts has each.
+      this.claimAll = `batonQueueClaimAll${shards}`;
+      this.client.defineCommand(this.claimAll, {
+        numberOfKeys: lua.SHARD_KEY_COUNT * shards,
+        lua: lua.CLAIM_ALL,
+      });
+    }
   }
 
   async enqueue(entries: readonly QueueEntry[]): Promise<void> {
@@ -138,6 +156,14 @@ export class RedisQueueDriver implements QueueDriver {
       for (let p = MAX_PRIORITY; p >= 0; p--) lanes.push(p, max);
       const [reply] = await this.run('claim', [
         { shard: 0, command: 'batonQueueClaim', args: [now, leaseUntil, max, ...lanes] },
+      ]);
+      return parseClaims(reply, leaseUntil);
+    }
+    if (this.claimAll) {
+      // The shards share one server: one script over all their keys takes the global best.
+      const all = { shard: 0, keys: this.keys.flat(), command: this.claimAll };
+      const [reply] = await this.run('claim', [
+        { ...all, args: [now, leaseUntil, max, this.shards] },
       ]);
       return parseClaims(reply, leaseUntil);
     }
@@ -360,7 +386,7 @@ export class RedisQueueDriver implements QueueDriver {
   private send(target: Redis | Cluster | ChainableCommander, call: ShardCall): unknown {
     // The scripts are defined at runtime (defineCommand), so the client's types do not list them.
     const invoke = (target as unknown as Record<ShardCommand, Invoke>)[call.command].bind(target);
-    return invoke(...this.keys[call.shard], ...call.args);
+    return invoke(...(call.keys ?? this.keys[call.shard]), ...call.args);
   }
 
   private assertOpen(): void {
