@@ -60,9 +60,11 @@ export const keysOf = (lines: string[]): string[] =>
 /**
  * The kubectl that renders the overlays: `KUBECTL`, else the one on PATH. It must carry kustomize
  * v4 or newer (kubectl 1.21+), the syntax the overlays are written in; Debian's own
- * `kubernetes-client` is 1.20 (kustomize v2) and cannot read them.
+ * `kubernetes-client` is 1.20 (kustomize v2) and cannot read them. Asked once per test file.
  */
+let checked: string | undefined;
 export function kubectl(): string {
+  if (checked) return checked;
   const bin = process.env.KUBECTL ?? 'kubectl';
   const found = spawnSync(bin, ['version', '--client'], { encoding: 'utf8' });
   const version = /Kustomize Version: v(\d+)\.(\d+)/.exec(`${found.stdout ?? ''}`);
@@ -73,7 +75,7 @@ export function kubectl(): string {
       }). Install kubectl 1.21 or newer (this machine kind has it at /usr/bin/kubectl, from ` +
         'google-cloud-cli), or point KUBECTL at one',
     );
-  return bin;
+  return (checked = bin);
 }
 
 /** What `kubectl kustomize dir` renders, one document per object; a failed render throws. */

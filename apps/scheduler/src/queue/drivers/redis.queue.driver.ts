@@ -3,7 +3,7 @@ import Redis, { ChainableCommander, Cluster } from 'ioredis';
 import { boundedRedis } from '@baton/locks';
 import { RedisQueueConnection } from '../../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from '../queue.driver';
-import { assertIntegerAtLeast, assertValidEntries, MAX_PRIORITY } from '../queue-entry.validation';
+import { assertIntegerAtLeast, assertValidEntries } from '../queue-entry.validation';
 import { QueueErrorCode, QueueException } from '../queue.exception';
 import { claimOrder, parseClaims, planClaim, shardKeys } from './redis-queue.claims';
 import * as lua from './redis-queue.scripts';
@@ -124,7 +124,8 @@ export class RedisQueueDriver implements QueueDriver {
     for (const [name, script] of Object.entries(SCRIPTS)) {
       this.client.defineCommand(name, { numberOfKeys: lua.SHARD_KEY_COUNT, lua: script });
     }
-    if (shards > 1 && !(this.client instanceof Cluster) && options.claimInOneTrip !== false) {
+    // One shard is one slot even on a Cluster; several are one server on a standalone Redis.
+    if (shards === 1 || (!(this.client instanceof Cluster) && options.claimInOneTrip !== false)) {
       // Named by its key count: a client shared by drivers of other shard counts has each.
       this.claimAll = `batonQueueClaimAll${shards}`;
       this.client.defineCommand(this.claimAll, {
@@ -150,17 +151,9 @@ export class RedisQueueDriver implements QueueDriver {
     this.assertOpen();
     if (max === 0) return [];
     const leaseUntil = now + leaseMs;
-    if (this.shards === 1) {
-      // One shard is already the global order: claim greedily, priority 9 down, in one trip.
-      const lanes: number[] = [];
-      for (let p = MAX_PRIORITY; p >= 0; p--) lanes.push(p, max);
-      const [reply] = await this.run('claim', [
-        { shard: 0, command: 'batonQueueClaim', args: [now, leaseUntil, max, ...lanes] },
-      ]);
-      return parseClaims(reply, leaseUntil);
-    }
     if (this.claimAll) {
-      // The shards share one server: one script over all their keys takes the global best.
+      // One shard, or shards that share one server: one script over all their keys takes the
+      // global best, priority 9 down, in one trip.
       const all = { shard: 0, keys: this.keys.flat(), command: this.claimAll };
       const [reply] = await this.run('claim', [
         { ...all, args: [now, leaseUntil, max, this.shards] },
