@@ -81,10 +81,6 @@ export function deadlineIn(limitMs: number): Deadline {
   };
 }
 
-/**
- * Runs a bench's `main`, then the clean-up, whatever happened: on failure, on SIGINT/SIGTERM, and
- * when the time limit (plus a minute for the clean-up) passes.
- */
 /** The machine's cores and load averages (1, 5, 15 min): printed before and after every bench. */
 export function machineLoad(): string {
   return `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load ${loadavg()
@@ -92,6 +88,10 @@ export function machineLoad(): string {
     .join(' ')}, ${Math.round(freemem() / 2 ** 20)} MiB free`;
 }
 
+/**
+ * Runs a bench's `main`, then the clean-up, whatever happened: on failure, on SIGINT/SIGTERM, and
+ * when the time limit (plus a minute for the clean-up) passes.
+ */
 export function runBench(main: () => Promise<void>, timeLimitMs: number): void {
   const watchdog = setTimeout(() => {
     console.error(`time limit of ${timeLimitMs} ms (+60 s) exceeded: aborting`);
