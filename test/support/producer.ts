@@ -156,6 +156,38 @@ export class SchedulerGroup {
     );
   }
 
+  /**
+   * Every timer instance `id` owns at any look, looked at every 200 ms until `stop()` (which
+   * looks once more): ownership moves when a member's lease lapses on a starved box and comes
+   * back when it renews, so two snapshots can miss a timer the instance owned in between.
+   */
+  watchOwned(id: string): { owned: Set<string>; stop(): Promise<Set<string>> } {
+    const owned = new Set<string>();
+    let stopping = false;
+    const look = async (): Promise<void> => {
+      try {
+        for (const t of (await this.status(id)).owned_timers) owned.add(t);
+      } catch {
+        // Not answering this time (starting, stopping): the next look counts.
+      }
+    };
+    const loop = (async () => {
+      while (!stopping) {
+        await look();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    return {
+      owned,
+      stop: async () => {
+        stopping = true;
+        await loop;
+        await look();
+        return owned;
+      },
+    };
+  }
+
   /** The instance that fires `timerId` now (the one owner). */
   async ownerOf(timerId: string): Promise<string> {
     return (await this.owners([timerId])).get(timerId) as string;
