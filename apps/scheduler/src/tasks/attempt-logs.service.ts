@@ -23,8 +23,15 @@ export class AttemptLogsService {
     fence: number,
     batch: LogBatchDto,
   ): Promise<'unknown' | 'stale' | { accepted: number; duplicates: number }> {
+    // A batch's lines mostly share their millisecond: each distinct time is read once.
+    let lastText = '';
+    let last = Number.NaN;
     const lines = batch.lines.map((l, i) => {
-      const at = Date.parse(l.at);
+      if (l.at !== lastText) {
+        lastText = l.at;
+        last = Date.parse(l.at);
+      }
+      const at = last;
       // ISO 8601 has forms the contract's date-time is not (20261129, week dates, a comma
       // before the fraction): refused, not kept as a time no one can read.
       if (!Number.isFinite(at))

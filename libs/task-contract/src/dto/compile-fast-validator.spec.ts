@@ -162,6 +162,16 @@ class Typed {
 }
 
 describe('canonicalInstant (the timestamp shortcut)', () => {
+  it('remembers only a time it passed (a batch repeats one), never an absent or empty one', () => {
+    expect(canonicalInstant(undefined)).toBe(false);
+    expect(canonicalInstant('2026-11-29T11:02:03.004Z')).toBe(true);
+    expect(canonicalInstant('2026-11-29T11:02:03.004Z')).toBe(true);
+    expect(canonicalInstant('2026-11-29T11:02:03.004')).toBe(false);
+    expect(canonicalInstant('')).toBe(false);
+    expect(canonicalInstant(undefined)).toBe(false);
+    expect(canonicalInstant('2026-02-30T11:02:03.004Z')).toBe(false);
+  });
+
   it('passes only what @IsISO8601({ strict: true }) passes, and every toISOString()', () => {
     const samples = [
       '2026-11-28T17:31:06.123Z',

@@ -42,7 +42,10 @@ interface Constraint {
  */
 const CANONICAL_INSTANT = /^[1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+/** The last timestamp found canonical: a worker's batch mostly repeats one. */
+let lastCanonical: string | undefined;
 export function canonicalInstant(value: unknown): boolean {
+  if (lastCanonical !== undefined && value === lastCanonical) return true;
   if (typeof value !== 'string' || !CANONICAL_INSTANT.test(value)) return false;
   // The digits as numbers: a real day of a real month, a time of day (no 24:00, no leap second).
   const n = (at: number): number =>
@@ -53,7 +56,9 @@ export function canonicalInstant(value: unknown): boolean {
   if (month < 1 || month > 12 || day < 1) return false;
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
   if (day > (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1])) return false;
-  return n(11) <= 23 && n(14) <= 59 && n(17) <= 59;
+  if (n(11) > 23 || n(14) > 59 || n(17) > 59) return false;
+  lastCanonical = value;
+  return true;
 }
 
 /** What the DTO's decorators say of one property. */

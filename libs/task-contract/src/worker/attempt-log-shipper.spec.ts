@@ -118,6 +118,47 @@ describe('AttemptLogShipper', () => {
     expect(s.many.map((call) => call.map((x) => x.task_id))).toEqual([['A', 'B'], ['D']]);
   });
 
+  it('sends a call at once when a thousand lines wait, and a few lines after half a second', async () => {
+    const s = scheduler();
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    for (let t = 0; t < 100; t++) {
+      const log = shipper.open(`T${t}`, 1, 1);
+      for (let i = 0; i < 10; i++) log.info(`line ${i}`);
+    }
+    await clock.advance(0);
+    expect(s.many.map((call) => call.reduce((n, x) => n + x.lines.length, 0))).toEqual([1000]);
+    shipper.open('U', 1, 1).info('alone');
+    await clock.advance(499);
+    expect(s.many).toHaveLength(1);
+    await clock.advance(1);
+    expect(s.many.map((call) => call.map((x) => x.task_id))[1]).toEqual(['U']);
+  });
+
+  it('waits out its backoff after a failed call, however many lines came meanwhile', async () => {
+    let release: () => void = () => undefined;
+    const s = scheduler(['down']);
+    const logsMany = s.callbacks.logsMany;
+    s.callbacks.logsMany = async (batches) => {
+      if (s.many.length === 0) await new Promise<void>((r) => (release = r));
+      return logsMany(batches);
+    };
+    const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);
+    const a = shipper.open('A', 1, 1);
+    a.info('first');
+    await clock.advance(500);
+    // While the first call is under way, a full call's worth of lines comes in: it waits.
+    for (let i = 0; i < 1000; i++) a.info(`more ${i}`);
+    release();
+    await clock.advance(0);
+    expect(s.many).toHaveLength(1);
+    // The first retry is due a second after the failure (FLUSH_MS doubled), not at once.
+    await clock.advance(999);
+    expect(s.many).toHaveLength(1);
+    await clock.advance(1);
+    await clock.until(() => s.many.length >= 2, 'the retry', { stepMs: 1, maxMs: 1000 });
+    expect(s.many[1][0].lines[0].message).toBe('first');
+  });
+
   it('puts at most 2,000 lines in one call', async () => {
     const s = scheduler();
     const shipper = new AttemptLogShipper(s.callbacks, clock, quiet);

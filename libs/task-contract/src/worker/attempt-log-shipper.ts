@@ -11,7 +11,10 @@ import {
 import { ContractErrorCode } from '../errors/contract.exception';
 import { StaleFenceError, TaskNotFoundError, WorkerCallError } from '../errors/worker-call.errors';
 import { errorMessage } from '../util/error-message';
+import { CallRoom } from './attempt-log-call-room';
 import { WorkerCallbacks } from './worker-callbacks.interface';
+
+export { lineSize } from './attempt-log-call-room';
 
 /** What a handler logs with: lines that go to the scheduler, kept with the attempt. */
 export interface RunLog {
@@ -30,19 +33,18 @@ type Level = LogLineDto['level'];
 
 /** Lines sent in one call at most (the contract's limit). */
 const BATCH = 500;
-/**
- * What one call carries at most, in JSON bytes and in JSON members and items: well under a
- * scheduler's defaults (a 1 MiB body, 20,000 members), so lines of 4,000 characters or with
- * many fields never make a call it refuses whole.
- */
-const CALL_BYTES = 256 * 1024;
-const CALL_MEMBERS = 8000;
 /** After a scheduler without `PUT /v1/attempt-logs`, how long until it is tried again. */
 const MANY_RETRY_MS = 600_000;
 /** Lines waiting to go, per attempt, at most: past it the oldest are dropped (and said so). */
 const MAX_PENDING = 10_000;
 /** How often waiting lines go out; at once when a batch is full. */
 const FLUSH_MS = 500;
+/**
+ * Lines logged since the last send began that make a call worth sending at once: under load the
+ * calls go full and evenly spaced instead of a burst each FLUSH_MS, and lines wait (and live in
+ * memory) a few milliseconds, not half a second.
+ */
+const FULL_CALL = ATTEMPT_LOGS_MAX_LINES / 2;
 /** The longest wait between tries while the scheduler cannot be reached. */
 const RETRY_MAX_MS = 30_000;
 /** Attempts whose lines are sent at once (each attempt's own lines go in order). */
@@ -72,11 +74,18 @@ export class AttemptLogShipper {
   /** Attempts whose run ended: forgotten once their last lines went. */
   private readonly finished = new Set<string>();
   private timer: Timer | undefined;
+  /** When the timer fires (Infinity without one). */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** Lines logged since the last send began. */
+  private sinceSend = 0;
   private sending: Promise<void> | undefined;
   private failures = 0;
   /** When to try many attempts a call again, after a scheduler said it has no such call. */
   private manyAgainAt = 0;
   private retryAt = 0;
+  /** The last line's time, as a number and as sent: lines logged in one millisecond share it. */
+  private stampMs = Number.NaN;
+  private stamp = '';
 
   constructor(
     /** `logsMany` (one call for many attempts) when the scheduler side has it, else `logs`. */
@@ -129,6 +138,7 @@ export class AttemptLogShipper {
   async close(): Promise<void> {
     this.clock.clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
     this.retryAt = 0;
     await this.flush();
   }
@@ -139,28 +149,38 @@ export class AttemptLogShipper {
       p.lines.shift();
       p.dropped++;
     }
+    const now = this.clock.now();
+    if (now !== this.stampMs) {
+      this.stampMs = now;
+      this.stamp = new Date(now).toISOString();
+    }
     const line: LogLineDto = {
       seq: p.next++,
-      at: this.clock.date().toISOString(),
+      at: this.stamp,
       level,
       message: text,
     };
     if (fields && Object.keys(fields).length > 0) line.fields = fields;
     p.lines.push(line);
-    this.schedule(p.lines.length >= BATCH ? 0 : FLUSH_MS);
+    this.sinceSend++;
+    this.schedule(p.lines.length >= BATCH || this.sinceSend >= FULL_CALL ? 0 : FLUSH_MS, now);
   }
 
   private pipe(p: Pending, child: ChildProcess): Promise<void> {
     return followOutput(child, (level, line) => this.add(p, level, line));
   }
 
-  private schedule(ms: number): void {
-    if (this.timer) return;
-    const wait = Math.max(ms, this.retryAt - this.clock.now());
+  /** A send `ms` from now (not before a retry is due), unless one is set for sooner already. */
+  private schedule(ms: number, now = this.clock.now()): void {
+    const at = Math.max(now + ms, this.retryAt);
+    if (this.timer && this.timerAt <= at) return;
+    this.clock.clearTimeout(this.timer);
+    this.timerAt = at;
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
+      this.timerAt = Number.POSITIVE_INFINITY;
       void this.flush();
-    }, wait);
+    }, at - now);
     this.timer.unref();
   }
 
@@ -169,6 +189,7 @@ export class AttemptLogShipper {
    * else a few attempts at a time (each attempt's lines in order either way).
    */
   private async sendAll(): Promise<void> {
+    this.sinceSend = 0;
     const attempts = [...this.pending.entries()].filter(([, p]) => p.lines.length > 0);
     const many = (): boolean =>
       this.callbacks.logsMany !== undefined && this.clock.now() >= this.manyAgainAt;
@@ -267,6 +288,9 @@ export class AttemptLogShipper {
       this.logger.warn(`sending logs of ${taskId} failed (${errorMessage(err)}): retrying`);
     this.retryAt =
       this.clock.now() + Math.min(RETRY_MAX_MS, FLUSH_MS * 2 ** Math.min(this.failures, 8));
+    // A send set for sooner while this one was under way waits for the retry too.
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
     this.schedule(0);
   }
 
@@ -313,66 +337,6 @@ export class AttemptLogShipper {
 /** A 400 or 413 of the whole call: the scheduler will refuse it however often it is sent. */
 function refusedWhole(err: unknown): boolean {
   return err instanceof WorkerCallError && (err.httpStatus === 400 || err.httpStatus === 413);
-}
-
-/** JSON members and items of a value (what a scheduler's shape limit counts). */
-function members(v: unknown): number {
-  if (Array.isArray(v)) return v.reduce((n: number, x) => n + 1 + members(x), 0);
-  if (v && typeof v === 'object')
-    return Object.values(v).reduce((n: number, x) => n + 1 + members(x), 0);
-  return 0;
-}
-
-/** Printable ASCII but `"` and `\\`: what JSON writes as it is, a byte a character. */
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-
-/**
- * What a line adds to a call: the UTF-8 bytes of its JSON, and its JSON members and items (what
- * a scheduler's shape limit counts), worked out from its parts: only its fields, and a message
- * with characters JSON escapes or UTF-8 widens, are written out to be measured.
- */
-export function lineSize(line: LogLineDto): { bytes: number; members: number } {
-  // {"seq":N,"at":"…","level":"…","message":"…"} and ,"fields":{…} when there are fields.
-  const message = PLAIN.test(line.message)
-    ? line.message.length
-    : Buffer.byteLength(JSON.stringify(line.message)) - 2;
-  let bytes = 40 + String(line.seq).length + line.at.length + line.level.length + message;
-  let count = 4;
-  // Fields whose JSON is nothing (a toJSON that answers undefined) are left out, as JSON does.
-  const fields = line.fields === undefined ? undefined : JSON.stringify(line.fields);
-  if (fields !== undefined) {
-    bytes += 10 + Buffer.byteLength(fields);
-    // Counted from the object: a member JSON leaves out (undefined) counts, which only errs high.
-    count += 1 + members(line.fields);
-  }
-  return { bytes, members: count };
-}
-
-/** What is left of one call's budget of lines, bytes and JSON members. */
-class CallRoom {
-  private bytes = CALL_BYTES;
-  private members = CALL_MEMBERS;
-  private taken = 0;
-
-  constructor(private lines: number) {}
-
-  left(): boolean {
-    return this.lines > 0 && this.bytes > 0 && this.members > 0;
-  }
-
-  /** Takes the line when it fits (the first of a call always: a call carries at least one). */
-  take(line: LogLineDto): boolean {
-    const size = lineSize(line);
-    const bytes = size.bytes + 1;
-    const count = 1 + size.members;
-    const fits = this.lines >= 1 && bytes <= this.bytes && count <= this.members;
-    if (!fits && this.taken > 0) return false;
-    this.taken++;
-    this.lines--;
-    this.bytes -= bytes;
-    this.members -= count;
-    return true;
-  }
 }
 
 /** A child process's output, line by line (stdout as info, stderr as warn), until both end. */
