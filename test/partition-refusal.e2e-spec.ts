@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TcpProxy } from '../libs/locks/test/fixtures/tcp-proxy';
+import { findOverlaps, readRunLogs } from '../apps/worker-template/src/run-log/run-log-analysis';
 import {
   ADMIN_KEY,
   Api,
@@ -29,10 +31,33 @@ interface Answer {
   status: number;
   code: number;
   retryAfter: string | null;
+  /** The refusal's message (for the failure's reader). */
+  message?: string;
   sentIn: Phase;
   answeredIn: Phase;
   /** For the printed figures only. */
   ms: number;
+}
+
+/** ZooKeeper answers on 2181, or the test fails saying how to start it. */
+function zooKeeperAnswers(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(2181, '127.0.0.1');
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(
+        new Error(
+          `ZooKeeper is not reachable on 127.0.0.1:2181 (${why}): start it with bash scripts/services.sh`,
+        ),
+      );
+    };
+    socket.setTimeout(5000, () => fail('no answer within 5 s'));
+    socket.once('connect', () => {
+      socket.end();
+      resolve();
+    });
+    socket.once('error', (err) => fail(err.message));
+  });
 }
 
 const percentile = (xs: number[], p: number): number => {
@@ -69,17 +94,32 @@ describe('a partition between one scheduler and its backends', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('refuses fast while MariaDB is silent, takes creates while Redis is, and loses nothing', async () => {
+  it('refuses fast while MariaDB is silent, takes creates while Redis or ZooKeeper is, and loses nothing', async () => {
+    await zooKeeperAnswers();
     const mysql = await TcpProxy.start('127.0.0.1', 3306);
     const redis = await TcpProxy.start('127.0.0.1', 6379);
-    proxies.push(mysql, redis);
+    const zookeeper = await TcpProxy.start('127.0.0.1', 2181);
+    proxies.push(mysql, redis, zookeeper);
+    // Lock keys on ZooKeeper (its own partition below), in a root of this run's own.
+    const locks = (port: number): NodeJS.ProcessEnv => ({
+      BATON_LOCK: 'zookeeper',
+      BATON_ZOOKEEPER: `127.0.0.1:${port}`,
+      BATON_ZOOKEEPER_ROOT: `/baton-e2e/partition-${randomBytes(4).toString('hex')}`,
+    });
+    const root = locks(0).BATON_ZOOKEEPER_ROOT;
     const cut = await startScheduler(backend, {
       BATON_INSTANCE_ID: 'cut-off',
       BATON_MYSQL_PORT: String(mysql.port),
       BATON_REDIS_PORT: String(redis.port),
+      ...locks(zookeeper.port),
+      BATON_ZOOKEEPER_ROOT: root,
     });
     procs.push(cut);
-    const other = await startScheduler(backend, { BATON_INSTANCE_ID: 'other' });
+    const other = await startScheduler(backend, {
+      BATON_INSTANCE_ID: 'other',
+      ...locks(2181),
+      BATON_ZOOKEEPER_ROOT: root,
+    });
     procs.push(other);
     procs.push(await startTemplateWorker('w1', `${other.url},${cut.url}`, join(dir, 'runs.jsonl')));
     const otherApi = new Api(other.url);
@@ -92,10 +132,14 @@ describe('a partition between one scheduler and its backends', () => {
       'the worker registered',
     );
     const run = randomBytes(3).toString('hex');
+    // One task in four takes one of three lock keys: the instance cut off from ZooKeeper must
+    // not run one while the other runs another task holding the same key.
+    let made = 0;
     const body = (key: string): string =>
       JSON.stringify({
         create_info: { task_type: 'demo.echo', task_name: `partition ${key}` },
         labels: { run },
+        ...(made++ % 4 === 0 ? { lock_keys: [`partition-${run}-${made % 3}`] } : {}),
       });
     let phase: Phase = 'before';
     const create = async (url: string, key: string): Promise<Answer> => {
@@ -112,11 +156,12 @@ describe('a partition between one scheduler and its backends', () => {
           body: body(key),
           signal: AbortSignal.timeout(60_000),
         });
-        const json = (await res.json()) as { code: number };
+        const json = (await res.json()) as { code: number; message?: string };
         return {
           key,
           status: res.status,
           code: json.code,
+          ...(res.status >= 400 ? { message: json.message } : {}),
           retryAfter: res.headers.get('retry-after'),
           sentIn,
           answeredIn: phase,
@@ -237,6 +282,11 @@ describe('a partition between one scheduler and its backends', () => {
     ]);
     expect(queue.during.filter((a) => a.status !== 201)).toEqual([]);
 
+    // ---- ZooKeeper silent: creates go on; the instance is unready until its locks answer ------
+    const zk = await partition(zookeeper, 'locks');
+    expect([zk.unready.status, zk.unready.message]).toEqual([503, expect.stringMatching(/locks/)]);
+    expect(zk.during.filter((a) => a.status !== 201)).toEqual([]);
+
     // ---- Nothing lost, nothing doubled -------------------------------------------------------
     // A create that was refused, or not answered, is sent again to the other instance with its
     // key: one task per key, whatever the first try did.
@@ -274,5 +324,10 @@ describe('a partition between one scheduler and its backends', () => {
       `all ${keys.length} created tasks finishing`,
     );
     expect(tasks).toHaveLength(keys.length);
+    // Every task ran; no task ran twice at once, and no two runs held one lock key at once,
+    // through all three partitions.
+    const runs = readRunLogs([join(dir, 'runs.jsonl')]);
+    expect(new Set(runs.map((r) => r.task_id)).size).toBe(keys.length);
+    expect(findOverlaps(runs)).toEqual([]);
   });
 });
