@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import {
   productionBackend,
   startScheduler,
   startTemplateWorker,
+  zooKeeperAnswers,
 } from './support/baton';
 import { RunningProcess, eventually, schedule } from './support/processes';
 
@@ -37,27 +37,6 @@ interface Answer {
   answeredIn: Phase;
   /** For the printed figures only. */
   ms: number;
-}
-
-/** ZooKeeper answers on 2181, or the test fails saying how to start it. */
-function zooKeeperAnswers(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(2181, '127.0.0.1');
-    const fail = (why: string): void => {
-      socket.destroy();
-      reject(
-        new Error(
-          `ZooKeeper is not reachable on 127.0.0.1:2181 (${why}): start it with bash scripts/services.sh`,
-        ),
-      );
-    };
-    socket.setTimeout(5000, () => fail('no answer within 5 s'));
-    socket.once('connect', () => {
-      socket.end();
-      resolve();
-    });
-    socket.once('error', (err) => fail(err.message));
-  });
 }
 
 const percentile = (xs: number[], p: number): number => {

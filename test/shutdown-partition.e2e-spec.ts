@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import {
   productionBackend,
   startScheduler,
   startTemplateWorker,
+  zooKeeperAnswers,
 } from './support/baton';
 import { RunningProcess, eventually, schedule } from './support/processes';
 
@@ -19,9 +21,10 @@ const GRACE_MS = 6000;
 
 /**
  * SIGTERM while a backend has gone silent (a partition: nothing forwarded, nothing closed) between
- * one scheduler and MariaDB or Redis: the scheduler exits within BATON_SHUTDOWN_GRACE_MS anyway,
- * while the partition still lasts, and the tasks it was driving finish on the other instance, each
- * once. Two schedulers on MariaDB + Redis, the first reaching both through a proxy.
+ * one scheduler and MariaDB, Redis or ZooKeeper (its lock backend): the scheduler exits within
+ * BATON_SHUTDOWN_GRACE_MS anyway, while the partition still lasts, and the tasks it was driving
+ * finish on the other instance, each once, no two runs holding one lock key at once. Two
+ * schedulers on MariaDB + Redis (+ ZooKeeper locks), the first reaching them through a proxy.
  */
 describe('SIGTERM during a partition', () => {
   let backend: Backend;
@@ -41,20 +44,33 @@ describe('SIGTERM during a partition', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['MariaDB', 'Redis'])(
+  it.each(['MariaDB', 'Redis', 'ZooKeeper'])(
     'with %s silent, the scheduler exits within its grace and its tasks finish elsewhere',
     async (silent) => {
+      if (silent === 'ZooKeeper') await zooKeeperAnswers();
       const mysql = await TcpProxy.start('127.0.0.1', 3306);
       const redis = await TcpProxy.start('127.0.0.1', 6379);
-      proxies.push(mysql, redis);
+      const zookeeper = await TcpProxy.start('127.0.0.1', 2181);
+      proxies.push(mysql, redis, zookeeper);
+      // ZooKeeper's case: lock keys there (in a root of its own), each task holding one.
+      const root = `/baton-e2e/shutdown-${randomBytes(4).toString('hex')}`;
+      const locks = (port: number): NodeJS.ProcessEnv =>
+        silent === 'ZooKeeper'
+          ? {
+              BATON_LOCK: 'zookeeper',
+              BATON_ZOOKEEPER: `127.0.0.1:${port}`,
+              BATON_ZOOKEEPER_ROOT: root,
+            }
+          : {};
       const partitioned = await startScheduler(backend, {
         BATON_INSTANCE_ID: 'cut-off',
         BATON_MYSQL_PORT: String(mysql.port),
         BATON_REDIS_PORT: String(redis.port),
         BATON_SHUTDOWN_GRACE_MS: String(GRACE_MS),
+        ...locks(zookeeper.port),
       });
       procs.push(partitioned);
-      const other = await startScheduler(backend, { BATON_INSTANCE_ID: 'other' });
+      const other = await startScheduler(backend, { BATON_INSTANCE_ID: 'other', ...locks(2181) });
       procs.push(other);
       const log = join(dir, 'runs.jsonl');
       procs.push(await startTemplateWorker('w1', `${partitioned.url},${other.url}`, log));
@@ -75,6 +91,7 @@ describe('SIGTERM during a partition', () => {
             await api.create({
               create_info: { task_type: 'demo.sleep', task_name: `partition ${ids.length}` },
               params: { seconds: 3, tick_ms: 200 },
+              ...(silent === 'ZooKeeper' ? { lock_keys: [`${root}-${ids.length % 4}`] } : {}),
             }),
           );
       };
@@ -99,7 +116,7 @@ describe('SIGTERM during a partition', () => {
         180_000,
         'tasks started by the scheduler to be cut off',
       );
-      (silent === 'MariaDB' ? mysql : redis).blackhole();
+      ({ MariaDB: mysql, Redis: redis, ZooKeeper: zookeeper })[silent]?.blackhole();
       // Readiness answers, and says which backend is down (each probe is bounded).
       const asked = schedule();
       const ready = await fetch(`${partitioned.url}/health/ready`, {
@@ -108,7 +125,9 @@ describe('SIGTERM during a partition', () => {
       const readyMs = asked.elapsed();
       const readyBody = (await ready.json()) as { message: string };
       expect(ready.status).toBe(503);
-      expect(readyBody.message).toMatch(silent === 'MariaDB' ? /database/ : /queue/);
+      expect(readyBody.message).toMatch(
+        { MariaDB: /database/, Redis: /queue/, ZooKeeper: /locks/ }[silent] ?? /./,
+      );
       const stopped = schedule();
       partitioned.proc.kill('SIGTERM');
       // The exit comes while the partition still lasts: nothing is restored before it.
@@ -127,6 +146,7 @@ describe('SIGTERM during a partition', () => {
       );
       mysql.restore();
       redis.restore();
+      zookeeper.restore();
 
       // Every task finishes, on the other instance where the cut-off one left it, once.
       const done = await eventually(

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -33,6 +34,27 @@ export function embeddedBackend(): Backend {
 }
 
 /** A fresh MariaDB database + Redis queue and locks under a fresh prefix. Fails loudly when a server is down. */
+/** ZooKeeper answers on 2181, or the test fails saying how to start it. */
+export function zooKeeperAnswers(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(2181, '127.0.0.1');
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(
+        new Error(
+          `ZooKeeper is not reachable on 127.0.0.1:2181 (${why}): start it with bash scripts/services.sh`,
+        ),
+      );
+    };
+    socket.setTimeout(5000, () => fail('no answer within 5 s'));
+    socket.once('connect', () => {
+      socket.end();
+      resolve();
+    });
+    socket.once('error', (err) => fail(err.message));
+  });
+}
+
 export async function productionBackend(): Promise<Backend> {
   const id = randomBytes(4).toString('hex');
   const database = `baton_e2e_${id}`;
