@@ -65,6 +65,91 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   wait_for Redis "redis-cli -h 127.0.0.1 -p 6379 ping" 50 "redis-server --daemonize yes --bind 127.0.0.1"
 fi
 
+# --- Redis Cluster (127.0.0.1:7000-7005: 3 masters, 3 replicas) ---
+# Beside the standalone server, for the Cluster cases of the queue and lock conformance suites and
+# the failover test, which kills a master and starts it again. Each node has a directory of its
+# own holding its redis.conf (so `redis-server <dir>/redis.conf` brings it back), its nodes.conf
+# (its place in the cluster: a node started again rejoins, as a replica once its replica took
+# over), its log and its pid file. No persistence: the data is the tests'.
+# cluster-node-timeout 1000: a dead master's replica takes over within a few seconds.
+# cluster-replica-validity-factor 0: a replica takes over however long ago it last heard its
+# master, so a failover never waits for a human. repl-diskless-sync-delay 0: a node that rejoins
+# gets its first sync at once, not after 5 s of waiting for other replicas to share it.
+CLUSTER_HOME=/var/lib/baton-redis-cluster
+CLUSTER_PORTS=(7000 7001 7002 7003 7004 7005)
+CLUSTER_HINT="bash scripts/services.sh (node logs: $CLUSTER_HOME/<port>/redis.log; to start over: kill the nodes, rm -rf $CLUSTER_HOME, run it again)"
+
+# Healthy: every node answers and says cluster_state:ok, three masters hold the slots, each with a
+# connected replica whose link to it is up.
+cluster_healthy() {
+  local port nodes
+  for port in "${CLUSTER_PORTS[@]}"; do
+    redis-cli -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    if redis-cli -p "$port" info replication 2>/dev/null | grep -q '^role:slave'; then
+      redis-cli -p "$port" info replication | grep -q '^master_link_status:up' || return 1
+    fi
+  done
+  nodes=$(redis-cli -p "${CLUSTER_PORTS[0]}" cluster nodes 2>/dev/null) || return 1
+  # Fields: id, address, flags, master id, ping sent, pong received, epoch, link state, slots...
+  [ "$(awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && NF >= 9' <<<"$nodes" | wc -l)" -eq 3 ] &&
+    [ "$(awk '$3 ~ /slave/ && $3 !~ /fail/ && $8 == "connected"' <<<"$nodes" | wc -l)" -eq 3 ]
+}
+
+if ! cluster_healthy; then
+  for port in "${CLUSTER_PORTS[@]}"; do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && continue
+    log "Redis Cluster node $port is down: starting it"
+    mkdir -p "$CLUSTER_HOME/$port"
+    cat >"$CLUSTER_HOME/$port/redis.conf" <<CFG
+port $port
+bind 127.0.0.1
+daemonize yes
+dir $CLUSTER_HOME/$port
+pidfile $CLUSTER_HOME/$port/redis.pid
+logfile $CLUSTER_HOME/$port/redis.log
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout 1000
+cluster-replica-validity-factor 0
+repl-diskless-sync-delay 0
+appendonly no
+save ""
+CFG
+    redis-server "$CLUSTER_HOME/$port/redis.conf"
+  done
+  for port in "${CLUSTER_PORTS[@]}"; do
+    wait_for "Redis Cluster node $port" "redis-cli -p $port ping" 50 "$CLUSTER_HINT"
+  done
+  # Nodes that were a cluster before (their nodes.conf says so) find each other again, and a node
+  # started again syncs from its master: give them a moment. A node that knows nobody (new, or
+  # reset) means a new cluster.
+  alone=0
+  for port in "${CLUSTER_PORTS[@]}"; do
+    if redis-cli -p "$port" cluster info | grep -q '^cluster_known_nodes:1\b'; then alone=1; fi
+  done
+  if [ "$alone" -eq 0 ]; then
+    settle_until=$((SECONDS + 10))
+    until cluster_healthy || [ "$SECONDS" -ge "$settle_until" ]; do sleep 0.2; done
+  fi
+  if ! cluster_healthy; then
+    # Not a cluster, or a broken one (a node from another cluster, a half-made create): the data
+    # is the tests' own, so every node starts empty and the cluster is made again.
+    log "Redis Cluster is not healthy: making it (3 masters, 3 replicas)"
+    for port in "${CLUSTER_PORTS[@]}"; do
+      redis-cli -p "$port" flushall >/dev/null 2>&1 || true
+      redis-cli -p "$port" cluster reset hard >/dev/null
+    done
+    addresses=()
+    for port in "${CLUSTER_PORTS[@]}"; do addresses+=("127.0.0.1:$port"); done
+    if ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >/dev/null; then
+      echo "[services] redis-cli --cluster create failed. Start it by hand: $CLUSTER_HINT" >&2
+      exit 1
+    fi
+    # Replicas are healthy once their first sync is done.
+    wait_for "Redis Cluster" cluster_healthy 150 "$CLUSTER_HINT"
+  fi
+fi
+
 # --- ZooKeeper (127.0.0.1:2181, standalone) ---
 # "ruok" answers "imok" only when the server is serving, not merely listening.
 zk_ok() { [ "$( (exec 3<>/dev/tcp/127.0.0.1/2181 && printf ruok >&3 && timeout 2 cat <&3) 2>/dev/null)" = imok ]; }
@@ -133,4 +218,4 @@ if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium
 fi
 
-log "MariaDB, Redis, ZooKeeper and etcd are up; python3 is $(command -v python3); promtool, prometheus and chromium are in /usr/bin"
+log "MariaDB, Redis (and its Cluster on 7000-7005), ZooKeeper and etcd are up; python3 is $(command -v python3); promtool, prometheus and chromium are in /usr/bin"

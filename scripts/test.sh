@@ -92,7 +92,10 @@ timings+=("static checks $((SECONDS - static_began)) s")
 #   loaded box, its deploy fell 150 s behind.
 # - waiting: files that spend their time waiting on clocks: real servers' lease TTLs and sessions
 #   running out (the lock conformance suite), a cron's slots, retry schedules, a kit's
-#   restart, the flows' real backoffs, a permanent task's recovery. They use little CPU.
+#   restart, the flows' real backoffs, a permanent task's recovery, a Redis Cluster's failover.
+#   They use little CPU. Every file on the machine's Redis Cluster is here (the queue and lock
+#   conformance suites' Cluster cases, redis-cluster, which kills a master): one at a time, no
+#   Cluster case runs while a master is down.
 # - outside: files that drive programs outside Node (Chromium, Prometheus, Python workers, an
 #   identity provider's pages), and
 #   four files that mostly wait on a lease, a long run or a partition (timer ownership, log
@@ -102,7 +105,7 @@ timings+=("static checks $((SECONDS - static_began)) s")
 LANES=(heavy waiting outside light)
 declare -A PATTERN=(
   [heavy]='test/(chaos|scheduler-crash|scheduler-crash-points|topology-crash|webhook-crash|fleet-limits|back-pressure|rolling-restart)\.e2e-spec\.ts$'
-  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|webhooks|scheduler-flows|permanent)\.e2e-spec)\.ts$'
+  [waiting]='(libs/locks/test/locks\.conformance\.int-spec|apps/scheduler/src/queue/queue\.conformance\.int-spec|test/(producer-ha|conformance-kit|worker-side-kit|shutdown-partition|webhooks|scheduler-flows|permanent|redis-cluster)\.e2e-spec)\.ts$'
   [outside]='test/(console|console-ops|console-ops-api|console-locks|console-task-search|console-topologies|console-sso|deployment|python-worker|worker-contract-versions|producer-ownership|logdumper|attempt-binding|partition-refusal|metrics)\.e2e-spec\.ts$'
 )
 others=""

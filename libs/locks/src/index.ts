@@ -6,4 +6,10 @@ export * from './fence-guard';
 export * from './locks.module';
 // The driver classes are built by createLockProvider (loaded on demand); import one directly from
 // './drivers/<name>.lock.driver' to use it alone.
-export { BoundedRedisNode, boundedRedis, reconnectOnTimeout } from './drivers/redis-timeouts';
+export {
+  BoundedRedisNode,
+  BoundedRedisOptions,
+  RedisClusterNode,
+  boundedRedis,
+  reconnectOnTimeout,
+} from './drivers/redis-timeouts';

@@ -21,7 +21,7 @@ export interface MysqlLockConfig {
   maxPollMs?: number;
 }
 
-/** One independent Redis server (not a cluster member). */
+/** One independent Redis server, or one whole Redis Cluster: a member of the quorum. */
 export interface RedisNodeConfig {
   host: string;
   port?: number;
@@ -29,9 +29,19 @@ export interface RedisNodeConfig {
   db?: number;
   /** A command not answered within this fails; default 2000 ms. */
   commandTimeoutMs?: number;
+  /**
+   * This member is a Redis Cluster, reached through these of its nodes (`host`, `port` and `db`
+   * are then not used): every key and its fence live in one slot, on the master serving it. The
+   * Cluster replicates asynchronously, so a lock or fence written just before its master died
+   * may be missing on the replica that takes over.
+   */
+  cluster?: readonly { host: string; port: number }[];
 }
 
-/** Settings of the `redis` driver: the Redlock algorithm over one or several independent servers. */
+/**
+ * Settings of the `redis` driver: the Redlock algorithm over one or several independent servers
+ * (or Clusters, each one member).
+ */
 export interface RedisLockConfig {
   nodes: readonly RedisNodeConfig[];
   /** Prefix of every lock, fence and channel key. Defaults to `baton:lock:`. */

@@ -1,6 +1,6 @@
 /**
- * The one conformance suite every lock driver passes against its real server
- * (CONTRIBUTING.md, adding a lock driver). Multi-process cases fork dist/libs/locks/test/fixtures/lock-child.js, so run
+ * The one conformance suite every lock driver passes against its real server, the Redis driver
+ * also against the machine's Redis Cluster (CONTRIBUTING.md, adding a lock driver). Multi-process cases fork dist/libs/locks/test/fixtures/lock-child.js, so run
  * `npm run build` first (scripts/test.sh does).
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Etcd3 } from 'etcd3';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { createConnection, Connection } from 'mysql2/promise';
 import * as zk from 'node-zookeeper-client';
 import {
@@ -18,20 +18,20 @@ import {
   Lease,
   LeaseLostReason,
   LockConfig,
-  LockDriverName,
   LockErrorCode,
   LockProvider,
 } from '@baton/locks';
 import { ManualClock } from '@baton/time';
 import type { ChildMessage, ChildStart } from './fixtures/lock-child';
 import { TcpProxy } from './fixtures/tcp-proxy';
-import { SERVER_OF, testLockConfig } from './lock-test-config';
+import { LockCase, SERVER_OF, driverOf, testLockConfig } from './lock-test-config';
 
 jest.setTimeout(60_000);
 
 const CHILD = resolve(__dirname, '../../../dist/libs/locks/test/fixtures/lock-child.js');
 const RUN = `t${process.pid}-${Date.now().toString(36)}`;
-const DRIVERS: LockDriverName[] = ['local', 'mysql', 'redis', 'zookeeper', 'etcd'];
+/** Every driver; the Redis one also on the machine's Redis Cluster (redis-cluster). */
+const CASES: LockCase[] = ['local', 'mysql', 'redis', 'redis-cluster', 'zookeeper', 'etcd'];
 const NOT_HOLDER_OR_LOST = expect.stringMatching(
   `^(${LockErrorCode.NOT_HOLDER}|${LockErrorCode.LEASE_LOST})$`,
 );
@@ -43,7 +43,7 @@ interface Backdoor {
   close(): Promise<void>;
 }
 
-async function openBackdoor(driver: LockDriverName, config: LockConfig): Promise<Backdoor> {
+async function openBackdoor(driver: LockCase, config: LockConfig): Promise<Backdoor> {
   switch (driver) {
     case 'local':
       return { dropHolder: async () => undefined, close: async () => undefined };
@@ -73,6 +73,20 @@ async function openBackdoor(driver: LockDriverName, config: LockConfig): Promise
       return {
         dropHolder: async (key) => {
           // "Expire in Redis": the key goes away as if its TTL ran out.
+          await redis.pexpire(`baton:lock:{${key}}`, 1);
+        },
+        close: async () => {
+          await redis.quit();
+        },
+      };
+    }
+    case 'redis-cluster': {
+      const { cluster } = config.redis!.nodes[0];
+      const redis = new Cluster([...cluster!], { lazyConnect: true });
+      await redis.connect();
+      return {
+        dropHolder: async (key) => {
+          // On the master serving the key's slot, as the driver's own calls go.
           await redis.pexpire(`baton:lock:{${key}}`, 1);
         },
         close: async () => {
@@ -116,7 +130,7 @@ async function openBackdoor(driver: LockDriverName, config: LockConfig): Promise
 }
 
 /** Fails the run (never skips) when the driver's server is down. */
-async function preflight(driver: LockDriverName, locks: LockProvider): Promise<void> {
+async function preflight(driver: LockCase, locks: LockProvider): Promise<void> {
   try {
     const probe = await locks.tryAcquire(`${RUN}:probe`, { ttlMs: 2000 });
     await probe?.release();
@@ -170,8 +184,9 @@ beforeAll(() => {
   }
 });
 
-describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
-  const config = testLockConfig(driver);
+describe.each(CASES)('LockProvider conformance: %s', (name) => {
+  const driver = driverOf(name);
+  const config = testLockConfig(name);
   // Processes are a meaningful boundary only for the distributed drivers; local is in-process.
   const crossProcess = driver !== 'local';
   let a: LockProvider;
@@ -179,7 +194,7 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
   let backdoor: Backdoor;
   const children: ChildProcess[] = [];
   let n = 0;
-  const key = (name: string): string => `${RUN}:${driver}:${name}:${n++}`;
+  const key = (what: string): string => `${RUN}:${name}:${what}:${n++}`;
   // etcd leases are whole seconds with a server minimum of about 2 s.
   const shortTtl = driver === 'etcd' ? 2000 : 1000;
   const lapseMs = driver === 'etcd' ? 1500 : 800;
@@ -188,9 +203,9 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
     a = createLockProvider(config);
     // For local, "another process" is the same provider (the only way two callers can meet).
     b = driver === 'local' ? a : createLockProvider(config);
-    await preflight(driver, a);
-    await preflight(driver, b);
-    backdoor = await openBackdoor(driver, config);
+    await preflight(name, a);
+    await preflight(name, b);
+    backdoor = await openBackdoor(name, config);
   });
 
   afterAll(async () => {
@@ -536,7 +551,8 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
     }
   });
 
-  if (driver === 'redis') {
+  // Several independent servers: the quorum's own cases, on the standalone server.
+  if (name === 'redis') {
     it('hands out a fence only once it is recorded on a quorum of Redis servers', async () => {
       // A second, independent Redis (no persistence), reached through a proxy that can refuse
       // the one call that raises its fence counter. Two nodes: the quorum is both.
@@ -595,7 +611,7 @@ describe.each(DRIVERS)('LockProvider conformance: %s', (driver) => {
     });
   }
 
-  if (driver === 'redis') {
+  if (name === 'redis') {
     it('keeps working with one of three Redis nodes down (the quorum is two)', async () => {
       const n0 = config.redis!.nodes[0];
       // Two independent keyspaces of the machine's Redis, and a node that refuses connections.

@@ -6,6 +6,11 @@ export interface RedisQueueConnection {
   password?: string;
   /** A command not answered within this fails (BATON_REDIS_COMMAND_TIMEOUT_MS); default 2000. */
   commandTimeoutMs?: number;
+  /**
+   * A Redis Cluster instead of the one server (BATON_REDIS_CLUSTER_NODES): a few of its nodes, from
+   * which the client learns the rest. `host` and `port` then name its first node, `db` is 0.
+   */
+  cluster?: readonly { host: string; port: number }[];
 }
 
 /** The queue drivers the factory knows. */
@@ -16,13 +21,16 @@ export interface MemoryQueueConfig {
   driver: 'memory';
 }
 
-/** Production: Redis (standalone here; keys are hash-tagged per shard for a Cluster). */
+/** Production: Redis, standalone or a Cluster (keys are hash-tagged: one slot per shard). */
 export interface RedisQueueConfig {
   driver: 'redis';
   redis: RedisQueueConnection;
   /** Key prefix; default `baton:queue`. */
   prefix?: string;
-  /** Shards to spread keys over a Redis Cluster; default 4. */
+  /**
+   * Shards of each lane; default 4. A shard is one slot, so on a Cluster the shards are what
+   * spreads a lane over the masters; on a standalone server one script claims over all of them.
+   */
   shards?: number;
 }
 

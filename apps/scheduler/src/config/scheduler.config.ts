@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import { AuthConfig, DEFAULT_JSON_SHAPE, JsonShapeLimits } from '@baton/task-contract';
 import { LockConfig } from '@baton/locks';
 import { BackendCheckConfig, DatabaseConfig, backendCheck, database } from './database.config';
-import { DEFAULT_QUEUE_PREFIX, QueueConfig, RedisQueueConnection } from './queue.config';
+import { DEFAULT_QUEUE_PREFIX, QueueConfig } from './queue.config';
+import { RedisConnection, redisConnection } from './redis.config';
 import { OutgoingConfig, outgoingConfig } from './outgoing.config';
 import { ApiAuthConfig, apiAuthConfig } from './api-auth.config';
 import { LogConfig, logConfig } from './log.config';
@@ -126,8 +127,8 @@ export interface LogDumperConfig {
   files: { name: string; path: string }[];
   /** Redis streams: `BATON_LOG_STREAMS=name=streamKey,...`, read in a consumer group. */
   streams: { name: string; key: string }[];
-  /** Where the streams live (the BATON_REDIS_* server). */
-  redis: { host: string; port: number; db: number };
+  /** Where the streams live (the BATON_REDIS_* server, or the Cluster). */
+  redis: RedisConnection;
   /** Consumer group of every stream source; the consumer name is the instance id. */
   streamGroup: string;
   /** Pause between passes over a file that had nothing new. */
@@ -142,21 +143,12 @@ export interface LogDumperConfig {
   streamBlockMs: number;
 }
 
-function redisNode(env: Env): Required<Omit<RedisQueueConnection, 'password'>> {
-  return {
-    host: env.BATON_REDIS_HOST ?? '127.0.0.1',
-    port: int(env, 'BATON_REDIS_PORT', 6379, 1, 65535),
-    db: int(env, 'BATON_REDIS_DB', 0, 0, 15),
-    commandTimeoutMs: int(env, 'BATON_REDIS_COMMAND_TIMEOUT_MS', 2000, 100, 600_000),
-  };
-}
-
 function queue(env: Env): QueueConfig {
   const driver = oneOf(env, 'BATON_QUEUE', ['memory', 'redis'] as const, 'memory');
   if (driver === 'memory') return { driver };
   return {
     driver,
-    redis: redisNode(env),
+    redis: redisConnection(env),
     prefix: env.BATON_QUEUE_PREFIX ?? DEFAULT_QUEUE_PREFIX,
     shards: int(env, 'BATON_QUEUE_SHARDS', 4, 1, 1024),
   };
@@ -186,7 +178,7 @@ function locks(env: Env): LockConfig {
     case 'redis':
       return {
         driver,
-        redis: { nodes: [redisNode(env)], keyPrefix: env.BATON_LOCK_PREFIX ?? 'baton:lock:' },
+        redis: { nodes: [redisConnection(env)], keyPrefix: env.BATON_LOCK_PREFIX ?? 'baton:lock:' },
       };
     case 'zookeeper':
       return {
@@ -281,7 +273,7 @@ function logdumper(env: Env): LogDumperConfig {
       name: s.name,
       key: s.value,
     })),
-    redis: redisNode(env),
+    redis: redisConnection(env),
     streamGroup: env.BATON_LOG_STREAM_GROUP ?? 'baton-logdumper',
     pollIntervalMs: int(env, 'BATON_LOG_POLL_MS', 500, 10, 60_000),
     batch: int(env, 'BATON_LOG_BATCH', 200, 1, 10_000),

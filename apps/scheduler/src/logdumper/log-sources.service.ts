@@ -55,7 +55,13 @@ export class LogSourcesService implements OnApplicationBootstrap, OnApplicationS
       this.run(tailer.sourceId, tailer, ld.pollIntervalMs);
     }
     for (const s of ld.streams) {
-      const driver = new RedisStreamDriver(ld.redis, s.key, ld.streamGroup, this.config.instanceId);
+      const driver = new RedisStreamDriver(
+        ld.redis,
+        s.key,
+        ld.streamGroup,
+        this.config.instanceId,
+        ld.streamBlockMs,
+      );
       const consumer = new StreamConsumer(
         {
           name: s.name,

@@ -1,9 +1,10 @@
 /**
  * The one conformance suite every queue driver passes, the Redis one against the machine's real
- * server (CONTRIBUTING.md). Time is passed as `now` instead of slept away.
+ * server and its real Redis Cluster (CONTRIBUTING.md). Time is passed as `now` instead of slept
+ * away.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { RedisQueueDriver } from './drivers/redis.queue.driver';
 import { QueueDriverName } from '../config';
 import { ClaimedEntry, QueueDriver, QueueEntry } from './queue.driver';
@@ -15,6 +16,17 @@ const REDIS = {
   host: process.env.REDIS_HOST ?? '127.0.0.1',
   port: Number(process.env.REDIS_PORT ?? 6379),
 };
+/**
+ * The machine's Redis Cluster (scripts/services.sh): 3 masters, 3 replicas. The failover test
+ * (test/redis-cluster.e2e-spec.ts) kills one of its masters; both run in one lane, one at a time.
+ */
+const CLUSTER = (
+  process.env.REDIS_CLUSTER_NODES?.split(',') ??
+  [7000, 7001, 7002, 7003, 7004, 7005].map((port) => `127.0.0.1:${port}`)
+).map((node) => {
+  const [host, port] = node.split(':');
+  return { host, port: Number(port) };
+});
 const SHARDS = 4;
 /** A fixed clock: every call gets its `now`, so nothing depends on the wall clock. */
 const T = 1_700_000_000_000;
@@ -33,15 +45,28 @@ interface Harness {
 /**
  * `redis-peek`: the Redis driver claiming as it does on a Cluster (a peek at every shard, then a
  * claim per shard), on the machine's standalone server, where it would claim in one call.
+ * `redis-cluster`: the Redis driver on the Redis Cluster, configured as the scheduler's config
+ * makes it (BATON_REDIS_CLUSTER_NODES): its shards live in slots of their own, on several masters.
  */
-type Driver = QueueDriverName | 'redis-peek';
+type Driver = QueueDriverName | 'redis-peek' | 'redis-cluster';
 
 function open(name: Driver, prefix: string): QueueDriver {
   if (name === 'redis-peek')
     return new RedisQueueDriver({ redis: REDIS, prefix, shards: SHARDS, claimInOneTrip: false });
+  if (name === 'redis-cluster') {
+    const redis = { ...CLUSTER[0], cluster: CLUSTER };
+    return createQueueDriver({ driver: 'redis', redis, prefix, shards: SHARDS });
+  }
   return name === 'memory'
     ? createQueueDriver({ driver: 'memory' })
     : createQueueDriver({ driver: 'redis', redis: REDIS, prefix, shards: SHARDS });
+}
+
+/** The server a driver needs, for the message of a run that cannot reach it. */
+function serverOf(name: Driver): string {
+  if (name === 'redis-cluster')
+    return `the Redis Cluster at ${CLUSTER.map((n) => `${n.host}:${n.port}`).join(', ')}`;
+  return `Redis at ${REDIS.host}:${REDIS.port}`;
 }
 
 async function openHarness(name: Driver): Promise<Harness> {
@@ -62,7 +87,7 @@ async function openHarness(name: Driver): Promise<Harness> {
     await harness.close();
     // Fail, never skip: a suite that silently skips Redis proves nothing about it.
     throw new Error(
-      `Redis at ${REDIS.host}:${REDIS.port} is not reachable (${(error as Error).message}): ` +
+      `${serverOf(name)} is not reachable (${(error as Error).message}): ` +
         'run `bash scripts/services.sh`',
     );
   }
@@ -92,7 +117,9 @@ function random(seed: number): () => number {
   };
 }
 
-describe.each<Driver>(['memory', 'redis', 'redis-peek'])('%s queue driver', (name) => {
+const DRIVERS: Driver[] = ['memory', 'redis', 'redis-peek', 'redis-cluster'];
+
+describe.each(DRIVERS)('%s queue driver', (name) => {
   let h: Harness;
 
   beforeAll(async () => {
@@ -285,6 +312,91 @@ describe.each<Driver>(['memory', 'redis', 'redis-peek'])('%s queue driver', (nam
     await closed.close();
     await expect(closed.size()).rejects.toMatchObject({ code: QueueErrorCode.CLOSED });
   });
+
+  if (name === 'redis-cluster') {
+    describe('redis cluster only', () => {
+      let admin: Cluster;
+
+      beforeAll(async () => {
+        admin = new Cluster(CLUSTER, { lazyConnect: true });
+        await admin.connect();
+      });
+      afterAll(async () => {
+        await admin?.quit();
+      });
+
+      it('claims in the global order across shards on several masters', async () => {
+        // 16 shards: 16 slots, which land on one master alone about once in 14 million runs.
+        const prefix = `${RUN}:spread`;
+        const spread = createQueueDriver({
+          driver: 'redis',
+          redis: { ...CLUSTER[0], cluster: CLUSTER },
+          prefix,
+          shards: 16,
+        });
+        try {
+          const next = random(7);
+          const entries = Array.from({ length: 200 }, (_, i) =>
+            entry(`spread-${i}`, Math.floor(next() * 10), T - Math.floor(next() * 50)),
+          );
+          await spread.enqueue(entries);
+          // The masters holding some of the shards' keys.
+          const holding = new Set<string>();
+          for (const master of admin.nodes('master')) {
+            let cursor = '0';
+            do {
+              const [next, keys] = await master.scan(
+                cursor,
+                'MATCH',
+                `{${prefix}:s*`,
+                'COUNT',
+                1000,
+              );
+              if (keys.length > 0) holding.add(`${master.options.host}:${master.options.port}`);
+              cursor = next;
+            } while (cursor !== '0');
+          }
+          expect(holding.size).toBeGreaterThan(1);
+          const claimed: ClaimedEntry[] = [];
+          for (let batch; (batch = await spread.claim(23, LEASE, T)).length > 0;) {
+            claimed.push(...batch);
+          }
+          expect(ids(claimed)).toEqual(ids([...entries].sort(contractOrder) as ClaimedEntry[]));
+        } finally {
+          await spread.clear();
+          await spread.close();
+        }
+      });
+
+      it('fails a call within its bound when no node of the Cluster answers', async () => {
+        // Port 1 on loopback: nothing listens; the client keeps trying to connect meanwhile.
+        const down = new RedisQueueDriver({
+          redis: {
+            host: '127.0.0.1',
+            port: 1,
+            cluster: [{ host: '127.0.0.1', port: 1 }],
+            commandTimeoutMs: 500,
+          },
+          prefix: RUN,
+        });
+        try {
+          await expect(down.size()).rejects.toMatchObject({
+            code: QueueErrorCode.BACKEND_UNAVAILABLE,
+          });
+        } finally {
+          await down.close();
+        }
+      });
+
+      it('takes a Cluster client it is given, and leaves it open when it closes', async () => {
+        const shared = new RedisQueueDriver({ redis: admin, prefix: RUN, shards: SHARDS });
+        await shared.enqueue([entry('shared', 2, T)]);
+        expect(await h.driver.contains(['shared'])).toEqual([true]);
+        await shared.close();
+        expect(await admin.ping()).toBe('PONG');
+      });
+    });
+  }
 
   if (name !== 'redis') return;
 

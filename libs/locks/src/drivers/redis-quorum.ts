@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { Clock } from '@baton/time';
 
 /**
- * The Redlock algorithm over one or several independent Redis servers, as the project's own few
- * scripts (it replaces the `redlock` package, whose maintained line never left pre-release): a
+ * The Redlock algorithm over one or several independent Redis servers (a Redis Cluster counts as
+ * one: a key lives on the master serving its slot), as the project's own few scripts (it
+ * replaces the `redlock` package, whose maintained line never left pre-release): a
  * key is taken when a quorum of servers set it to this holder's random value within the TTL
  * (less the time the round took and a clock-drift allowance), extended and released only where
  * the value is still ours. Each server's answer is a vote: for, against (the key is someone
@@ -51,7 +52,7 @@ export class RedisQuorum {
   readonly quorum: number;
 
   constructor(
-    private readonly clients: Redis[],
+    private readonly clients: (Redis | Cluster)[],
     private readonly clock: Clock,
     private readonly driftFactor = 0.01,
   ) {
@@ -95,7 +96,7 @@ export class RedisQuorum {
   }
 
   /** One call on every server at once, counted as votes. */
-  private async vote(call: (client: Redis) => Promise<unknown>): Promise<Round> {
+  private async vote(call: (client: Redis | Cluster) => Promise<unknown>): Promise<Round> {
     const answers = await Promise.allSettled(this.clients.map(call));
     let votesFor = 0;
     let against = 0;

@@ -1,5 +1,11 @@
-import Redis, { Cluster, Command, RedisOptions } from 'ioredis';
+import Redis, { Cluster, ClusterOptions, Command, RedisOptions } from 'ioredis';
 import { Clock, STALL_SLACK_MS, Timer, systemClock } from '@baton/time';
+
+/** One node of a Redis Cluster, as a client first looks for the cluster. */
+export interface RedisClusterNode {
+  host: string;
+  port: number;
+}
 
 /** Where a Redis client connects, and how long one command may wait. */
 export interface BoundedRedisNode {
@@ -9,34 +15,98 @@ export interface BoundedRedisNode {
   password?: string;
   /** A command not answered within this fails; default 2000 ms. */
   commandTimeoutMs?: number;
+  /**
+   * A Redis Cluster instead of the one server at `host` and `port`: a few of its nodes, from
+   * which the client learns the others and which slots each serves. `db` is not used (a Cluster
+   * has database 0 only).
+   */
+  cluster?: readonly RedisClusterNode[];
 }
+
+/** The bounds of every connection to a server, a Cluster's nodes' too. */
+const NODE_BOUNDS = {
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+  disconnectTimeout: 200,
+  keepAlive: 10_000,
+} satisfies RedisOptions;
+
+/** What a caller may add to or override of the bounds; `subscriber`: one that waits for messages. */
+export type BoundedRedisOptions = RedisOptions & { subscriber?: boolean; clock?: Clock };
 
 /**
  * A Redis client whose every wait has a bound, as every Baton client of Redis needs: connecting
- * (2 s), each command (`commandTimeoutMs`, unless it is a subscriber, which waits for messages
- * for as long as it lives), keep-alive probes that find a silently dead socket, one retry per
+ * (2 s), each command (`commandTimeoutMs`, unless it is a standalone subscriber, which waits for
+ * messages for as long as it lives), keep-alive probes that find a silently dead socket, one retry per
  * call instead of waiting out an outage, and a quick teardown on close (a refused socket never
  * closes by itself). Failures surface as rejected calls: the 'error' events (one per reconnect
  * attempt) are listened to. `options` adds to or overrides these.
+ *
+ * With `node.cluster` it is an ioredis `Cluster` with the same bounds (see boundedCluster).
  */
 export function boundedRedis(
+  node: BoundedRedisNode & { cluster?: undefined },
+  options?: BoundedRedisOptions,
+): Redis;
+export function boundedRedis(
   node: BoundedRedisNode,
-  options: RedisOptions & { subscriber?: boolean; clock?: Clock } = {},
-): Redis {
+  options?: BoundedRedisOptions,
+): Redis | Cluster;
+export function boundedRedis(
+  node: BoundedRedisNode,
+  options: BoundedRedisOptions = {},
+): Redis | Cluster {
   const { subscriber = false, clock = systemClock, ...rest } = options;
-  const client = new Redis({
-    host: node.host,
-    port: node.port ?? 6379,
-    db: node.db,
-    password: node.password,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    disconnectTimeout: 200,
-    keepAlive: 10_000,
-    ...rest,
-  });
+  let client: Redis | Cluster;
+  if (node.cluster && node.cluster.length > 0) {
+    client = boundedCluster(node.cluster, node.password, rest);
+  } else {
+    client = new Redis({
+      host: node.host,
+      port: node.port ?? 6379,
+      db: node.db,
+      password: node.password,
+      ...NODE_BOUNDS,
+      ...rest,
+    });
+    client.on('error', () => undefined);
+  }
+  // A subscriber waits for messages for as long as it lives, but its own calls (SUBSCRIBE) are
+  // answered at once: a standalone one fails them after one reconnect attempt, while a Cluster
+  // has no such limit (it queues calls for as long as no node answers), so they get the bound.
+  if (subscriber && !(client instanceof Cluster)) return client;
+  return reconnectOnTimeout(client, node.commandTimeoutMs ?? 2000, clock);
+}
+
+/**
+ * A Cluster client. Each node's connection has the bounds of a standalone one. The client-wide
+ * options a caller gives (connect lazily, queue while disconnected) apply to the Cluster, which
+ * connects its nodes itself. Every call goes to the master of its slot (`scaleReads`): a
+ * replica's copy lags, and the scripts read what they then write. A call that finds its node gone
+ * is tried again as the client learns the new layout (a replica took over), within the same
+ * bound as any command; a command past its bound reconnects the whole client
+ * (reconnectOnTimeout), as it would a standalone one.
+ */
+function boundedCluster(
+  nodes: readonly RedisClusterNode[],
+  password: string | undefined,
+  options: RedisOptions,
+): Cluster {
+  const { lazyConnect, enableOfflineQueue, ...nodeOptions } = options;
+  const clusterOptions: ClusterOptions = {
+    scaleReads: 'master',
+    redisOptions: { password, ...NODE_BOUNDS, ...nodeOptions },
+  };
+  if (lazyConnect !== undefined) clusterOptions.lazyConnect = lazyConnect;
+  if (enableOfflineQueue !== undefined) clusterOptions.enableOfflineQueue = enableOfflineQueue;
+  const client = new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    clusterOptions,
+  );
+  // The Cluster reports a node it cannot reach apart from its own failures.
   client.on('error', () => undefined);
-  return subscriber ? client : reconnectOnTimeout(client, node.commandTimeoutMs ?? 2000, clock);
+  client.on('node error', () => undefined);
+  return client;
 }
 
 /** The message of a command past its bound, as ioredis' own `commandTimeout` words it. */

@@ -1,7 +1,7 @@
 import { Clock, systemClock } from '@baton/time';
 import { QuorumLock, RedisQuorum, Round } from './redis-quorum';
 import { boundedRedis } from './redis-timeouts';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { BaseLockProvider } from '../base-lock.provider';
 import { HeldKey } from '../held-key.interface';
 import { RedisLockConfig } from '../lock-config.interface';
@@ -15,6 +15,10 @@ import { Backoff, KeyWaiters } from '../wait';
  * script, so a fence is taken if and only if the lock is. The counter is never expired, so it
  * survives holders and (with persistence) restarts. It returns `#KEYS` where it took the key
  * (a vote for, in RedisQuorum) and 0 where the key is held (a vote against).
+ *
+ * The fence and holder keys of this and the scripts below are the lock key with a suffix: the
+ * lock key's hash tag (see `resource`) puts them in its slot, as a Redis Cluster requires of
+ * every key one script touches.
  */
 const ACQUIRE_WITH_FENCE = `
   for i, key in ipairs(KEYS) do
@@ -74,14 +78,15 @@ const READ_STATE = `
 `;
 
 /**
- * Redis locks on one server, or on several independent ones with the Redlock algorithm
- * (RedisQuorum). Waiting: a release is published on one channel per prefix and wakes waiters at
- * once; keys freed by expiry are found by polling capped at the key's remaining TTL.
+ * Redis locks on one server (or one Redis Cluster), or on several independent ones with the
+ * Redlock algorithm (RedisQuorum). Waiting: a release is published on one channel per prefix
+ * (a Cluster passes it to every node, so a subscriber on any of them hears it) and wakes waiters
+ * at once; keys freed by expiry are found by polling capped at the key's remaining TTL.
  */
 export class RedisLockDriver extends BaseLockProvider {
   readonly driver = 'redis' as const;
-  private readonly clients: Redis[];
-  private readonly subscribers: Redis[];
+  private readonly clients: (Redis | Cluster)[];
+  private readonly subscribers: (Redis | Cluster)[];
   private readonly quorum: RedisQuorum;
   private readonly prefix: string;
   private readonly channel: string;
@@ -102,7 +107,7 @@ export class RedisLockDriver extends BaseLockProvider {
     this.channel = `${this.prefix}released`;
     this.maxPollMs = config.maxPollMs ?? 200;
     // Calls fail fast while a node is down instead of queueing for minutes (boundedRedis).
-    const connect = (subscriber: boolean): Redis[] =>
+    const connect = (subscriber: boolean): (Redis | Cluster)[] =>
       config.nodes.map((n) =>
         boundedRedis(n, { lazyConnect: true, enableOfflineQueue: true, subscriber }),
       );

@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { BoundedRedisNode, boundedRedis } from '@baton/locks';
 import { KEEP_MS, RateLimit, RateStore, SLACK_MS, shape, stateKey } from '../rate-store';
 
@@ -40,7 +40,7 @@ return math.ceil(slot - now)
 `;
 
 export class RedisRateStore implements RateStore {
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
   /** One hash tag: every key of a call lives in one Cluster slot. */
   private readonly tag: string;
 

@@ -1,4 +1,5 @@
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
+import { BoundedRedisNode, boundedRedis } from '@baton/locks';
 
 /** One stream entry: its id and its field map (null when the entry was deleted meanwhile). */
 export interface StreamEntry {
@@ -25,18 +26,24 @@ function parseEntries(raw: unknown): StreamEntry[] {
 
 /**
  * One Redis stream read through a consumer group: the only place the LogDumper talks to Redis.
- * Each stream gets its own connection, since a blocking XREADGROUP holds it while it waits.
+ * Each stream gets its own connection (on a Cluster, its own client), since a blocking
+ * XREADGROUP holds it while it waits. Every command has the bound of any Redis command of the
+ * scheduler, a blocking read `blockMs` more.
  */
 export class RedisStreamDriver {
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
 
   constructor(
-    conn: { host: string; port: number; db: number },
+    conn: BoundedRedisNode,
     private readonly key: string,
     private readonly group: string,
     private readonly consumer: string,
+    blockMs = 0,
   ) {
-    this.redis = new Redis({ host: conn.host, port: conn.port, db: conn.db, lazyConnect: true });
+    this.redis = boundedRedis(
+      { ...conn, commandTimeoutMs: (conn.commandTimeoutMs ?? 2000) + blockMs },
+      { lazyConnect: true },
+    );
   }
 
   /** Creates the group (and the stream) if absent; a new group starts at the stream's beginning. */

@@ -1,5 +1,5 @@
 import { Clock, Timer, systemClock } from '@baton/time';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { BoundedRedisNode, boundedRedis } from '@baton/locks';
 import { BURST_OF_SECOND, FairShare, KEEP_MS, second } from '../fair-share';
 
@@ -39,7 +39,7 @@ const STARTS_FLUSH_MS = 100;
 
 /** In Redis, beside the queue: every instance counts into the same seconds. */
 export class RedisFairShare implements FairShare {
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
   private readonly tag: string;
   private unwritten = 0;
   private unwrittenSecond: number | undefined;
