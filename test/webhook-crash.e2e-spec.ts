@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Connection, createConnection, RowDataPacket } from 'mysql2/promise';
 import { Api, Backend, productionBackend, startFleet, startTemplateWorker } from './support/baton';
 import { RunningProcess, eventually, freePort, schedule } from './support/processes';
 import { Got, Receiver } from './support/webhooks';
@@ -9,14 +10,31 @@ jest.setTimeout(600_000);
 
 const TASKS = 2000;
 
+/** A claim the killed instance held when it died. */
+interface HeldClaim {
+  message_id: string;
+  claim_until: number;
+}
+
+/** An attempt as the delivery log keeps it. */
+interface Attempt {
+  message_id: string;
+  sent_by: string | null;
+  at: number;
+  status_code: number | null;
+}
+
 /**
- * Webhooks keep their promise through crashes: 2,000 tasks with a `task.finished` subscription,
- * the scheduler killed (-9) twice mid-run and the receiver down for 20 s in the middle. Every
- * task's event arrives, verified; a duplicate is only ever a retry of the same webhook-id.
+ * Webhooks keep their promise through crashes, sent by every instance: 2,000 tasks with a
+ * `task.finished` subscription on two schedulers, which both deliver. One is killed (-9) while it
+ * holds claims on messages in flight: the other sends those once their lease has run out, and not
+ * before. It is killed again while the receiver is down for 20 s. Every task's event arrives,
+ * verified; a duplicate is only ever a retry of the same webhook-id.
  */
-describe('webhooks through crashes (mariadb + redis)', () => {
+describe('webhooks through crashes, two senders (mariadb + redis)', () => {
   let backend: Backend;
   let dir: string;
+  let db: Connection;
   const procs = new Set<RunningProcess>();
 
   beforeAll(async () => {
@@ -29,37 +47,62 @@ describe('webhooks through crashes (mariadb + redis)', () => {
       BATON_WEBHOOK_RETRY_FOR: '10m',
       BATON_WEBHOOK_PER_ENDPOINT: '16',
       BATON_WEBHOOK_POLL: '200ms',
+      BATON_WEBHOOK_TIMEOUT: '5s',
+      BATON_WEBHOOK_CLAIM_LEASE: '8s',
     };
+    db = await createConnection({
+      host: '127.0.0.1',
+      port: 3306,
+      user: 'root',
+      password: '',
+      database: backend.env.BATON_MYSQL_DATABASE,
+    });
   });
 
   afterAll(async () => {
     await Promise.all([...procs].map((p) => p.stop()));
+    await db?.end();
     await backend?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('delivers every task.finished event, none lost, duplicates only as retries', async () => {
+  /** The pending messages `instance` has a claim on that runs past `after` (epoch ms). */
+  async function claimsOf(instance: string, after: number): Promise<HeldClaim[]> {
+    const [rows] = await db.query<RowDataPacket[]>(
+      `SELECT message_id, claim_until FROM baton_webhook_message
+        WHERE claimed_by = ? AND status = 'pending' AND claim_until > ?`,
+      [instance, after],
+    );
+    return rows.map((r) => ({
+      message_id: String(r.message_id),
+      claim_until: Number(r.claim_until),
+    }));
+  }
+
+  it("delivers every task.finished event from both instances, a dead one's claims after its lease", async () => {
     const port = await freePort();
     const log = join(dir, 'received.jsonl');
     let receiver = await Receiver.start({ port, log });
     procs.add(receiver.proc);
-    const fleet = await startFleet(backend, 1, 'hook-crash', procs);
+    const fleet = await startFleet(backend, 2, 'hook-crash', procs);
     const worker = await startTemplateWorker(
       'hook-crash-w',
-      fleet.urls[0],
+      fleet.urls.join(','),
       join(dir, 'runs.jsonl'),
     );
     procs.add(worker);
-    const api = new Api(fleet.urls[0]);
-    await api.waitForWorkers(1);
-    const hook = await api.call<{ webhook_id: string; secret: string }>('POST', '/v1/webhooks', {
-      url: receiver.hook('crash'),
-      events: ['task.finished'],
-    });
+    const apis = fleet.urls.map((u) => new Api(u));
+    await apis[1].waitForWorkers(1);
+    const hook = await apis[0].call<{ webhook_id: string; secret: string }>(
+      'POST',
+      '/v1/webhooks',
+      { url: receiver.hook('crash'), events: ['task.finished'] },
+    );
     expect(hook.status).toBe(201);
     const secret = { name: 'crash', secrets: [hook.data.secret] };
     await receiver.control('secret', secret);
 
+    // Created through both instances in turn: each one's finishes are its messages to send first.
     const ids: string[] = [];
     const createAll = (async () => {
       for (let i = 0; i < TASKS; i += 100) {
@@ -68,10 +111,12 @@ describe('webhooks through crashes (mariadb + redis)', () => {
           params: { i: i + k },
           idempotency_key: `hook-crash-${i + k}`,
         }));
-        // Sent again while the scheduler is down or back; the idempotency keys make it once.
+        // Sent again, through the other instance, while one is down; the idempotency keys make
+        // it once.
+        let turn = i / 100;
         const res = await eventually(
           async () => {
-            const r = await api
+            const r = await apis[turn++ % 2]
               .call<{ task_id: string }[]>('POST', '/v1/tasks/batch', { tasks })
               .catch(() => undefined);
             return r && r.status < 300 ? r : undefined;
@@ -89,7 +134,48 @@ describe('webhooks through crashes (mariadb + redis)', () => {
       120_000,
       '300 deliveries',
     );
-    await fleet.schedulers[0].kill9(); // crash 1, mid-run
+    // The receiver holds its answers: the first instance's attempts stay in flight, its claims
+    // held, and it is killed with them.
+    await receiver.control('mode', { name: 'crash', mode: 'hang' });
+    await eventually(
+      async () => ((await claimsOf('hook-crash-1', Date.now())).length > 0 ? true : undefined),
+      60_000,
+      'hook-crash-1 holding claims',
+    );
+    await fleet.schedulers[0].kill9(); // crash 1, mid-run, claims in flight
+    const held = await claimsOf('hook-crash-1', Date.now());
+    expect(held.length).toBeGreaterThan(0);
+    await receiver.control('mode', { name: 'crash', mode: 'ok' });
+    // The other instance sends them (the first stays down meanwhile), once their lease ran out.
+    const heldIds = held.map((h) => h.message_id);
+    await eventually(
+      async () => {
+        const [rows] = await db.query<RowDataPacket[]>(
+          `SELECT COUNT(*) AS n FROM baton_webhook_message
+            WHERE message_id IN (?) AND status = 'delivered'`,
+          [heldIds],
+        );
+        return Number(rows[0].n) === heldIds.length ? true : undefined;
+      },
+      120_000,
+      `the ${heldIds.length} messages hook-crash-1 held, delivered`,
+    );
+    const [attemptRows] = await db.query<RowDataPacket[]>(
+      `SELECT message_id, sent_by, at, status_code FROM baton_webhook_attempt
+        WHERE message_id IN (?) ORDER BY id`,
+      [heldIds],
+    );
+    const attempts = attemptRows as Attempt[];
+    for (const h of held) {
+      const mine = attempts.filter((a) => a.message_id === h.message_id);
+      const byOther = mine.filter((a) => a.sent_by === 'hook-crash-2');
+      // Taken only after the lease: no attempt of the other instance before it ran out.
+      expect({
+        message: h.message_id,
+        before: byOther.filter((a) => Number(a.at) < h.claim_until).length,
+        deliveredByOther: byOther.some((a) => a.status_code === 200),
+      }).toEqual({ message: h.message_id, before: 0, deliveredByOther: true });
+    }
     await fleet.start(0);
 
     await eventually(
@@ -112,7 +198,7 @@ describe('webhooks through crashes (mariadb + redis)', () => {
     const got = await eventually(
       async () => {
         const list = await delivered();
-        const tasks = new Set(list.map((g) => g.task_id));
+        const tasks = new Set(list.filter((g) => g.answered === 'ok').map((g) => g.task_id));
         return ids.every((id) => tasks.has(id)) ? list : undefined;
       },
       300_000,
@@ -127,14 +213,40 @@ describe('webhooks through crashes (mariadb + redis)', () => {
     const twoIds = [...byTask].filter(([, set]) => set.size > 1);
     const unverified = got.filter((g) => !g.verified);
     const duplicates = got.length - byTask.size;
+    // Each instance's share, as the delivery log says who sent each attempt.
+    const shares = new Map<string, number>();
+    let before: string | undefined;
+    for (;;) {
+      const page = await apis[1].call<
+        {
+          message_id: string;
+          status: string;
+          attempt_log: { sent_by: string | null; status_code: number | null }[];
+        }[]
+      >(
+        'GET',
+        `/v1/webhooks/${hook.data.webhook_id}/deliveries?limit=500${before ? `&before=${before}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      for (const d of page.data)
+        for (const a of d.attempt_log)
+          if (a.status_code === 200)
+            shares.set(a.sent_by ?? '-', (shares.get(a.sent_by ?? '-') ?? 0) + 1);
+      if (page.data.length < 500) break;
+      before = page.data[page.data.length - 1].message_id;
+    }
     console.log(
       `webhook crash test: ${TASKS} tasks, ${got.length} deliveries received, ` +
         `${byTask.size} distinct tasks, ${duplicates} duplicates (same webhook-id), ` +
-        `${twoIds.length} tasks with two webhook-ids, ${unverified.length} unverified`,
+        `${twoIds.length} tasks with two webhook-ids, ${unverified.length} unverified; ` +
+        `${held.length} claims held by the killed instance, sent by the other; delivered by ` +
+        [...shares].map(([k, v]) => `${k} ${v}`).join(', '),
     );
     expect(byTask.size).toBe(TASKS);
     expect(got.every((g) => g.type === 'task.finished' && g.task_status === 'FINISH')).toBe(true);
     expect(twoIds.map(([id]) => id)).toEqual([]);
     expect(unverified.map((g) => g.why)).toEqual([]);
+    expect(shares.get('hook-crash-1') ?? 0).toBeGreaterThan(0);
+    expect(shares.get('hook-crash-2') ?? 0).toBeGreaterThan(0);
   });
 });

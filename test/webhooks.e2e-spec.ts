@@ -213,6 +213,7 @@ describe('webhooks', () => {
       status_code: 200,
       response: '{"ok":true}',
       error: null,
+      sent_by: 'webhooks-1',
     });
     // Per task too.
     const perTask = await api.call<Record<string, unknown>[]>('GET', `/v1/tasks/${ok}/deliveries`);

@@ -14,10 +14,23 @@ export interface WebhooksConfig {
   disableAfterMs: number;
   /** One attempt's limit: connect, answer and body. */
   timeoutMs: number;
-  /** Attempts in flight to one subscription (or one callback origin) at a time. */
+  /**
+   * Attempts in flight from one instance to one subscription (or callback origin) at first: the
+   * window then grows by as much per window of fast 2xx answers, up to `perEndpointMax`, and
+   * halves on a failure, a timeout or a slow answer, down to one.
+   */
   perEndpoint: number;
+  /** The most attempts in flight from one instance to one endpoint, however well it answers. */
+  perEndpointMax: number;
+  /** A 2xx answer that took this long or more shrinks the endpoint's window as a failure does. */
+  slowMs: number;
   /** Attempts in flight from this instance at a time. */
   concurrency: number;
+  /**
+   * How long a message claimed by an instance is its alone: longer than an attempt may take, so
+   * that only a claim whose instance died (or stalled) lapses and is taken by another.
+   */
+  claimLeaseMs: number;
   /** Delivered and given-up messages, and the attempt log, are kept this long. */
   logRetentionMs: number;
   /** A rotated-out secret still signs for this long. */
@@ -77,15 +90,36 @@ export function webhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
     .map((s) => parseDuration('BATON_WEBHOOK_RETRY_SCHEDULE', s));
   if (schedule.length === 0 || schedule.some((ms) => ms < 10 || ms > 7 * 86_400_000))
     throw new Error('BATON_WEBHOOK_RETRY_SCHEDULE: each wait must be between 10 ms and 7 days');
+  const timeoutMs = duration('BATON_WEBHOOK_TIMEOUT', '10s', 100, 600_000);
+  const perEndpoint = count('BATON_WEBHOOK_PER_ENDPOINT', 4, 1000);
+  const perEndpointMax = count('BATON_WEBHOOK_PER_ENDPOINT_MAX', Math.max(64, perEndpoint), 1000);
+  if (perEndpointMax < perEndpoint)
+    throw new Error(
+      `BATON_WEBHOOK_PER_ENDPOINT_MAX (${perEndpointMax}) must be at least BATON_WEBHOOK_PER_ENDPOINT (${perEndpoint})`,
+    );
   return {
     allowNetworks,
     allowHosts: hosts,
     retryScheduleMs: schedule,
     retryForMs: duration('BATON_WEBHOOK_RETRY_FOR', '3d', 0, 30 * 86_400_000),
     disableAfterMs: duration('BATON_WEBHOOK_DISABLE_AFTER', '5d', 1000, 90 * 86_400_000),
-    timeoutMs: duration('BATON_WEBHOOK_TIMEOUT', '10s', 100, 600_000),
-    perEndpoint: count('BATON_WEBHOOK_PER_ENDPOINT', 4, 1000),
+    timeoutMs,
+    perEndpoint,
+    perEndpointMax,
+    slowMs: duration(
+      'BATON_WEBHOOK_SLOW',
+      `${Math.min(2000, Math.floor(timeoutMs / 2))}ms`,
+      10,
+      timeoutMs,
+    ),
     concurrency: count('BATON_WEBHOOK_CONCURRENCY', 64, 10_000),
+    // An attempt in flight when its claim lapsed would be sent twice: the lease outlasts it.
+    claimLeaseMs: duration(
+      'BATON_WEBHOOK_CLAIM_LEASE',
+      `${timeoutMs + 5000}ms`,
+      timeoutMs + 1000,
+      3_600_000,
+    ),
     logRetentionMs: duration('BATON_WEBHOOK_LOG_RETENTION', '7d', 60_000, 365 * 86_400_000),
     secretOverlapMs: duration('BATON_WEBHOOK_SECRET_OVERLAP', '24h', 0, 30 * 86_400_000),
     pollMs: duration('BATON_WEBHOOK_POLL', '1s', 10, 60_000),

@@ -28,6 +28,7 @@ import { TypeWorkerLost1766400000000 } from './migrations/1766400000000-TypeWork
 import { TypeSchemas1766500000000 } from './migrations/1766500000000-TypeSchemas';
 import { FinishCountsByOutcome1766600000000 } from './migrations/1766600000000-FinishCountsByOutcome';
 import { AttemptLogChunks1766700000000 } from './migrations/1766700000000-AttemptLogChunks';
+import { WebhookClaims1766800000000 } from './migrations/1766800000000-WebhookClaims';
 
 /** An entity as TypeORM takes it: a decorated class or a schema. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -63,6 +64,7 @@ export const MIGRATIONS = [
   TypeSchemas1766500000000,
   FinishCountsByOutcome1766600000000,
   AttemptLogChunks1766700000000,
+  WebhookClaims1766800000000,
 ];
 
 /**

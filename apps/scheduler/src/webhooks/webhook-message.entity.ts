@@ -54,6 +54,14 @@ export class WebhookMessageEntity {
 
   @Column({ type: 'bigint', nullable: true, transformer: bigintNumber })
   finished_at!: number | null;
+
+  /** The instance that claimed it last (the one sending it while `claim_until` is ahead). */
+  @Column({ type: 'varchar', length: 100, nullable: true })
+  claimed_by!: string | null;
+
+  /** Its claim's end (0: never claimed, or handed back): not due before then. */
+  @Column({ type: 'bigint', default: 0, transformer: bigintNumber })
+  claim_until!: number;
 }
 
 /** One attempt to deliver a message: the delivery log. */
@@ -89,4 +97,8 @@ export class WebhookAttemptEntity {
 
   @Column({ type: 'varchar', length: 500, nullable: true })
   error!: string | null;
+
+  /** The instance that made the attempt. */
+  @Column({ type: 'varchar', length: 100, nullable: true })
+  sent_by!: string | null;
 }

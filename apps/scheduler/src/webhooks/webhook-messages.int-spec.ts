@@ -7,6 +7,8 @@ import {
   sqliteTestDatabase,
 } from '../database/testing/test-databases';
 import { ENTITIES } from '../entities';
+import { WebhookAttemptWriter } from './webhook-attempts.writer';
+import { WebhookClaims } from './webhook-claims.repository';
 import { newMessageId } from './webhook-events';
 import { WebhookMessagesRepository } from './webhook-messages.repository';
 import { newWebhook, WebhookModel } from './webhook.model';
@@ -35,6 +37,8 @@ describe.each([
   let ds: DataSource;
   let webhooks: WebhooksRepository;
   let messages: WebhookMessagesRepository;
+  let claims: WebhookClaims;
+  let writer: WebhookAttemptWriter;
 
   beforeAll(async () => {
     testDb = await make();
@@ -43,7 +47,9 @@ describe.each([
     await ds.runMigrations();
     const tx = new TransactionRunner(ds, systemClock);
     webhooks = new WebhooksRepository(tx);
-    messages = new WebhookMessagesRepository(ds, tx, webhooks);
+    messages = new WebhookMessagesRepository(tx, webhooks);
+    claims = new WebhookClaims(ds, tx);
+    writer = new WebhookAttemptWriter(ds, tx);
   });
 
   afterAll(async () => {
@@ -71,15 +77,26 @@ describe.each([
       createdAt: at,
     };
     await ds.transaction((m) => messages.insertMessages(m, [msg]));
-    const stored = (await messages.message(msg.messageId))!;
-    await messages.record({
-      message: stored,
-      attempt: { attempt: 1, at, statusCode: 500, latencyMs: 3, response: 'no', error: null },
+    const [claim] = await claims.claim(webhookId, 'i1', now, now + 15_000, 1);
+    expect(claim.message.messageId).toBe(msg.messageId);
+    await writer.record({
+      message: claim.message,
+      attempt: {
+        attempt: 1,
+        at,
+        statusCode: 500,
+        latencyMs: 3,
+        response: 'no',
+        error: null,
+        sentBy: 'i1',
+      },
       status,
-      nextAt: at + 5000,
+      // A pending one is not due again within the test: the next message's claim finds that one.
+      nextAt: status === 'pending' ? now + DAY : at,
       failingSince: null,
       streakChanged: false,
       disable: null,
+      claim: { by: 'i1', until: claim.until },
     });
     return msg.messageId;
   }
@@ -141,13 +158,13 @@ describe.each([
       await messages.insertMessages(runner.manager, [slow]);
       // ...while a later message commits and is read.
       await ds.transaction((m) => messages.insertMessages(m, [quick]));
-      expect((await messages.due('wh_late', Date.now(), 10)).map((m) => m.taskId)).toEqual([
+      expect((await claims.due('wh_late', Date.now(), 10)).map((m) => m.taskId)).toEqual([
         'T-quick',
       ]);
       await runner.commitTransaction();
       await runner.release();
       // The earlier one, committed last, is due all the same: nothing reads past a position.
-      expect((await messages.due('wh_late', Date.now(), 10)).map((m) => m.taskId).sort()).toEqual([
+      expect((await claims.due('wh_late', Date.now(), 10)).map((m) => m.taskId).sort()).toEqual([
         'T-quick',
         'T-slow',
       ]);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { EntityManager } from 'typeorm';
 import { TransactionRunner } from '../database';
 import {
   MessageStatus,
@@ -11,7 +11,7 @@ import { WebhooksRepository } from './webhooks.repository';
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-const messageModel = (r: Record<string, unknown>): WebhookMessageModel => ({
+export const messageModel = (r: Record<string, unknown>): WebhookMessageModel => ({
   messageId: String(r.message_id),
   webhookId: String(r.webhook_id),
   eventType: String(r.event_type),
@@ -29,48 +29,19 @@ const messageModel = (r: Record<string, unknown>): WebhookMessageModel => ({
   finishedAt: num(r.finished_at),
 });
 
-/** The outcome of one attempt, and what it does to its message and subscription. */
-export interface AttemptRecord {
-  message: WebhookMessageModel;
-  attempt: WebhookAttemptModel;
-  /** The message's new state. */
-  status: MessageStatus;
-  nextAt: number;
-  /** The subscription's failing streak after this attempt (null: it succeeded). */
-  failingSince: number | null;
-  /** The streak is not what the subscription's row says. */
-  streakChanged: boolean;
-  /** Disable the subscription, with this reason. */
-  disable: string | null;
-}
-
-const MESSAGE_COLUMNS = `message_id, webhook_id, event_type, tenant, task_id, url, body, seq, status,
+export const MESSAGE_COLUMNS = `message_id, webhook_id, event_type, tenant, task_id, url, body, seq, status,
   attempts, next_at, last_status, last_error, created_at, finished_at`;
 
-/** Storage of subscriptions, messages and the delivery log. */
-@Injectable()
-/** Storage of webhook messages and their attempts (the delivery log). */
+/**
+ * Storage of webhook messages and their attempts (the delivery log). Claims are in
+ * WebhookClaims, attempts are recorded by WebhookAttemptWriter.
+ */
 @Injectable()
 export class WebhookMessagesRepository {
-  private readonly mysql: boolean;
-
-  /**
-   * The index the "earlier message of the same task" check must use. MariaDB chose the
-   * (webhook_id, created_at) one on a young table and read every message of the webhook for each
-   * candidate (30 ms a look at 8,000 messages); this one reads a task's few.
-   */
-  private readonly byTaskIndex: string;
-
   constructor(
-    private readonly db: DataSource,
     private readonly tx: TransactionRunner,
     private readonly webhooks: WebhooksRepository,
-  ) {
-    this.mysql = db.options.type === 'mysql';
-    this.byTaskIndex = this.mysql
-      ? 'FORCE INDEX (ix_webhook_message_order)'
-      : 'INDEXED BY ix_webhook_message_order';
-  }
+  ) {}
 
   private query(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
     return this.tx.single((m) => m.query(sql, params) as Promise<Record<string, unknown>[]>);
@@ -98,70 +69,6 @@ export class WebhookMessagesRepository {
         ]),
       );
     }
-  }
-
-  /**
-   * Up to `limit` pending messages of one webhook due by `now`, oldest due first, each the
-   * earliest still pending of its task: a later event of a task waits for the one before it.
-   * One webhook at a time, on its own index range, so a backlog of another costs nothing here.
-   */
-  async due(webhookId: string, now: number, limit: number): Promise<WebhookMessageModel[]> {
-    const rows = await this.query(
-      `SELECT ${MESSAGE_COLUMNS.replace(/(\w+)/g, 'm.$1')} FROM baton_webhook_message m
-        WHERE m.webhook_id = ? AND m.status = 'pending' AND m.next_at <= ?
-          AND NOT EXISTS (SELECT 1 FROM baton_webhook_message p ${this.byTaskIndex}
-                           WHERE p.webhook_id = m.webhook_id AND p.task_id = m.task_id
-                             AND p.status = 'pending' AND p.seq < m.seq)
-        ORDER BY m.next_at, m.seq LIMIT ${Math.max(1, Math.floor(limit))}`,
-      [webhookId, now],
-    );
-    return rows.map(messageModel);
-  }
-
-  /** The attempt in the log, the message's new state, and the subscription's streak: one commit. */
-  async record(r: AttemptRecord): Promise<void> {
-    const { message: msg, attempt: a } = r;
-    await this.tx.run(async (m) => {
-      await m.query(
-        `INSERT INTO baton_webhook_attempt (message_id, webhook_id, task_id, attempt, at, status_code,
-           latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          msg.messageId,
-          msg.webhookId,
-          msg.taskId,
-          a.attempt,
-          a.at,
-          a.statusCode,
-          a.latencyMs,
-          a.response,
-          a.error,
-        ],
-      );
-      await m.query(
-        `UPDATE baton_webhook_message SET status = ?, attempts = ?, next_at = ?, last_status = ?,
-           last_error = ?, finished_at = ? WHERE message_id = ? AND status = 'pending'`,
-        [
-          r.status,
-          a.attempt,
-          r.nextAt,
-          a.statusCode,
-          a.error,
-          r.status === 'pending' ? null : a.at,
-          msg.messageId,
-        ],
-      );
-      if (r.disable !== null)
-        await m.query(
-          `UPDATE baton_webhook SET enabled = 0, disabled_reason = ?, failing_since = ?,
-             updated_at = ?, version = version + 1 WHERE webhook_id = ? AND kind = 'subscription'`,
-          [r.disable, r.failingSince, a.at, msg.webhookId],
-        );
-      else if (r.streakChanged)
-        await m.query('UPDATE baton_webhook SET failing_since = ? WHERE webhook_id = ?', [
-          r.failingSince,
-          msg.webhookId,
-        ]);
-    });
   }
 
   async message(messageId: string): Promise<WebhookMessageModel | undefined> {
@@ -220,7 +127,7 @@ export class WebhookMessagesRepository {
     const out = new Map<string, WebhookAttemptModel[]>();
     if (messageIds.length === 0) return out;
     const rows = await this.query(
-      `SELECT message_id, attempt, at, status_code, latency_ms, response, error
+      `SELECT message_id, attempt, at, status_code, latency_ms, response, error, sent_by
          FROM baton_webhook_attempt WHERE message_id IN (${messageIds.map(() => '?').join(', ')})
         ORDER BY id`,
       [...messageIds],
@@ -234,6 +141,7 @@ export class WebhookMessagesRepository {
         latencyMs: Number(r.latency_ms),
         response: r.response === null ? null : String(r.response),
         error: r.error === null ? null : String(r.error),
+        sentBy: r.sent_by === null || r.sent_by === undefined ? null : String(r.sent_by),
       });
       out.set(String(r.message_id), list);
     }

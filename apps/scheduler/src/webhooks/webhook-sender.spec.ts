@@ -1,4 +1,4 @@
-import { outcomeOf, retryDelay } from './webhook-sender';
+import { outcomeOf, retryDelay } from './webhook-outcome';
 import {
   newWebhook,
   WebhookAttemptModel,
@@ -55,6 +55,7 @@ const attempt = (n: number, at: number, statusCode: number | null): WebhookAttem
   latencyMs: 5,
   response: null,
   error: statusCode === null ? 'ECONNREFUSED' : null,
+  sentBy: 'i1',
 });
 
 describe('webhook retries', () => {

@@ -5,136 +5,79 @@ import {
   OnApplicationBootstrap,
   OnApplicationShutdown,
 } from '@nestjs/common';
-import { Agent, request } from 'undici';
-import { LOCK_PROVIDER, Lease, LockProvider } from '@baton/locks';
-import { guardedLookup, OutgoingAllowList, outgoingUrlProblem } from '@baton/task-contract';
 import { Clock, NudgedLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig, WebhooksConfig } from '../config';
 import { Metrics } from '../metrics';
 import { TaskChangeFeed } from '../task-store';
+import { WebhookAttemptWriter } from './webhook-attempts.writer';
+import { Claim, WebhookClaims } from './webhook-claims.repository';
+import { EndpointWindow, FAILING_PACE_MS } from './webhook-endpoint-window';
 import { WebhookEvents } from './webhook-events';
+import { AttemptOutcome, delivered, outcomeOf } from './webhook-outcome';
+import { originOf, WebhookPoster } from './webhook-poster';
 import { WebhookSecrets } from './webhook-secrets';
-import {
-  WebhookAttemptModel,
-  WebhookKind,
-  WebhookMessageModel,
-  WebhookModel,
-} from './webhook.model';
-import { AttemptRecord, WebhookMessagesRepository } from './webhook-messages.repository';
+import { WebhookAttemptModel, WebhookKind, WebhookModel } from './webhook.model';
 import { WebhooksRepository } from './webhooks.repository';
 
-/** The most of an answer kept in the delivery log. */
-const RESPONSE_BYTES = 1024;
-/** The lease that makes one instance the fleet's sender (renewed while it lives). */
-const LEASE_TTL_MS = 10_000;
+export { FAILING_PACE_MS } from './webhook-endpoint-window';
+export { outcomeOf, retryDelay } from './webhook-outcome';
+
 /** How often the subscriptions are read again (changes made through other instances). */
 const REFRESH_MS = 1000;
 /** How long a pass waits after a nudge, for the sends and writes of that moment to join it. */
 const LINGER_MS = 20;
-/** After a failed attempt, the endpoint's next attempt waits this long (one at a time). */
-export const FAILING_PACE_MS = 100;
-
-/** The wait before attempt `n + 1` after `n` failed: the schedule's, with ±20% jitter. */
-export function retryDelay(
-  schedule: readonly number[],
-  failed: number,
-  random = Math.random,
-): number {
-  const base = schedule[Math.min(failed, schedule.length) - 1] ?? schedule[0];
-  return Math.max(1, Math.round(base * (0.8 + 0.4 * random())));
-}
-
-/** What one attempt leads to: delivered, given up, or another try; and the subscription's fate. */
-export function outcomeOf(
-  cfg: Pick<WebhooksConfig, 'retryScheduleMs' | 'retryForMs' | 'disableAfterMs'>,
-  msg: WebhookMessageModel,
-  hook: WebhookModel,
-  attempt: WebhookAttemptModel,
-  random = Math.random,
-): Omit<AttemptRecord, 'message' | 'attempt'> {
-  const now = attempt.at;
-  const code = attempt.statusCode;
-  const subscription = hook.kind === 'subscription';
-  if (code !== null && code >= 200 && code < 300)
-    return {
-      status: 'delivered',
-      nextAt: now,
-      failingSince: null,
-      streakChanged: hook.failingSince !== null,
-      disable: null,
-    };
-  const failingSince = hook.failingSince ?? now;
-  const streakChanged = hook.failingSince === null;
-  if (code === 410)
-    return {
-      status: 'failed',
-      nextAt: now,
-      failingSince,
-      streakChanged,
-      disable: subscription ? 'the receiver answered 410 Gone' : null,
-    };
-  if (subscription && now - failingSince >= cfg.disableAfterMs)
-    return {
-      status: 'failed',
-      nextAt: now,
-      failingSince,
-      streakChanged,
-      disable: `every delivery failed for ${Math.round((now - failingSince) / 3_600_000)} h`,
-    };
-  const next = now + retryDelay(cfg.retryScheduleMs, attempt.attempt, random);
-  if (next - msg.createdAt > cfg.retryForMs)
-    return { status: 'failed', nextAt: now, failingSince, streakChanged, disable: null };
-  return { status: 'pending', nextAt: next, failingSince, streakChanged, disable: null };
-}
+/** An endpoint's window unused this long is forgotten (callback origins come and go). */
+const WINDOW_IDLE_MS = 600_000;
+/**
+ * Answered attempts waiting for their group commit, per attempt allowed in flight, past which no
+ * more is claimed: the database is then what holds delivery back, and more answers would only
+ * wait longer.
+ */
+const BACKLOG_PER_SLOT = 4;
 
 /**
- * Delivers webhook messages: one instance of the fleet at a time (a lease), each message the
- * earliest pending of its (subscription, task), at most BATON_WEBHOOK_PER_ENDPOINT at once to one
- * endpoint and BATON_WEBHOOK_CONCURRENCY in all. Every attempt is logged with its answer; the
- * message is then delivered (2xx), tried again later on the retry schedule, or given up. It runs
- * apart from the task engine: a slow or dead receiver holds only its own messages back.
+ * Delivers webhook messages from every instance of the fleet. Each pass claims due messages
+ * (WebhookClaims: a claim is the instance's alone until its lease runs out, and a lapsed one, its
+ * instance dead, is anyone's again), each the earliest pending of its (subscription, task), as
+ * many as the endpoint's window has room for (EndpointWindow: grows while the receiver answers 2xx
+ * fast, halves when it fails or slows) and BATON_WEBHOOK_CONCURRENCY in all. Every attempt is
+ * logged with its answer, in group commits (WebhookAttemptWriter); the message is then delivered
+ * (2xx), tried again later on the retry schedule, or given up. It runs apart from the task engine:
+ * a slow or dead receiver holds only its own messages back.
  */
 @Injectable()
 export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly cfg: WebhooksConfig;
-  private readonly allow: OutgoingAllowList;
-  private readonly agent: Agent;
-  private lease: Lease | undefined;
-  /** Messages whose send ended since the current pass's query began (passes never overlap). */
-  private readonly settled = new Set<string>();
-  /** Endpoints whose last attempt failed: not tried again before then. */
-  private readonly paused = new Map<string, number>();
-  /** Messages in flight, by id: the endpoint each counts against. */
-  private readonly inflight = new Map<string, string>();
-  private readonly perEndpoint = new Map<string, number>();
+  /** This instance, as its claims and attempts name it. */
+  readonly owner: string;
+  /** Endpoints' windows: a subscription's by its id, a callback origin's by the origin. */
+  private readonly windows = new Map<string, EndpointWindow>();
+  /** Messages this instance holds a claim on and has not recorded yet. */
+  private readonly own = new Set<string>();
+  private inflight = 0;
   private readonly sends = new Set<Promise<void>>();
   private readonly loop: NudgedLoop;
   private refreshedAt = 0;
   /** Every tenant's callback signer (read with the subscriptions). */
   private signers: WebhookModel[] = [];
-  /** Aborted at shutdown: attempts in flight end at once (their messages are sent again later). */
-  private readonly closing = new AbortController();
+  /** Set at shutdown: nothing more starts, and the claims of attempts cut short are handed back. */
+  private stopping = false;
 
   constructor(
     private readonly repo: WebhooksRepository,
-    private readonly messages: WebhookMessagesRepository,
+    private readonly claims: WebhookClaims,
+    private readonly writer: WebhookAttemptWriter,
+    private readonly poster: WebhookPoster,
     private readonly events: WebhookEvents,
     private readonly feed: TaskChangeFeed,
     private readonly secrets: WebhookSecrets,
     private readonly metrics: Metrics,
     private readonly clock: Clock,
-    @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
     @Inject(SCHEDULER_CONFIG) config: SchedulerConfig,
   ) {
     this.cfg = config.outgoing.webhooks;
-    this.allow = { networks: this.cfg.allowNetworks, hosts: this.cfg.allowHosts };
-    this.agent = new Agent({
-      connect: { lookup: guardedLookup(this.allow), timeout: this.cfg.timeoutMs },
-      headersTimeout: this.cfg.timeoutMs,
-      bodyTimeout: this.cfg.timeoutMs,
-      keepAliveTimeout: 4000,
-    });
+    this.owner = config.instanceId.slice(0, 100);
     this.loop = new NudgedLoop(this.clock, this.logger, LINGER_MS, this.cfg.pollMs, () =>
       this.passOnce(),
     );
@@ -154,11 +97,10 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   async onApplicationShutdown(): Promise<void> {
-    this.closing.abort(new Error('the scheduler is stopping'));
+    this.stopping = true;
     await this.loop.stop();
-    await Promise.allSettled([...this.sends]);
-    await this.lease?.release().catch(() => undefined);
-    await this.agent.close().catch(() => undefined);
+    await this.poster.stop();
+    await this.idle();
   }
 
   /** Look for due messages soon (the nudges of one moment make one pass). */
@@ -166,11 +108,32 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     this.loop.nudge();
   }
 
+  /** Once every attempt started so far has been answered and recorded (tests wait on it). */
+  async idle(): Promise<void> {
+    while (this.sends.size > 0) await Promise.allSettled([...this.sends]);
+  }
+
+  /** The window of attempts in flight to one endpoint (tests read it). */
+  window(endpoint: string, hook?: WebhookModel): EndpointWindow {
+    let w = this.windows.get(endpoint);
+    if (!w) {
+      const failing = hook?.kind === 'subscription' && hook.failingSince !== null;
+      const settings = {
+        start: this.cfg.perEndpoint,
+        max: this.cfg.perEndpointMax,
+        slowMs: this.cfg.slowMs,
+      };
+      w = new EndpointWindow(settings, failing, this.clock.now());
+      this.windows.set(endpoint, w);
+    }
+    return w;
+  }
+
   /**
-   * One look at the due messages: starts what the limits allow (tests call it). Each webhook is
-   * asked for as many messages as it has room for: a subscription BATON_WEBHOOK_PER_ENDPOINT at
-   * once (one while it is failing), a tenant's callbacks as many as the total allows, each
-   * callback origin its own limit.
+   * One look at the due messages: claims and starts what the limits allow (tests call it). A
+   * subscription's messages all go to its URL: as many are claimed as its window has room for. A
+   * tenant's callbacks go to many origins, each with its own window: as many are claimed as the
+   * total allows, and those whose origin has no room are handed back.
    */
   async passOnce(): Promise<void> {
     if (this.clock.now() - this.refreshedAt >= REFRESH_MS) {
@@ -178,98 +141,106 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       this.signers = await this.repo.callbackSigners();
       this.secrets.remember(this.signers);
       this.refreshedAt = this.clock.now();
+      this.forgetIdleWindows();
     }
-    if (!(await this.holdLease())) return;
-    // A send that ends while a query runs was recorded after the query may have read it.
-    this.settled.clear();
+    if (this.stopping) return;
+    if (this.writer.backlog >= BACKLOG_PER_SLOT * this.cfg.concurrency) return;
     for (const hook of [...this.events.enabled(), ...this.signers]) {
-      const free = this.cfg.concurrency - this.inflight.size;
+      const free = this.cfg.concurrency - this.inflight;
       if (free <= 0) return;
-      const subscription = hook.kind === 'subscription';
-      if (subscription && (this.paused.get(hook.webhookId) ?? 0) > this.clock.now()) continue;
-      const own = subscription ? (this.perEndpoint.get(hook.webhookId) ?? 0) : 0;
-      const failing = hook.failingSince !== null || this.paused.has(hook.webhookId);
-      const cap = subscription ? (failing ? 1 : this.cfg.perEndpoint) : free;
-      const room = Math.min(free, cap - own);
+      const now = this.clock.now();
+      const room =
+        hook.kind === 'subscription'
+          ? Math.min(free, this.window(hook.webhookId, hook).room(now))
+          : free;
       if (room <= 0) continue;
-      // Those in flight come back too (still pending): ask for them on top.
-      const due = await this.messages.due(hook.webhookId, this.clock.now(), room + own);
-      for (const msg of due) this.start(msg, hook, cap);
+      const claimed = await this.claims.claim(
+        hook.webhookId,
+        this.owner,
+        now,
+        now + this.cfg.claimLeaseMs,
+        room,
+      );
+      const unsent = claimed.filter((c) => this.start(c, hook) === 'unsent');
+      if (unsent.length > 0) await this.claims.release(this.owner, unsent);
     }
   }
 
-  private start(msg: WebhookMessageModel, hook: WebhookModel, cap: number): void {
-    // Stopping: nothing new goes out (the message stays pending for the next instance), and no
-    // attempt is recorded for a delivery that was never sent.
-    if (this.closing.signal.aborted) return;
-    if (this.inflight.size >= this.cfg.concurrency) return;
-    if (this.inflight.has(msg.messageId) || this.settled.has(msg.messageId)) return;
+  /**
+   * Sends a claimed message if its endpoint has room: 'sent'; 'unsent' to hand it back; 'held'
+   * for one this instance is sending already (a claim of its own lapsed while the attempt was
+   * under way, a stall, and was taken again: that attempt ends it, or the new claim lapses).
+   */
+  private start(c: Claim, hook: WebhookModel): 'sent' | 'unsent' | 'held' {
+    const msg = c.message;
+    if (this.own.has(msg.messageId)) return 'held';
     const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
-    const busy = this.perEndpoint.get(endpoint) ?? 0;
-    const pausedUntil = this.paused.get(endpoint);
-    if (pausedUntil !== undefined && (pausedUntil > this.clock.now() || busy > 0)) return;
-    if (busy >= (msg.url === null ? cap : this.cfg.perEndpoint)) return;
-    this.inflight.set(msg.messageId, endpoint);
-    this.perEndpoint.set(endpoint, busy + 1);
-    const send = this.deliver(msg, hook)
-      .catch(() => false)
-      .then((delivered) => {
-        // A failing endpoint gets one attempt at a time, FAILING_PACE_MS apart, until one succeeds.
-        if (delivered) this.paused.delete(endpoint);
-        else {
-          this.paused.set(endpoint, this.clock.now() + FAILING_PACE_MS);
-          this.clock.setTimeout(() => this.nudge(), FAILING_PACE_MS).unref();
-        }
-        this.settled.add(msg.messageId);
-        this.inflight.delete(msg.messageId);
-        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(endpoint, left);
-        else this.perEndpoint.delete(endpoint);
+    const window = this.window(endpoint, hook);
+    const now = this.clock.now();
+    if (this.stopping || this.inflight >= this.cfg.concurrency) return 'unsent';
+    if (window.room(now) <= 0) return 'unsent';
+    this.own.add(msg.messageId);
+    this.inflight++;
+    const ticket = window.started(now);
+    const send = this.deliver(c, hook, window, ticket)
+      .catch((err: unknown) =>
+        this.logger.error(
+          `webhook ${msg.messageId}: ${err instanceof Error ? err.message : String(err)}`,
+        ),
+      )
+      .finally(() => {
+        this.own.delete(msg.messageId);
         this.sends.delete(send);
-        // The next event of the same task (or the next in line for the endpoint) may go now.
-        this.nudge();
       });
     this.sends.add(send);
+    return 'sent';
   }
 
-  private async holdLease(): Promise<boolean> {
-    if (this.lease && !this.lease.lost) return true;
-    this.lease =
-      (await this.locks.tryAcquire('webhooks:sender', { ttlMs: LEASE_TTL_MS, autoRenew: true })) ??
-      undefined;
-    return this.lease !== undefined;
-  }
-
-  /** One attempt and its record; true when the receiver took the message. */
-  private async deliver(msg: WebhookMessageModel, hook: WebhookModel): Promise<boolean> {
-    const attempt = await this.attempt(msg, hook);
+  /** One attempt, its answer told to the endpoint's window, and its record. */
+  private async deliver(
+    c: Claim,
+    hook: WebhookModel,
+    window: EndpointWindow,
+    ticket: number,
+  ): Promise<void> {
+    const msg = c.message;
+    let attempt: WebhookAttemptModel | undefined;
+    try {
+      attempt = await this.poster.post(msg, hook);
+    } finally {
+      this.inflight--;
+      // A post that threw (it answers every failure it knows of) must not keep its slot.
+      if (!attempt) window.answered(ticket, false, 0, this.clock.now());
+    }
+    if (this.stopping && attempt.statusCode === null) {
+      // Cut short by the stop, not failed by the receiver: handed back, for another instance now.
+      await this.claims.release(this.owner, [c]);
+      return;
+    }
+    const ok = delivered(attempt);
+    window.answered(ticket, ok, attempt.latencyMs, this.clock.now());
+    // Its slot is free: the next message for the endpoint may go while this one is recorded.
+    if (ok) this.nudge();
+    else this.clock.setTimeout(() => this.nudge(), FAILING_PACE_MS).unref();
     const outcome = outcomeOf(this.cfg, msg, hook, attempt);
     try {
-      await this.messages.record({ message: msg, attempt, ...outcome });
+      await this.writer.record({
+        message: msg,
+        attempt,
+        ...outcome,
+        claim: { by: this.owner, until: c.until },
+      });
     } catch (err) {
-      // The message stays pending: it is sent again (same webhook-id), at least once.
+      // The message stays claimed, then pending: it is sent again (same webhook-id) once the
+      // claim lapses, at least once.
       this.logger.error(
         `webhook ${msg.messageId}: the attempt could not be recorded: ${err instanceof Error ? err.message : String(err)}`,
       );
-      return false;
+      return;
     }
-    const type = hook.kind;
-    this.metrics.inc('baton_webhook_attempts_total', {
-      kind: type,
-      result: outcome.status === 'delivered' ? 'delivered' : 'failed',
-    });
-    if (outcome.status === 'delivered') {
-      this.metrics.inc('baton_webhook_delivered_total', { kind: type });
-      this.metrics.inc(
-        'baton_webhook_delivery_latency_ms_total',
-        { kind: type },
-        attempt.at - msg.createdAt,
-      );
-    } else if (outcome.status === 'pending') {
-      this.metrics.inc('baton_webhook_retries_total', { kind: type });
-    } else {
-      this.metrics.inc('baton_webhook_given_up_total', { kind: type });
-    }
+    // Recorded: the next message of the same task may go now.
+    this.nudge();
+    this.count(hook, attempt, outcome, msg.createdAt);
     if (outcome.disable !== null) {
       this.metrics.inc('baton_webhook_disabled_total');
       this.logger.warn(
@@ -277,91 +248,30 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
       );
       await this.events.refresh().catch(() => undefined);
     }
-    return outcome.status === 'delivered';
   }
 
-  /** One POST of the message, as the delivery log records it. */
-  private async attempt(
-    msg: WebhookMessageModel,
+  private count(
     hook: WebhookModel,
-  ): Promise<WebhookAttemptModel> {
-    const url = msg.url ?? hook.url ?? '';
-    const started = this.clock.now();
-    const n = msg.attempts + 1;
-    const done = (statusCode: number | null, response: string | null, error: string | null) => ({
-      attempt: n,
-      at: started,
-      statusCode,
-      latencyMs: Math.max(0, this.clock.now() - started),
-      response,
-      error: error === null ? null : error.slice(0, 500),
-    });
-    // Literal addresses and schemes here; names are checked on the address connected to.
-    const host = hostOf(url);
-    const problem = this.allow.hosts.has(host)
-      ? undefined
-      : outgoingUrlProblem(url, this.allow.networks, 'refuse', 'BATON_WEBHOOK_ALLOW');
-    if (problem) return done(null, null, `refused: the URL ${problem}`);
-    const at = new Date(started);
-    // Bounded by the call's timeout, and cut short when the process stops.
-    const deadline = this.clock.deadline(this.cfg.timeoutMs, this.closing.signal);
-    try {
-      const res = await request(url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'Baton-Webhooks/1',
-          'webhook-id': msg.messageId,
-          'webhook-timestamp': String(Math.floor(started / 1000)),
-          'webhook-signature': this.secrets.signature(hook, msg.messageId, at, msg.body),
-        },
-        body: msg.body,
-        signal: deadline.signal,
-      });
-      return done(res.statusCode, await head(res.body), null);
-    } catch (err) {
-      return done(null, null, describe(err));
-    } finally {
-      deadline.cancel();
+    attempt: WebhookAttemptModel,
+    outcome: AttemptOutcome,
+    createdAt: number,
+  ): void {
+    const kind = hook.kind;
+    const result = outcome.status === 'delivered' ? 'delivered' : 'failed';
+    this.metrics.inc('baton_webhook_attempts_total', { kind, result });
+    if (outcome.status === 'delivered') {
+      this.metrics.inc('baton_webhook_delivered_total', { kind });
+      this.metrics.inc('baton_webhook_delivery_latency_ms_total', { kind }, attempt.at - createdAt);
+    } else if (outcome.status === 'pending') {
+      this.metrics.inc('baton_webhook_retries_total', { kind });
+    } else {
+      this.metrics.inc('baton_webhook_given_up_total', { kind });
     }
   }
-}
 
-/** The first RESPONSE_BYTES of a body, as text; the rest is not read. */
-async function head(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    parts.push(chunk);
-    size += chunk.length;
-    if (size >= RESPONSE_BYTES) break;
-  }
-  body.destroy();
-  return Buffer.concat(parts).subarray(0, RESPONSE_BYTES).toString('utf8');
-}
-
-function describe(err: unknown): string {
-  const e = err as { message?: string; code?: string; cause?: { message?: string; code?: string } };
-  const inner = e.cause?.message ? `: ${e.cause.message}` : '';
-  return `${e.code ?? e.cause?.code ?? 'error'}: ${e.message ?? String(err)}${inner}`;
-}
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname
-      .replace(/^\[|\]$/g, '')
-      .replace(/\.$/, '')
-      .toLowerCase();
-  } catch {
-    return '';
-  }
-}
-
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return url;
+  private forgetIdleWindows(): void {
+    const before = this.clock.now() - WINDOW_IDLE_MS;
+    for (const [endpoint, w] of this.windows)
+      if (w.busy === 0 && w.usedAt < before) this.windows.delete(endpoint);
   }
 }

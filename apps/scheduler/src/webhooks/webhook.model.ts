@@ -71,6 +71,8 @@ export interface WebhookAttemptModel {
   latencyMs: number;
   response: string | null;
   error: string | null;
+  /** The instance that made it (null: recorded before instances said). */
+  sentBy: string | null;
 }
 
 export interface WebhookMessageModel {

@@ -4,7 +4,10 @@ import { TaskChangeFeed, TaskStoreModule } from '../task-store';
 import { TasksModule } from '../tasks';
 import { ApprovalRequests, TopologiesModule } from '../topologies';
 import { WorkerHealthWatch, WorkersModule } from '../workers';
+import { WebhookAttemptWriter } from './webhook-attempts.writer';
+import { WebhookClaims } from './webhook-claims.repository';
 import { WebhookEvents } from './webhook-events';
+import { WebhookPoster } from './webhook-poster';
 import { WebhookRetention } from './webhook-retention';
 import { WebhookSecrets } from './webhook-secrets';
 import { WebhookSender } from './webhook-sender';
@@ -24,8 +27,11 @@ import { deliveryNotFound, WebhooksService, webhookNotFound } from './webhooks.s
   providers: [
     WebhooksRepository,
     WebhookMessagesRepository,
+    WebhookClaims,
+    WebhookAttemptWriter,
     WebhookSecrets,
     WebhookEvents,
+    WebhookPoster,
     WebhookSender,
     WebhookRetention,
     WebhooksService,

@@ -2893,6 +2893,8 @@ export interface components {
             /** @description the first 1 KiB of the answer */
             response: string | null;
             error: string | null;
+            /** @description the scheduler instance that made the attempt (BATON_INSTANCE_ID) */
+            sent_by: string | null;
         };
         WebhookDeliveryDto: {
             /** @description the `webhook-id` header, the same on every attempt */

@@ -206,6 +206,12 @@ export class WebhookAttemptDto {
   @ApiProperty({ nullable: true, type: String, description: 'the first 1 KiB of the answer' })
   response!: string | null;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'the scheduler instance that made the attempt (BATON_INSTANCE_ID)',
+  })
+  sent_by!: string | null;
 }
 
 /** One message (an event for one subscription or callback) and its attempts. */
@@ -307,6 +313,7 @@ export function toDeliveryDto(
       latency_ms: a.latencyMs,
       response: a.response,
       error: a.error,
+      sent_by: a.sentBy,
     })),
   };
 }
