@@ -53,8 +53,10 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   readonly owner: string;
   /** Endpoints' windows: a subscription's by its id, a callback origin's by the origin. */
   private readonly windows = new Map<string, EndpointWindow>();
-  /** Messages this instance holds a claim on and has not recorded yet. */
-  private readonly own = new Set<string>();
+  /** Messages this instance is sending, with the claim each is under now (it may be taken again). */
+  private readonly own = new Map<string, Claim>();
+  /** Where the next pass starts in the list of webhooks: each goes first in turn. */
+  private turn = 0;
   private inflight = 0;
   private readonly sends = new Set<Promise<void>>();
   private readonly loop: NudgedLoop;
@@ -145,7 +147,9 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     }
     if (this.stopping) return;
     if (this.writer.backlog >= BACKLOG_PER_SLOT * this.cfg.concurrency) return;
-    for (const hook of [...this.events.enabled(), ...this.signers]) {
+    const hooks = [...this.events.enabled(), ...this.signers];
+    const first = hooks.length > 0 ? this.turn++ % hooks.length : 0;
+    for (const hook of [...hooks.slice(first), ...hooks.slice(0, first)]) {
       const free = this.cfg.concurrency - this.inflight;
       if (free <= 0) return;
       const now = this.clock.now();
@@ -169,17 +173,24 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
   /**
    * Sends a claimed message if its endpoint has room: 'sent'; 'unsent' to hand it back; 'held'
    * for one this instance is sending already (a claim of its own lapsed while the attempt was
-   * under way, a stall, and was taken again: that attempt ends it, or the new claim lapses).
+   * under way, a stall, and was taken again: that attempt is recorded under the new claim, which
+   * its record ends).
    */
   private start(c: Claim, hook: WebhookModel): 'sent' | 'unsent' | 'held' {
     const msg = c.message;
-    if (this.own.has(msg.messageId)) return 'held';
+    if (this.own.has(msg.messageId)) {
+      this.own.set(msg.messageId, c);
+      return 'held';
+    }
     const endpoint = msg.url === null ? hook.webhookId : originOf(msg.url);
     const window = this.window(endpoint, hook);
     const now = this.clock.now();
     if (this.stopping || this.inflight >= this.cfg.concurrency) return 'unsent';
     if (window.room(now) <= 0) return 'unsent';
-    this.own.add(msg.messageId);
+    // A claim that an attempt begun now could outlast (this instance stalled since it claimed):
+    // handed back rather than sent while another instance may take it.
+    if (now > c.until - this.cfg.timeoutMs) return 'unsent';
+    this.own.set(msg.messageId, c);
     this.inflight++;
     const ticket = window.started(now);
     const send = this.deliver(c, hook, window, ticket)
@@ -214,7 +225,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
     }
     if (this.stopping && attempt.statusCode === null) {
       // Cut short by the stop, not failed by the receiver: handed back, for another instance now.
-      await this.claims.release(this.owner, [c]);
+      await this.claims.release(this.owner, [this.own.get(msg.messageId) ?? c]);
       return;
     }
     const ok = delivered(attempt);
@@ -228,7 +239,7 @@ export class WebhookSender implements OnApplicationBootstrap, OnApplicationShutd
         message: msg,
         attempt,
         ...outcome,
-        claim: { by: this.owner, until: c.until },
+        claim: { by: this.owner, until: (this.own.get(msg.messageId) ?? c).until },
       });
     } catch (err) {
       // The message stays claimed, then pending: it is sent again (same webhook-id) once the

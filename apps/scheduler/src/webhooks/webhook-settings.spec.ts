@@ -1,11 +1,11 @@
 import { webhooksConfig } from '../config';
 
 describe('webhook delivery settings', () => {
-  it('defaults: a window of 4 growing to 64, slow at 2 s, a claim 5 s longer than an attempt', () => {
+  it('defaults: a window of 4 growing to half the slots (32), slow at 2 s, a claim 5 s longer than an attempt', () => {
     expect(webhooksConfig({})).toMatchObject({
       timeoutMs: 10_000,
       perEndpoint: 4,
-      perEndpointMax: 64,
+      perEndpointMax: 32,
       slowMs: 2000,
       concurrency: 64,
       claimLeaseMs: 15_000,
@@ -30,5 +30,14 @@ describe('webhook delivery settings', () => {
       /BATON_WEBHOOK_SLOW/,
     );
     expect(webhooksConfig({ BATON_WEBHOOK_PER_ENDPOINT: '100' }).perEndpointMax).toBe(100);
+  });
+
+  it('keeps a per-endpoint limit set alone as the limit, and grows to half of a larger total', () => {
+    expect(webhooksConfig({ BATON_WEBHOOK_PER_ENDPOINT: '1' })).toMatchObject({
+      perEndpoint: 1,
+      perEndpointMax: 1,
+    });
+    expect(webhooksConfig({ BATON_WEBHOOK_CONCURRENCY: '256' }).perEndpointMax).toBe(64);
+    expect(webhooksConfig({ BATON_WEBHOOK_CONCURRENCY: '4' }).perEndpointMax).toBe(4);
   });
 });
