@@ -127,9 +127,13 @@ export class AttemptLogShipper {
       if (p.taskId === taskId) p.fence = Math.max(p.fence, fence);
   }
 
-  /** Sends what waits now; resolves when it went (or failed this time). */
-  async flush(): Promise<void> {
+  /**
+   * Sends what waits now; resolves when it went (or failed this time). Unless `force`d, not
+   * before a retry is due: when the send it waited on failed, the timer set for the retry sends.
+   */
+  async flush(force = false): Promise<void> {
     while (this.sending) await this.sending;
+    if (!force && this.retryAt > this.clock.now()) return;
     this.sending = this.sendAll().finally(() => (this.sending = undefined));
     await this.sending;
   }
@@ -140,7 +144,7 @@ export class AttemptLogShipper {
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
     this.retryAt = 0;
-    await this.flush();
+    await this.flush(true);
   }
 
   private add(p: Pending, level: Level, message: string, fields?: Record<string, unknown>): void {
