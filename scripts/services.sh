@@ -141,7 +141,8 @@ CFG
     done
     addresses=()
     for port in "${CLUSTER_PORTS[@]}"; do addresses+=("127.0.0.1:$port"); done
-    if ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >/dev/null; then
+    # Bounded: it waits for the nodes to agree, which never comes if the cluster bus is blocked.
+    if ! timeout 120 redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >/dev/null; then
       echo "[services] redis-cli --cluster create failed. Start it by hand: $CLUSTER_HINT" >&2
       exit 1
     fi

@@ -113,12 +113,14 @@ describe('a partition between one scheduler and its backends', () => {
     const run = randomBytes(3).toString('hex');
     // One task in four takes one of three lock keys: the instance cut off from ZooKeeper must
     // not run one while the other runs another task holding the same key.
-    let made = 0;
+    // From the key (a create sent again with its key must send the same body).
     const body = (key: string): string =>
       JSON.stringify({
         create_info: { task_type: 'demo.echo', task_name: `partition ${key}` },
         labels: { run },
-        ...(made++ % 4 === 0 ? { lock_keys: [`partition-${run}-${made % 3}`] } : {}),
+        ...(Number(key.split('-').pop()) % 4 === 0
+          ? { lock_keys: [`partition-${run}-${Number(key.split('-').pop()) % 3}`] }
+          : {}),
       });
     let phase: Phase = 'before';
     const create = async (url: string, key: string): Promise<Answer> => {

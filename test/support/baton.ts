@@ -33,7 +33,6 @@ export function embeddedBackend(): Backend {
   };
 }
 
-/** A fresh MariaDB database + Redis queue and locks under a fresh prefix. Fails loudly when a server is down. */
 /** ZooKeeper answers on 2181, or the test fails saying how to start it. */
 export function zooKeeperAnswers(): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -55,6 +54,7 @@ export function zooKeeperAnswers(): Promise<void> {
   });
 }
 
+/** A fresh MariaDB database + Redis queue and locks under a fresh prefix. Fails loudly when a server is down. */
 export async function productionBackend(): Promise<Backend> {
   const id = randomBytes(4).toString('hex');
   const database = `baton_e2e_${id}`;
