@@ -50,15 +50,18 @@ describe('RateLimiter over Redis (fleet-wide)', () => {
     expect(w1).toBeLessThanOrEqual(100);
     expect(w2).toBeGreaterThan(100);
     expect(w2).toBeLessThanOrEqual(200);
-    // Asking again (on the other instance) answers its own slot, no later.
-    expect(await b.take('t10', limit)).toBeLessThanOrEqual(w1);
+    // Asking again (on the other instance) answers its own slot, no later. On a slow box the slot
+    // may have come by then: the answer is 0 and the start is taken (its reservation ends).
+    const again = await b.take('t10', limit);
+    expect(again).toBeLessThanOrEqual(w1);
     // Once the later slot is due (on Redis's clock), both starts go at once.
     await eventually(
       async () => ((await b.take('t11', limit)) === 0 ? true : undefined),
       10_000,
       'the slot of t11 due',
     );
-    expect(await a.take('t10', limit)).toBe(0);
+    // t10's slot came before t11's: still held, it goes at once (a start taken above is gone).
+    if (again > 0) expect(await a.take('t10', limit)).toBe(0);
   });
 
   it('keeps limits under different keys apart', async () => {
