@@ -92,7 +92,7 @@ export function webhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
     throw new Error('BATON_WEBHOOK_RETRY_SCHEDULE: each wait must be between 10 ms and 7 days');
   const timeoutMs = duration('BATON_WEBHOOK_TIMEOUT', '10s', 100, 600_000);
   const perEndpoint = count('BATON_WEBHOOK_PER_ENDPOINT', 4, 1000);
-  const concurrency = count('BATON_WEBHOOK_CONCURRENCY', 64, 10_000);
+  const concurrency = count('BATON_WEBHOOK_CONCURRENCY', 128, 10_000);
   // A per-endpoint limit set alone (from before the window grew) stays the limit: a fragile
   // receiver someone protected with it gets no more. Otherwise one endpoint may take at most half
   // of an instance's attempts in flight, so a receiver that hangs leaves room for the others.

@@ -1,13 +1,13 @@
 import { webhooksConfig } from '../config';
 
 describe('webhook delivery settings', () => {
-  it('defaults: a window of 4 growing to half the slots (32), slow at 2 s, a claim 5 s longer than an attempt', () => {
+  it('defaults: a window of 4 growing to half the slots (64 of 128), slow at 2 s, a claim 5 s longer than an attempt', () => {
     expect(webhooksConfig({})).toMatchObject({
       timeoutMs: 10_000,
       perEndpoint: 4,
-      perEndpointMax: 32,
+      perEndpointMax: 64,
       slowMs: 2000,
-      concurrency: 64,
+      concurrency: 128,
       claimLeaseMs: 15_000,
     });
   });
@@ -38,6 +38,7 @@ describe('webhook delivery settings', () => {
       perEndpointMax: 1,
     });
     expect(webhooksConfig({ BATON_WEBHOOK_CONCURRENCY: '256' }).perEndpointMax).toBe(64);
+    expect(webhooksConfig({ BATON_WEBHOOK_CONCURRENCY: '64' }).perEndpointMax).toBe(32);
     expect(webhooksConfig({ BATON_WEBHOOK_CONCURRENCY: '4' }).perEndpointMax).toBe(4);
   });
 });
