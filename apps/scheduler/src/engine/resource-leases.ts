@@ -56,6 +56,16 @@ export class ResourceLeases implements OnApplicationShutdown {
       // The fence still protects the resource; the task will be postponed at its next step.
       this.logger.warn(`task ${taskId} lost its lease on ${keys.join(', ')} (${reason})`);
       this.held.delete(taskId);
+      // Lost here is not always gone there: a connection this process thought dead (a stall past
+      // the watchdog's bound) may have kept its session, and with it the key, for as long as the
+      // process lives. Forgotten without a release, nothing would ever give that key back: the
+      // task would end and every other task on the key wait forever. Let it go there too; a key
+      // the backend had already dropped answers "not the holder", which is fine.
+      void lease
+        .release()
+        .catch((err: unknown) =>
+          this.logger.warn(`letting go of the lost lease of ${taskId}: ${String(err)}`),
+        );
     });
     this.held.set(taskId, lease);
     return true;
