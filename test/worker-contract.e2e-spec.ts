@@ -293,7 +293,8 @@ describe('template worker, driven through the contract by WorkerClient', () => {
       await client.create(
         url,
         'demo.sleep',
-        body('demo.sleep', id, { seconds: 1, tick_ms: 50 }),
+        // Long enough that a slow box's first look at its progress comes before it ends.
+        body('demo.sleep', id, { seconds: 4, tick_ms: 50 }),
         f(),
       );
       await client.run(url, 'demo.sleep', id, f());
@@ -320,7 +321,7 @@ describe('template worker, driven through the contract by WorkerClient', () => {
           (await client.status(url, 'demo.sleep', id, f())).task_status === TaskStatus.SUCCESS
             ? true
             : undefined,
-        5000,
+        30_000,
         'SUCCESS',
       );
     });
