@@ -158,13 +158,11 @@ describe.each([
       await messages.insertMessages(runner.manager, [slow]);
       // ...while a later message commits and is read.
       await ds.transaction((m) => messages.insertMessages(m, [quick]));
-      expect((await claims.due('wh_late', Date.now(), 10)).map((m) => m.taskId)).toEqual([
-        'T-quick',
-      ]);
+      expect((await claims.due('wh_late', now, 10)).map((m) => m.taskId)).toEqual(['T-quick']);
       await runner.commitTransaction();
       await runner.release();
       // The earlier one, committed last, is due all the same: nothing reads past a position.
-      expect((await claims.due('wh_late', Date.now(), 10)).map((m) => m.taskId).sort()).toEqual([
+      expect((await claims.due('wh_late', now, 10)).map((m) => m.taskId).sort()).toEqual([
         'T-quick',
         'T-slow',
       ]);

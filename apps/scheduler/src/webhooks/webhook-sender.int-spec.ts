@@ -92,7 +92,7 @@ describe.each([
     ds = createDataSource(testDb.config, ENTITIES);
     await ds.initialize();
     await ds.runMigrations();
-    clock = new ManualClock(Date.now());
+    clock = new ManualClock(Date.UTC(2026, 10, 1));
     const tx = new TransactionRunner(ds, systemClock);
     webhooks = new WebhooksRepository(tx);
     messages = new WebhookMessagesRepository(tx, webhooks);
