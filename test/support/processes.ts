@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -52,6 +52,7 @@ export async function startCommand(
   let out = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  keepOutput(proc, env);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
 
   const url = await new Promise<string>((resolve, reject) => {
@@ -96,6 +97,22 @@ export function startPythonWorker(env: NodeJS.ProcessEnv): Promise<RunningProces
   return startCommand('python3', PYTHON_WORKER, { PYTHONUNBUFFERED: '1', ...env });
 }
 export const CONTRACT_CLI = 'dist/libs/task-contract/src/conformance/cli.js';
+
+/**
+ * With `BATON_TEST_OUTPUT_DIR` set, every process a test starts also writes its output to a file
+ * there (`<instance or worker id>-<pid>.log`): a killed instance's log outlives it, to be read
+ * after a failure (how `chaos` and the crash tests are debugged).
+ */
+function keepOutput(proc: ChildProcess, env: NodeJS.ProcessEnv): void {
+  const dir = process.env.BATON_TEST_OUTPUT_DIR;
+  if (!dir || proc.pid === undefined) return;
+  mkdirSync(dir, { recursive: true });
+  const name = env.BATON_INSTANCE_ID ?? env.WORKER_ID ?? 'process';
+  const file = createWriteStream(join(dir, `${name}-${proc.pid}.log`));
+  proc.stdout?.pipe(file, { end: false });
+  proc.stderr?.pipe(file, { end: false });
+  proc.once('exit', () => setImmediate(() => file.end()));
+}
 
 /** Runs a node script to its end and returns its exit code and output. */
 export function runScript(
