@@ -7,10 +7,11 @@ import {
 } from '@nestjs/common';
 import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { TaskStatus } from '@baton/task-contract';
-import { ResourceLeases } from '../engine';
+import { ResourceLeases, TaskEngine } from '../engine';
 import { QueueLanes } from '../queue';
-import { TasksRepository } from '../task-store';
+import { TasksRepository, holdsLockKeys } from '../task-store';
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * The Checker: returns queue entries whose runner died (claim lease lapsed) to the queue, and
@@ -26,6 +27,7 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     private readonly tasks: TasksRepository,
     private readonly leases: ResourceLeases,
+    private readonly engine: TaskEngine,
     private readonly lanes: QueueLanes,
     private readonly clock: Clock,
     @Inject(SCHEDULER_CONFIG) private readonly config: SchedulerConfig,
@@ -43,35 +45,53 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
     await this.loop.stop();
   }
 
+  /**
+   * One pass. Its parts do not wait on each other: a queue lane that cannot be read (Redis down or
+   * flushed mid-call) must not keep the leases of ended tasks from being let go, nor the other
+   * lanes from being checked. A part that failed is logged and tried again next pass.
+   */
   async checkOnce(): Promise<string[]> {
-    const requeued = [
-      ...(await this.lanes.main.requeueExpired()),
-      ...(await this.lanes.retry.requeueExpired()),
-      ...(await this.lanes.overflow.requeueExpired()),
-    ];
+    const requeued: string[] = [];
+    for (const lane of [this.lanes.main, this.lanes.retry, this.lanes.overflow]) {
+      try {
+        requeued.push(...(await lane.requeueExpired()));
+      } catch (err) {
+        this.logger.error(`requeueing a queue lane's lapsed entries failed: ${message(err)}`);
+      }
+    }
     if (requeued.length)
       this.logger.warn(
         `requeued ${requeued.length} entries whose runner stopped: ${requeued.slice(0, 10).join(', ')}${requeued.length > 10 ? ', ...' : ''}`,
       );
-    await this.releaseEndedLeases();
+    try {
+      await this.releaseEndedLeases();
+    } catch (err) {
+      this.logger.error(`letting go of the lock leases of ended tasks failed: ${message(err)}`);
+    }
     return requeued;
   }
 
   /**
-   * Resource leases are renewed by the instance that took them; another instance may finish the
-   * task (a callback, a poll). Leases of tasks that ended, or retry elsewhere, are let go here.
+   * Resource leases are renewed by the instance that took them, for as long as it lives; the task
+   * may go on elsewhere. Another instance may finish it (a callback, a poll), or take its claim
+   * after this one's lapsed (a stall past the claim lease) and postpone it, or give up its attempt:
+   * the task then holds no key by its state, while the lease here would keep the key from every
+   * other task, and from the task's own next start on another instance ("held by" itself), for
+   * as long as this process lives. So a lease here is let go once the task's row says it holds
+   * none (ended, waiting to start, a retry that waits), unless a drive here is under way, which
+   * may be about to use it, and unless a start used it since the row was read (both checked at
+   * the moment of the release, after the read).
    */
   private async releaseEndedLeases(): Promise<void> {
     const held = this.leases.heldTaskIds();
     if (held.length === 0) return;
+    const usesBefore = new Map(held.map((id) => [id, this.leases.usesOf(id)]));
     const found = new Map((await this.tasks.findByIds(held)).map((t) => [t.taskId, t]));
     for (const id of held) {
       const t = found.get(id);
-      const ended =
-        !t ||
-        t.status === TaskStatus.FINISH ||
-        (t.status === TaskStatus.FAIL && t.outcome === null);
-      if (ended) await this.leases.release(id);
+      if (t && holdsLockKeys(t)) continue;
+      if (this.engine.isDriving(id) || this.leases.usesOf(id) !== usesBefore.get(id)) continue;
+      await this.leases.release(id);
     }
   }
 }

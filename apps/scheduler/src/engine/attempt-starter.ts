@@ -88,6 +88,15 @@ export class AttemptStarter {
   private async waitOnKey(t: TaskModel, until: number, holder: string | undefined): Promise<Step> {
     const keys = t.lockKeys.join(', ');
     if (holder === undefined) return this.wait(t, until, 'lock_key', `lock key held: ${keys}`);
+    // Its own lease, kept by the instance of an earlier drive that lost its claim (a stall): that
+    // instance's Checker lets it go once this wait is written (a waiting task holds no key).
+    if (holder === t.taskId)
+      return this.wait(
+        t,
+        until,
+        'lock_key',
+        `lock key held by this task's own lease from an earlier drive, let go once it waits: ${keys}`,
+      );
     const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
     const who = ours ? `task ${holder}` : 'a task of another tenant';
     return this.wait(t, until, 'lock_key', `lock key held by ${who}: ${keys}`);

@@ -37,6 +37,8 @@ export interface LockKeyState {
 export class ResourceLeases implements OnApplicationShutdown {
   private readonly logger = new Logger('ResourceLeases');
   private readonly held = new Map<string, Lease>();
+  /** How many times each held lease was handed to a start: a use the Checker did not see. */
+  private readonly uses = new Map<string, number>();
 
   constructor(
     @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
@@ -46,7 +48,10 @@ export class ResourceLeases implements OnApplicationShutdown {
   /** True when the task holds (or now took) every key; false when one is held elsewhere. */
   async acquire(taskId: string, keys: readonly string[], ttlMs: number): Promise<boolean> {
     const current = this.held.get(taskId);
-    if (current && !current.lost) return true;
+    if (current && !current.lost) {
+      this.uses.set(taskId, (this.uses.get(taskId) ?? 0) + 1);
+      return true;
+    }
     const lease = await this.locks.tryAcquire(
       keys.map((k) => PREFIX + k),
       { ttlMs, autoRenew: true, holder: this.labelOf(taskId) },
@@ -55,7 +60,7 @@ export class ResourceLeases implements OnApplicationShutdown {
     lease.onLost((reason) => {
       // The fence still protects the resource; the task will be postponed at its next step.
       this.logger.warn(`task ${taskId} lost its lease on ${keys.join(', ')} (${reason})`);
-      this.held.delete(taskId);
+      if (this.held.get(taskId) === lease) this.forget(taskId);
       // Lost here is not always gone there: a connection this process thought dead (a stall past
       // the watchdog's bound) may have kept its session, and with it the key, for as long as the
       // process lives. Forgotten without a release, nothing would ever give that key back: the
@@ -68,13 +73,16 @@ export class ResourceLeases implements OnApplicationShutdown {
         );
     });
     this.held.set(taskId, lease);
+    this.uses.set(taskId, (this.uses.get(taskId) ?? 0) + 1);
+    this.logger.debug(`task ${taskId} took ${keys.join(', ')} (fence ${lease.fence})`);
     return true;
   }
 
   async release(taskId: string): Promise<void> {
     const lease = this.held.get(taskId);
     if (!lease) return;
-    this.held.delete(taskId);
+    this.forget(taskId);
+    this.logger.debug(`task ${taskId} lets go of ${lease.keys.join(', ')}`);
     await lease
       .release()
       .catch((err: unknown) =>
@@ -134,6 +142,19 @@ export class ResourceLeases implements OnApplicationShutdown {
   /** Tasks this process holds leases for (the Checker frees those whose task ended elsewhere). */
   heldTaskIds(): string[] {
     return [...this.held.keys()];
+  }
+
+  /**
+   * How many starts the task's lease here has been handed to: read before and after a look at
+   * the task's row, a change says a start used it meanwhile (the row read may predate it).
+   */
+  usesOf(taskId: string): number {
+    return this.uses.get(taskId) ?? 0;
+  }
+
+  private forget(taskId: string): void {
+    this.held.delete(taskId);
+    this.uses.delete(taskId);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -77,6 +77,11 @@ export class TaskEngine {
     return this.steps.handBacksWritten();
   }
 
+  /** True while this process drives the task (a drive under way may use the task's lease). */
+  isDriving(taskId: string): boolean {
+    return this.driving.has(taskId);
+  }
+
   /** Drives under way in this process. */
   get drives(): number {
     return this.driving.size;

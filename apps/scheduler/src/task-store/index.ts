@@ -15,6 +15,7 @@ export type {
 export { TaskChangeFeed } from './task-change-feed';
 export { STORED_JSON_MAX_BYTES } from './task-row.mapping';
 export { isUniqueViolation } from './sql-runner';
+export { holdsLockKeys } from './lock-key-holder';
 export * from './attempt-drops.repository';
 export * from './attempt-logs.repository';
 export * from './task-log.repository';

@@ -2,6 +2,18 @@ import { TaskStatus } from '@baton/task-contract';
 import { Brackets, DataSource } from 'typeorm';
 import { HOLDING_STATUSES, MID_ATTEMPT } from './task-change';
 import { TaskEntity } from './task.entity';
+import { TaskModel } from './task.model';
+
+/**
+ * Whether the task holds its lock keys by its state: the rule of `lockKeyHolder` below, for one
+ * task in hand. An attempt under way (or paused in the middle) and an outcome not yet cleaned up
+ * hold them; INIT, POSTPONE, a retry that waits, FINISH and a PAUSE before any attempt do not.
+ */
+export function holdsLockKeys(t: Pick<TaskModel, 'status' | 'pausedFrom' | 'outcome'>): boolean {
+  if (t.status === TaskStatus.PAUSE) return t.pausedFrom === null || MID_ATTEMPT.has(t.pausedFrom);
+  if (t.status === TaskStatus.FAIL) return t.outcome !== null;
+  return HOLDING_STATUSES.has(t.status);
+}
 
 /**
  * Another task that holds one of `keys` by its state: an attempt under way or an outcome not
