@@ -180,7 +180,9 @@ describe('producer ownership on the shared lock drivers', () => {
         expect(gaps(slots, 1000)).toEqual([]);
         // From its first slot (fire_all: none is dropped, however late the box reached it).
         expect(slots[0]).toBe(firstSlot.get(id));
-        expect(slots[slots.length - 1]).toBeGreaterThanOrEqual(resumedAt);
+        // Fired after the takeover: a fire written since (on a loaded box a late one may be of a
+        // slot a moment before it; the slots have no gap either way, above).
+        expect(Math.max(...rows.map((r) => r.createdAt))).toBeGreaterThanOrEqual(resumedAt);
         // The joined member fires what moved to it, and nothing it never owned.
         if (moved.includes(id)) expect(rows.some((r) => r.firedBy === 'c')).toBe(true);
         if (rows.some((r) => r.firedBy === 'c'))
