@@ -191,6 +191,9 @@ function locks(env: Env): LockConfig {
           ),
           rootPath: env.BATON_ZOOKEEPER_ROOT ?? '/baton/locks',
           sessionTimeoutMs: int(env, 'BATON_ZOOKEEPER_SESSION_MS', 4000, 500, 600_000),
+          // A connect begun while the server was silent waits this long even after it comes
+          // back (the request was lost): short, so readiness returns within about this long.
+          connectTimeoutMs: int(env, 'BATON_ZOOKEEPER_CONNECT_MS', 2000, 100, 600_000),
         },
       };
     case 'etcd':
