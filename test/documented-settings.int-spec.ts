@@ -40,6 +40,8 @@ function settingsRead(): Map<string, string> {
     ...files(join(ROOT, 'bin'), (p) => p.endsWith('.ts')),
     ...files(join(ROOT, 'scripts'), (p) => /\.(mjs|sh)$/.test(p)),
   ].filter((p) => !/\.(spec|int-spec|e2e-spec)\.ts$/.test(p) && !p.includes('/test/'));
+  // The test helpers' own switches (CONTRIBUTING.md names them), e.g. where processes' output goes.
+  code.push(...files(join(ROOT, 'test', 'support'), (p) => p.endsWith('.ts')));
   const read = new Map<string, string>();
   const patterns = [
     /\benv\.([A-Z][A-Z0-9_]+)/g,
