@@ -6,7 +6,7 @@ import { Clock } from '../common';
 import { SchedulerConfig } from '../config';
 import { createDataSource } from '../database';
 import { sqliteTestDatabase, TestDatabase } from '../database/testing/test-databases';
-import { ResourceLeases, TaskEngine } from '../engine';
+import { OWN_LEASE_WAIT, ResourceLeases, TaskEngine } from '../engine';
 import { ENTITIES } from '../entities';
 import { QueueLanes, createQueueDriver } from '../queue';
 import { TaskModel, TasksRepository } from '../task-store';
@@ -108,6 +108,42 @@ describe('Checker: leases of tasks that hold no key by their state', () => {
     await checker().checkOnce();
     expect(here.heldTaskIds()).toContain(t.taskId);
     expect(await freeForOthers(key)).toBe(false);
+  });
+
+  /** What a start on another instance writes when this lease blocks the task's own start. */
+  const ownLeaseWait = (key: string) => ({
+    code: 'lock_key',
+    why: `${OWN_LEASE_WAIT}, let go by its instance: ${key}`,
+    since: 1,
+    last: 1,
+    checks: 1,
+  });
+
+  it.each([
+    ['NONE (its worker lost it; a re-create waits where it is)', TaskStatus.NONE],
+    ['SUCCESS (a permanent task between lives)', TaskStatus.SUCCESS],
+  ] as const)(
+    'lets go of the key of a task in %s whose start elsewhere found it held by this lease',
+    async (_, status) => {
+      const key = `own-${status}`;
+      const t = await heldHere({ status, attempt: 1, waiting: ownLeaseWait(key) }, key);
+      await checker().checkOnce();
+      expect(here.heldTaskIds()).not.toContain(t.taskId);
+      expect(await freeForOthers(key)).toBe(true);
+    },
+  );
+
+  it('keeps the key of a task in a holding state that waits on something else', async () => {
+    const t = await heldHere(
+      {
+        status: TaskStatus.SUCCESS,
+        attempt: 1,
+        waiting: { code: 'no_worker', why: 'no demo.echo worker', since: 1, last: 1, checks: 1 },
+      },
+      'k-other-wait',
+    );
+    await checker().checkOnce();
+    expect(here.heldTaskIds()).toContain(t.taskId);
   });
 
   it('keeps the key of a waiting task while a drive here is under way (it may be about to use it)', async () => {

@@ -7,9 +7,9 @@ import {
 } from '@nestjs/common';
 import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { ResourceLeases, TaskEngine } from '../engine';
+import { OWN_LEASE_WAIT, ResourceLeases, TaskEngine } from '../engine';
 import { QueueLanes } from '../queue';
-import { TasksRepository, holdsLockKeys } from '../task-store';
+import { TaskModel, TasksRepository, holdsLockKeys } from '../task-store';
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -76,22 +76,31 @@ export class CheckerService implements OnApplicationBootstrap, OnApplicationShut
    * may go on elsewhere. Another instance may finish it (a callback, a poll), or take its claim
    * after this one's lapsed (a stall past the claim lease) and postpone it, or give up its attempt:
    * the task then holds no key by its state, while the lease here would keep the key from every
-   * other task, and from the task's own next start on another instance ("held by" itself), for
-   * as long as this process lives. So a lease here is let go once the task's row says it holds
-   * none (ended, waiting to start, a retry that waits), unless a drive here is under way, which
-   * may be about to use it, and unless a start used it since the row was read (both checked at
-   * the moment of the release, after the read).
+   * other task, and from the task's own next start on another instance (held by itself), for as
+   * long as this process lives. So a lease here is let go when the task's row says it holds no
+   * key (ended, waiting to start, a retry that waits), or says a start elsewhere found the key
+   * held by this very lease (a state that cannot move to POSTPONE, such as a permanent task
+   * between lives, keeps its row holding the key: the rows go on keeping the key from other
+   * tasks, and the task's next start takes a lease of its own). Never while a drive of the task
+   * is under way here (before or after the read), nor when a start used the lease meanwhile.
    */
   private async releaseEndedLeases(): Promise<void> {
     const held = this.leases.heldTaskIds();
     if (held.length === 0) return;
     const usesBefore = new Map(held.map((id) => [id, this.leases.usesOf(id)]));
+    const drivenBefore = new Set(held.filter((id) => this.engine.isDriving(id)));
     const found = new Map((await this.tasks.findByIds(held)).map((t) => [t.taskId, t]));
     for (const id of held) {
       const t = found.get(id);
-      if (t && holdsLockKeys(t)) continue;
-      if (this.engine.isDriving(id) || this.leases.usesOf(id) !== usesBefore.get(id)) continue;
+      if (t && holdsLockKeys(t) && !waitsOnOwnLease(t)) continue;
+      if (drivenBefore.has(id) || this.engine.isDriving(id)) continue;
+      if (this.leases.usesOf(id) !== usesBefore.get(id)) continue;
       await this.leases.release(id);
     }
   }
+}
+
+/** A start on another instance found the task's key held by the task's own lease (here). */
+function waitsOnOwnLease(t: TaskModel): boolean {
+  return t.waiting?.code === 'lock_key' && t.waiting.why.startsWith(OWN_LEASE_WAIT);
 }

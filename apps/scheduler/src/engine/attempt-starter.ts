@@ -17,7 +17,7 @@ import {
 } from './decide';
 import { FailurePolicy } from './failure-policy';
 import { RateLimit, RateLimiter } from './rate-limiter';
-import { ResourceLeases } from './resource-leases';
+import { OWN_LEASE_WAIT, ResourceLeases } from './resource-leases';
 import { TaskSteps } from './task-steps';
 
 /** Longest wait for a concurrency gate another start holds (its count and one write). */
@@ -88,15 +88,11 @@ export class AttemptStarter {
   private async waitOnKey(t: TaskModel, until: number, holder: string | undefined): Promise<Step> {
     const keys = t.lockKeys.join(', ');
     if (holder === undefined) return this.wait(t, until, 'lock_key', `lock key held: ${keys}`);
-    // Its own lease, kept by the instance of an earlier drive that lost its claim (a stall): that
-    // instance's Checker lets it go once this wait is written (a waiting task holds no key).
+    // Its own lease, kept by the instance of an earlier drive that lost its claim (a stall), or
+    // of the drive before a poll elsewhere: that instance's Checker lets it go once it reads
+    // this wait on the row.
     if (holder === t.taskId)
-      return this.wait(
-        t,
-        until,
-        'lock_key',
-        `lock key held by this task's own lease from an earlier drive, let go once it waits: ${keys}`,
-      );
+      return this.wait(t, until, 'lock_key', `${OWN_LEASE_WAIT}, let go by its instance: ${keys}`);
     const ours = (await this.tasks.tenantOf(holder)) === t.tenant;
     const who = ours ? `task ${holder}` : 'a task of another tenant';
     return this.wait(t, until, 'lock_key', `lock key held by ${who}: ${keys}`);

@@ -15,6 +15,12 @@ const PREFIX = 'resource:';
 /** The label of a task's lease: `task <id> on scheduler <instance>`. Task ids have no spaces. */
 const LABEL = /^task (\S+) on scheduler /;
 
+/**
+ * How a start that found the key held by the task's own lease (kept by the instance of an earlier
+ * drive) words the wait; that instance's Checker lets the lease go when it reads it on the row.
+ */
+export const OWN_LEASE_WAIT = "lock key held by this task's own lease from an earlier drive";
+
 /** One lock key of a task, as the lock backend sees it now. */
 export interface LockKeyState {
   /** The task's key (without the backend prefix). */
@@ -37,8 +43,12 @@ export interface LockKeyState {
 export class ResourceLeases implements OnApplicationShutdown {
   private readonly logger = new Logger('ResourceLeases');
   private readonly held = new Map<string, Lease>();
-  /** How many times each held lease was handed to a start: a use the Checker did not see. */
+  /**
+   * When each held lease was last handed to a start, as a number that only grows (never reset,
+   * so a lease lost and taken again reads as a new use): a use the Checker did not see.
+   */
   private readonly uses = new Map<string, number>();
+  private useSeq = 0;
 
   constructor(
     @Inject(LOCK_PROVIDER) private readonly locks: LockProvider,
@@ -49,7 +59,7 @@ export class ResourceLeases implements OnApplicationShutdown {
   async acquire(taskId: string, keys: readonly string[], ttlMs: number): Promise<boolean> {
     const current = this.held.get(taskId);
     if (current && !current.lost) {
-      this.uses.set(taskId, (this.uses.get(taskId) ?? 0) + 1);
+      this.uses.set(taskId, ++this.useSeq);
       return true;
     }
     const lease = await this.locks.tryAcquire(
@@ -72,8 +82,14 @@ export class ResourceLeases implements OnApplicationShutdown {
           this.logger.warn(`letting go of the lost lease of ${taskId}: ${String(err)}`),
         );
     });
+    // Lost already (a ZooKeeper session that lapsed while the keys were taken): the listener
+    // above would never hear it, and the start must not go on as if it held them.
+    if (lease.lost) {
+      void lease.release().catch(() => undefined);
+      return false;
+    }
     this.held.set(taskId, lease);
-    this.uses.set(taskId, (this.uses.get(taskId) ?? 0) + 1);
+    this.uses.set(taskId, ++this.useSeq);
     this.logger.debug(`task ${taskId} took ${keys.join(', ')} (fence ${lease.fence})`);
     return true;
   }
