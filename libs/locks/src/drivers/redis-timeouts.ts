@@ -29,6 +29,9 @@ const NODE_BOUNDS = {
   connectTimeout: 2000,
   disconnectTimeout: 200,
   keepAlive: 10_000,
+  // Reconnect attempts every 50 ms more, up to half a second apart (ioredis' own cap is 2 s): a
+  // client that tried through a long outage is back within about that long once Redis answers.
+  retryStrategy: (times: number) => Math.min(times * 50, 500),
 } satisfies RedisOptions;
 
 /** What a caller may add to or override of the bounds; `subscriber`: one that waits for messages. */
