@@ -58,7 +58,13 @@ export class BackendGate extends BackendWatch implements OnModuleInit, OnApplica
       );
     }
     if (this.settings.queue.driver === 'redis')
-      this.watch('queue', () => this.lanes.lane(LANES[0]).size());
+      this.watch(
+        'queue',
+        () => this.lanes.lane(LANES[0]).size(),
+        // Its request lost in a silent partition, the connection would stay dead after the heal
+        // until a command's own bound ran out (2-4 s more): opened anew at once.
+        () => this.lanes.reconnect(),
+      );
   }
 
   onApplicationShutdown(): void {

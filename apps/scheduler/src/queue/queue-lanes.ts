@@ -112,6 +112,11 @@ export class QueueLanes implements OnApplicationShutdown {
     this.listeners.push(listener);
   }
 
+  /** Every lane's queue connection given up and opened anew (the queue's check went unanswered). */
+  reconnect(): void {
+    for (const lane of [this.main, this.retry, this.overflow]) lane.reconnect?.();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.retry.close();
     await this.overflow.close();

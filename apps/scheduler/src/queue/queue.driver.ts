@@ -48,6 +48,12 @@ export interface QueueDriver {
   size(): Promise<{ pending: number; claimed: number }>;
   /** Drops everything (tests). */
   clear(): Promise<void>;
+  /**
+   * Gives up the connection and opens a new one (a check on it went unanswered: a request sent
+   * into a silent partition is lost, and the old connection would stay dead after the heal).
+   * Nothing to do for a driver without one.
+   */
+  reconnect?(): void;
   close(): Promise<void>;
 }
 

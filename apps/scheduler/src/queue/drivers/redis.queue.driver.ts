@@ -292,6 +292,11 @@ export class RedisQueueDriver implements QueueDriver {
     );
   }
 
+  reconnect(): void {
+    if (this.closed || !this.ownsClient) return;
+    this.client.disconnect(true);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
