@@ -1,16 +1,13 @@
 import { LockProvider, createLockProvider } from '@baton/locks';
 import { TaskStatus } from '@baton/task-contract';
 import { ManualClock } from '@baton/time';
-import { DataSource } from 'typeorm';
 import { Clock } from '../common';
 import { SchedulerConfig } from '../config';
-import { createDataSource } from '../database';
-import { sqliteTestDatabase, TestDatabase } from '../database/testing/test-databases';
 import { OWN_LEASE_WAIT, ResourceLeases, TaskEngine } from '../engine';
-import { ENTITIES } from '../entities';
 import { QueueLanes, createQueueDriver } from '../queue';
-import { TaskModel, TasksRepository } from '../task-store';
+import { TaskModel, TasksRepository, holdsLockKeys } from '../task-store';
 import { newTask } from '../task-store/testing/new-task';
+import { migratedSqlite } from '../database/testing/test-databases';
 import { taskStoreStack } from '../task-store/testing/task-store-stack';
 import { CheckerService } from './checker.service';
 
@@ -23,8 +20,7 @@ import { CheckerService } from './checker.service';
  * ManualClock; a second ResourceLeases stands for another instance on the same lock backend.
  */
 describe('Checker: leases of tasks that hold no key by their state', () => {
-  let testDb: TestDatabase;
-  let ds: DataSource;
+  let db: Awaited<ReturnType<typeof migratedSqlite>>;
   let tasks: TasksRepository;
   let clock: ManualClock;
   let locks: LockProvider;
@@ -40,16 +36,12 @@ describe('Checker: leases of tasks that hold no key by their state', () => {
     new CheckerService(repo, here, engine, l, clock as unknown as Clock, config('a'));
 
   beforeAll(async () => {
-    testDb = await sqliteTestDatabase();
-    ds = createDataSource(testDb.config, ENTITIES);
-    await ds.initialize();
-    await ds.runMigrations();
-    tasks = taskStoreStack(ds).tasks;
+    db = await migratedSqlite();
+    tasks = taskStoreStack(db.ds).tasks;
   });
 
   afterAll(async () => {
-    await ds?.destroy();
-    await testDb?.drop();
+    await db?.close();
   });
 
   beforeEach(() => {
@@ -172,6 +164,22 @@ describe('Checker: leases of tasks that hold no key by their state', () => {
     });
     await checker(racing).checkOnce();
     expect(await freeForOthers('k-raced')).toBe(false);
+  });
+
+  it('says a task holds its key exactly when the rows do (holdsLockKeys is lockKeyHolder for one task)', async () => {
+    const cases: Partial<TaskModel>[] = [
+      ...Object.values(TaskStatus).map((status) => ({ status })),
+      { status: TaskStatus.FAIL, outcome: TaskStatus.FAIL },
+      { status: TaskStatus.PAUSE, pausedFrom: TaskStatus.RUNNING },
+      { status: TaskStatus.PAUSE, pausedFrom: TaskStatus.INIT },
+    ];
+    for (const [i, over] of cases.entries()) {
+      const key = `agree-${i}`;
+      const t = newTask({ lockKeys: [key], ...over });
+      await tasks.insert(t, 'created', 'api');
+      const byRows = (await tasks.lockKeyHolder([key], 'someone-else')) === t.taskId;
+      expect({ over, holds: holdsLockKeys(t) }).toEqual({ over, holds: byRows });
+    }
   });
 
   it('lets go of leases even when a queue lane cannot be read (Redis down or flushed mid-call)', async () => {

@@ -7,11 +7,9 @@ import {
 } from '@nestjs/common';
 import { Clock, PeriodicLoop } from '../common';
 import { SCHEDULER_CONFIG, SchedulerConfig } from '../config';
-import { OWN_LEASE_WAIT, ResourceLeases, TaskEngine } from '../engine';
+import { OWN_LEASE_WAIT, ResourceLeases, TaskEngine, message } from '../engine';
 import { QueueLanes } from '../queue';
 import { TaskModel, TasksRepository, holdsLockKeys } from '../task-store';
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /**
  * The Checker: returns queue entries whose runner died (claim lease lapsed) to the queue, and

@@ -1,11 +1,8 @@
 import { ManualClock } from '@baton/time';
-import { DataSource } from 'typeorm';
 import { SchedulerConfig } from '../config';
-import { createDataSource } from '../database';
-import { sqliteTestDatabase, TestDatabase } from '../database/testing/test-databases';
-import { ENTITIES } from '../entities';
 import { TasksRepository, TaskModel } from '../task-store';
 import { newTask } from '../task-store/testing/new-task';
+import { migratedSqlite } from '../database/testing/test-databases';
 import { taskStoreStack } from '../task-store/testing/task-store-stack';
 import { DRIVABLE } from './engine-rules';
 import { TaskSteps } from './task-steps';
@@ -19,23 +16,18 @@ const WHY = 'scheduler s1 is shutting down: claim handed back';
  * ManualClock; the claims are the store's own.
  */
 describe('TaskSteps.handBack', () => {
-  let testDb: TestDatabase;
-  let ds: DataSource;
+  let db: Awaited<ReturnType<typeof migratedSqlite>>;
   let tasks: TasksRepository;
   let clock: ManualClock;
   let steps: TaskSteps;
 
   beforeAll(async () => {
-    testDb = await sqliteTestDatabase();
-    ds = createDataSource(testDb.config, ENTITIES);
-    await ds.initialize();
-    await ds.runMigrations();
-    tasks = taskStoreStack(ds).tasks;
+    db = await migratedSqlite();
+    tasks = taskStoreStack(db.ds).tasks;
   });
 
   afterAll(async () => {
-    await ds?.destroy();
-    await testDb?.drop();
+    await db?.close();
   });
 
   beforeEach(() => {

@@ -3,7 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
+import { DataSource } from 'typeorm';
 import { DatabaseConfig } from '../../config';
+import { ENTITIES } from '../../entities';
+import { createDataSource } from '../data-source.factory';
 
 /** A database made for one test file, and how to throw it away. */
 export interface TestDatabase {
@@ -54,4 +57,25 @@ export async function mysqlTestDatabase(): Promise<TestDatabase> {
       await c.end();
     },
   };
+}
+
+/**
+ * A SQLite database of its own, connected with every entity and migrated: what an int spec of
+ * the stores builds on. `close()` it in `afterAll`.
+ */
+export async function migratedSqlite(): Promise<{ ds: DataSource; close(): Promise<void> }> {
+  const db = sqliteTestDatabase();
+  const ds = createDataSource(db.config, ENTITIES);
+  const close = async (): Promise<void> => {
+    if (ds.isInitialized) await ds.destroy();
+    await db.drop();
+  };
+  try {
+    await ds.initialize();
+    await ds.runMigrations();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { ds, close };
 }
