@@ -274,7 +274,19 @@ describe('a partition between one scheduler and its backends', () => {
     const answered = new Map(all.map((a) => [a.key, a]));
     for (const key of keys)
       if (answered.get(key)?.status !== 201) {
-        const again = await create(other.url, key);
+        // As a client does: a 503 with Retry-After (the other instance busy on a loaded box) is
+        // tried again, until it is taken.
+        let last: Answer | undefined;
+        const again = await eventually(
+          async () => {
+            last = await create(other.url, key);
+            return last.status === 503 ? undefined : last;
+          },
+          60_000,
+          `the create ${key} taken by the other instance`,
+        ).catch((err: Error) => {
+          throw new Error(`${err.message}; last answer ${JSON.stringify(last)}`);
+        });
         expect([key, again.status]).toEqual([key, expect.any(Number)]);
         expect([200, 201]).toContain(again.status);
       }
