@@ -100,7 +100,7 @@ export const FAMILIES = {
     'result',
   ),
   baton_lease_renewals_total: counter(
-    'Renewals of the claim on a task being driven, by result: renewed, lost (the claim was no longer ours), error.',
+    'Renewals of the claim on a task being driven, by result: renewed, lost (another instance took the claim, or the row moved on), error. A renewal that finds the drive itself let the task rest is not counted.',
     'result',
   ),
   baton_worker_registrations_refused_total: counter(
