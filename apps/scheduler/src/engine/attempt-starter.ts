@@ -177,8 +177,9 @@ export class AttemptStarter {
         return this.waitOnKey(t, startWaitUntil(type, now), holder);
       }
       // The lease says no other starter is here now; the rows say whether a task that started
-      // before still holds a key (its scheduler died and the lease ran out while it runs on).
-      const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId);
+      // before still holds a key (its scheduler died and the lease ran out while it runs on), or
+      // a live worker may still run an attempt given up with the key (its drop not yet told).
+      const holder = await this.tasks.lockKeyHolder(t.lockKeys, t.taskId, this.workers.liveSince());
       if (holder !== undefined) {
         await this.leases.release(t.taskId);
         return this.waitOnKey(t, startWaitUntil(type, now), holder);

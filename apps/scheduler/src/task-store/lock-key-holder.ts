@@ -8,6 +8,9 @@ import { TaskModel } from './task.model';
  * Whether the task holds its lock keys by its state: the rule of `lockKeyHolder` below, for one
  * task in hand. An attempt under way (or paused in the middle) and an outcome not yet cleaned up
  * hold them; INIT, POSTPONE, a retry that waits, FINISH and a PAUSE before any attempt do not.
+ * (A given-up attempt still owed a drop by a live worker holds them too, in the rows' rule: that
+ * is read from its attempt rows, not the task's. The Checker, which asks this, may let a lease go
+ * meanwhile; a start takes a key only after the rows' rule said no task holds it.)
  */
 export function holdsLockKeys(t: Pick<TaskModel, 'status' | 'pausedFrom' | 'outcome'>): boolean {
   if (t.status === TaskStatus.PAUSE) return t.pausedFrom === null || MID_ATTEMPT.has(t.pausedFrom);
@@ -21,15 +24,19 @@ export function holdsLockKeys(t: Pick<TaskModel, 'status' | 'pausedFrom' | 'outc
  * A task that has not started an attempt holds nothing: INIT, POSTPONE, a retry that waits, and
  * a PAUSE that was not paused in the middle of an attempt (created paused, or paused while it
  * waited).
+ *
+ * With `liveSince`, also a task whatever its state whose given-up attempt is still owed a drop
+ * by a worker that was heard from since then (a heartbeat at or after `liveSince`): that worker
+ * may still be running the attempt, which a drive that lost its claim sent it, until it is told.
+ * A worker not heard from for that long holds nothing (its runs are taken to have died with it).
  */
 export async function lockKeyHolder(
   db: DataSource,
   keys: readonly string[],
   exceptTaskId: string,
+  liveSince?: number,
 ): Promise<string | undefined> {
   if (keys.length === 0) return undefined;
-  // Keys are stored as a JSON array of strings with no quotes or backslashes in them.
-  const like = keys.map(() => "t.lock_keys LIKE :k ESCAPE '!'");
   const row = await db.manager
     .createQueryBuilder(TaskEntity, 't')
     .select('t.task_id', 'task_id')
@@ -47,17 +54,37 @@ export async function lockKeyHolder(
           .orWhere('(t.status = :fail AND t.outcome IS NOT NULL)', { fail: TaskStatus.FAIL }),
       ),
     )
-    .andWhere(
-      new Brackets((b) => {
-        keys.forEach((k, i) => {
-          const pattern = `%"${k.replace(/[!%_]/g, (c) => `!${c}`)}"%`;
-          const clause = like[i].replace(':k', `:k${i}`);
-          if (i === 0) b.where(clause, { [`k${i}`]: pattern });
-          else b.orWhere(clause, { [`k${i}`]: pattern });
-        });
-      }),
-    )
+    .andWhere(keyMatch(keys))
     .limit(1)
     .getRawOne<{ task_id: string }>();
-  return row?.task_id;
+  if (row || liveSince === undefined) return row?.task_id;
+  // From the attempts' side: few owe a drop (an index serves it), and the status index serves
+  // the query above.
+  const owed = (await db.query(
+    'SELECT a.task_id AS task_id FROM baton_task_attempt a' +
+      ' JOIN baton_worker w ON w.worker_id = a.worker_id' +
+      ' JOIN baton_task t ON t.task_id = a.task_id' +
+      ' WHERE a.drop_due_at IS NOT NULL AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
+      ` AND (${keys.map(() => "t.lock_keys LIKE ? ESCAPE '!'").join(' OR ')}) LIMIT 1`,
+    [liveSince, exceptTaskId, ...keys.map(likeKey)],
+  )) as { task_id: string }[];
+  return owed[0]?.task_id;
 }
+
+/**
+ * The rows whose `lock_keys` hold one of `keys`, exactly: keys are stored as a JSON array of
+ * strings with no quotes or backslashes in them, and `_` and `%` are no wildcards here.
+ */
+function keyMatch(keys: readonly string[]): Brackets {
+  return new Brackets((b) => {
+    keys.forEach((k, i) => {
+      const pattern = likeKey(k);
+      const clause = `t.lock_keys LIKE :k${i} ESCAPE '!'`;
+      if (i === 0) b.where(clause, { [`k${i}`]: pattern });
+      else b.orWhere(clause, { [`k${i}`]: pattern });
+    });
+  });
+}
+
+/** The LIKE pattern of one key in a `lock_keys` array (`!` escapes `_`, `%` and itself). */
+const likeKey = (k: string): string => `%"${k.replace(/[!%_]/g, (c) => `!${c}`)}"%`;

@@ -738,4 +738,73 @@ describe.each([
     await repo.insert(mid, 'created', 'test');
     expect(await repo.lockKeyHolder(['mid'], 'other')).toBe(mid.taskId);
   });
+
+  it('finds a task whose given-up attempt a live worker is still owed a drop of', async () => {
+    const now = 1_800_000_000_000;
+    const worker = (id: string, heartbeatAt: number): Record<string, unknown> => ({
+      worker_id: id,
+      url: `http://${id}`,
+      task_types: '["demo.echo"]',
+      version: '1',
+      contract_version: '1.1.0',
+      capacity: 1,
+      last_heartbeat_at: heartbeatAt,
+      consecutive_failures: 0,
+      registered_at: heartbeatAt,
+    });
+    await sql.insertRows(ds.manager, 'baton_worker', [
+      worker('drop-live', now - 1000),
+      worker('drop-gone', now - 60_000),
+    ]);
+    // A task whose attempt 1 went to `workerId` and was given up (owed a drop): it waits again.
+    const givenUp = async (key: string, workerId: string): Promise<TaskModel> => {
+      const t = newTask({ status: TaskStatus.POSTPONE, lockKeys: [key] });
+      await repo.insert(t, 'created', 'test');
+      const bound = (await repo.apply(
+        t,
+        {
+          to: TaskStatus.CREATE,
+          patch: { attempt: 1, workerId },
+          attemptStart: {
+            attempt: 1,
+            workerId,
+            workerUrl: `http://${workerId}`,
+            fence: 1,
+            startedAt: now,
+          },
+          reason: 'attempt 1',
+          actor: 's1',
+        },
+        now,
+      ))!;
+      return (await repo.apply(
+        bound,
+        {
+          to: TaskStatus.POSTPONE,
+          attemptEnd: { outcome: TaskStatus.POSTPONE, error: 'given up', drop: true },
+          reason: 'given up',
+          actor: 's2',
+        },
+        now,
+      ))!;
+    };
+    const onLive = await givenUp('owed-live', 'drop-live');
+    const onGone = await givenUp('owed-gone', 'drop-gone');
+    const liveSince = now - 30_000;
+    // The live worker may still run it: the key is held. Not by its state alone, nor for itself.
+    expect(await repo.lockKeyHolder(['owed-live'], 'other', liveSince)).toBe(onLive.taskId);
+    expect(await repo.lockKeyHolder(['owed-live'], 'other')).toBeUndefined();
+    expect(await repo.lockKeyHolder(['owed-live'], onLive.taskId, liveSince)).toBeUndefined();
+    // A worker not heard from since `liveSince` holds nothing.
+    expect(await repo.lockKeyHolder(['owed-gone'], 'other', liveSince)).toBeUndefined();
+    // Once the worker was told, the key is free.
+    const drops = new AttemptDropsRepository(sql);
+    const owed = (await drops.due(Number.MAX_SAFE_INTEGER, 1000)).find(
+      (d) => d.taskId === onLive.taskId,
+    );
+    expect(owed).toBeDefined();
+    await drops.done(owed!, now + 1);
+    expect(await repo.lockKeyHolder(['owed-live'], 'other', liveSince)).toBeUndefined();
+    expect(onGone.status).toBe(TaskStatus.POSTPONE);
+  });
 });

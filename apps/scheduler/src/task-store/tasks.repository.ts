@@ -357,9 +357,16 @@ export class TasksRepository {
     return Boolean(Number(row?.cancel_requested ?? 0));
   }
 
-  /** Another task that holds one of `keys` by its state (`lockKeyHolder` of lock-key-holder.ts). */
-  lockKeyHolder(keys: readonly string[], exceptTaskId: string): Promise<string | undefined> {
-    return lockKeyHolder(this.db, keys, exceptTaskId);
+  /**
+   * Another task that holds one of `keys` by its state, or (with `liveSince`) by a drop a live
+   * worker is still owed (`lockKeyHolder` of lock-key-holder.ts).
+   */
+  lockKeyHolder(
+    keys: readonly string[],
+    exceptTaskId: string,
+    liveSince?: number,
+  ): Promise<string | undefined> {
+    return lockKeyHolder(this.db, keys, exceptTaskId, liveSince);
   }
 
   /** Tasks of a type in these statuses (concurrency limits). */

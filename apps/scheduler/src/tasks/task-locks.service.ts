@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LockKeyState, ResourceLeases } from '../engine';
 import { TasksRepository } from '../task-store';
+import { WorkersService } from '../workers';
 import { TaskLockDto } from './dto/task-lock.dto';
 import { TasksService } from './tasks.service';
 
@@ -17,6 +18,7 @@ export class TaskLocksService {
     private readonly tasks: TasksService,
     private readonly repo: TasksRepository,
     private readonly leases: ResourceLeases,
+    private readonly workers: WorkersService,
   ) {}
 
   /**
@@ -46,7 +48,7 @@ export class TaskLocksService {
   }
 
   private async heldByState(s: LockKeyState, taskId: string): Promise<KeyHolding> {
-    const holder = await this.repo.lockKeyHolder([s.key], taskId);
+    const holder = await this.repo.lockKeyHolder([s.key], taskId, this.workers.liveSince());
     if (holder === undefined) return s;
     return { ...s, held: true, holder: `task ${holder}`, holderTaskId: holder, byState: true };
   }

@@ -52,6 +52,11 @@ export class WorkersService {
     private readonly metrics: Metrics,
   ) {}
 
+  /** The oldest heartbeat of a worker that still counts as live (not stale) now. */
+  liveSince(): number {
+    return this.clock.now() - this.config.workers.staleAfterMs;
+  }
+
   async register(dto: RegisterWorkerDto): Promise<WorkerView> {
     // The scheduler will call this URL with every task of these types: never somewhere internal
     // the operator has not allowed (a cloud's metadata service answers at 169.254.169.254).

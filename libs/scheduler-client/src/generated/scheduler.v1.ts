@@ -2005,7 +2005,7 @@ export interface components {
             /** @description someone holds the key now: a lease in the lock backend, or a task whose state holds it (an attempt under way or an outcome not yet cleaned up, whose lease ran out with its scheduler); the engine waits for either */
             held: boolean;
             /**
-             * @description `lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (the engine waits for it as for a lease; fence and expires_at are null); null when free
+             * @description `lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (an attempt under way, or one given up that a live worker has not yet been told to drop; the engine waits for it as for a lease; fence and expires_at are null); null when free
              * @enum {string|null}
              */
             held_by?: "lease" | "task_state" | null;

@@ -12,7 +12,7 @@ export class TaskLockDto {
     nullable: true,
     enum: ['lease', 'task_state'],
     description:
-      '`lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (the engine waits for it as for a lease; fence and expires_at are null); null when free',
+      '`lease`: a holding in the lock backend; `task_state`: no lease, but the holder task’s state holds the key (an attempt under way, or one given up that a live worker has not yet been told to drop; the engine waits for it as for a lease; fence and expires_at are null); null when free',
   })
   held_by!: 'lease' | 'task_state' | null;
   @ApiPropertyOptional({
