@@ -111,6 +111,35 @@ describe('LeaseKeeper', () => {
     await renewer.stop();
   });
 
+  it('renews nothing more once stopped, even with a renewal in flight when it stops', async () => {
+    const t = await claimed();
+    const renewer = keeper.renewWhileDriving(t, undefined);
+    // The first renewal's write is held in flight (a slow database) while the drive ends.
+    let release: (row: TaskModel | undefined) => void = () => undefined;
+    const step = jest
+      .spyOn(steps, 'step')
+      .mockImplementationOnce(() => new Promise((resolve) => (release = resolve)));
+    await clock.advance(THIRD);
+    expect(step).toHaveBeenCalledTimes(1);
+    await renewer.stop();
+    release(await tasks.findById(t.taskId));
+    await clock.advance(THIRD * 6);
+    expect(step).toHaveBeenCalledTimes(1);
+    expect(clock.pending()).toBe(0);
+    step.mockRestore();
+  });
+
+  it('counts no loss for a claim the shutdown handed back', async () => {
+    const t = await claimed();
+    const renewer = keeper.renewWhileDriving(t, undefined);
+    await expect(steps.handBack('scheduler s1 is shutting down')).resolves.toBe(1);
+    await clock.advance(THIRD * 3);
+    await steps.settled(t.taskId);
+    expect(count('lost')).toBe(0);
+    expect(await tasks.findById(t.taskId)).toMatchObject({ owner: null });
+    await renewer.stop();
+  });
+
   it('counts a claim another instance took as lost, and tries again a third later, not at once', async () => {
     const t = await claimed();
     const renewer = keeper.renewWhileDriving(t, undefined);

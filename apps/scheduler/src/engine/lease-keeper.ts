@@ -52,8 +52,9 @@ export class LeaseKeeper {
         );
         return;
       }
-      // Whether the drive's own step gave the claim up (it rests): nothing to renew, no loss.
-      let givenUp = false;
+      // Whether the drive's own step gave the claim up (it rests), or the shutdown handed it
+      // back: nothing to renew, no loss.
+      let givenUp = this.steps.isHandedBack(t.taskId);
       let renewedNow = false;
       void this.steps
         .step(
@@ -79,9 +80,13 @@ export class LeaseKeeper {
             TaskLog.line(t.taskId, t.attempt, `renewing the claim of ${t.taskId}: ${message(err)}`),
           );
         })
-        // One renewal at a time: the next when a third of the new lease is gone; after one that
-        // failed (the old lease still on the row), a third of a lease later, not at once.
-        .finally(() => next(renewedNow ? this.untilRenewal(t, claimLeaseMs, every) : every));
+        // One renewal at a time: the next when a third of the new lease is gone, but not sooner
+        // than half a third after this one (a database so slow that a renewal takes a third of
+        // the lease is not sent one after another); after one that failed (the old lease still
+        // on the row), a third of a lease later, not at once.
+        .finally(() =>
+          next(renewedNow ? Math.max(every / 2, this.untilRenewal(t, claimLeaseMs, every)) : every),
+        );
     };
     next(this.untilRenewal(t, claimLeaseMs, every));
     return {

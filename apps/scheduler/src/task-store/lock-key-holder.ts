@@ -64,7 +64,8 @@ export async function lockKeyHolder(
     'SELECT a.task_id AS task_id FROM baton_task_attempt a' +
       ' JOIN baton_worker w ON w.worker_id = a.worker_id' +
       ' JOIN baton_task t ON t.task_id = a.task_id' +
-      ' WHERE a.drop_due_at IS NOT NULL AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
+      // `>= 0` rather than IS NOT NULL: SQLite's planner (no ANALYZE) then uses the index too.
+      ' WHERE a.drop_due_at >= 0 AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
       ` AND (${keys.map(() => "t.lock_keys LIKE ? ESCAPE '!'").join(' OR ')}) LIMIT 1`,
     [liveSince, exceptTaskId, ...keys.map(likeKey)],
   )) as { task_id: string }[];

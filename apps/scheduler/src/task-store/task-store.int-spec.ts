@@ -788,13 +788,16 @@ describe.each([
         now,
       ))!;
     };
-    const onLive = await givenUp('owed-live', 'drop-live');
+    const onLive = await givenUp('owed_live', 'drop-live');
     const onGone = await givenUp('owed-gone', 'drop-gone');
     const liveSince = now - 30_000;
     // The live worker may still run it: the key is held. Not by its state alone, nor for itself.
-    expect(await repo.lockKeyHolder(['owed-live'], 'other', liveSince)).toBe(onLive.taskId);
-    expect(await repo.lockKeyHolder(['owed-live'], 'other')).toBeUndefined();
-    expect(await repo.lockKeyHolder(['owed-live'], onLive.taskId, liveSince)).toBeUndefined();
+    expect(await repo.lockKeyHolder(['owed_live'], 'other', liveSince)).toBe(onLive.taskId);
+    expect(await repo.lockKeyHolder(['x', 'owed_live'], 'other', liveSince)).toBe(onLive.taskId);
+    // Keys match exactly: '_' is no wildcard.
+    expect(await repo.lockKeyHolder(['owedXlive', 'x'], 'other', liveSince)).toBeUndefined();
+    expect(await repo.lockKeyHolder(['owed_live'], 'other')).toBeUndefined();
+    expect(await repo.lockKeyHolder(['owed_live'], onLive.taskId, liveSince)).toBeUndefined();
     // A worker not heard from since `liveSince` holds nothing.
     expect(await repo.lockKeyHolder(['owed-gone'], 'other', liveSince)).toBeUndefined();
     // Once the worker was told, the key is free.
@@ -803,8 +806,11 @@ describe.each([
       (d) => d.taskId === onLive.taskId,
     );
     expect(owed).toBeDefined();
-    await drops.done(owed!, now + 1);
-    expect(await repo.lockKeyHolder(['owed-live'], 'other', liveSince)).toBeUndefined();
+    // Being sent (claimed by an instance until a moment ahead): still owed.
+    expect(await drops.claim(owed!, now + 30_000)).toBe(true);
+    expect(await repo.lockKeyHolder(['owed_live'], 'other', liveSince)).toBe(onLive.taskId);
+    await drops.done({ ...owed!, dueAt: now + 30_000 }, now + 1);
+    expect(await repo.lockKeyHolder(['owed_live'], 'other', liveSince)).toBeUndefined();
     expect(onGone.status).toBe(TaskStatus.POSTPONE);
   });
 });
