@@ -66,26 +66,26 @@ export async function lockKeyHolder(
       ' JOIN baton_task t ON t.task_id = a.task_id' +
       // `>= 0` rather than IS NOT NULL: SQLite's planner (no ANALYZE) then uses the index too.
       ' WHERE a.drop_due_at >= 0 AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
-      ` AND (${keys.map(() => "t.lock_keys LIKE ? ESCAPE '!'").join(' OR ')}) LIMIT 1`,
-    [liveSince, exceptTaskId, ...keys.map(likeKey)],
+      ` AND (${keys.map(() => 'INSTR(t.lock_keys, ?) > 0').join(' OR ')}) LIMIT 1`,
+    [liveSince, exceptTaskId, ...keys.map(quoted)],
   )) as { task_id: string }[];
   return owed[0]?.task_id;
 }
 
 /**
  * The rows whose `lock_keys` hold one of `keys`, exactly: keys are stored as a JSON array of
- * strings with no quotes or backslashes in them, and `_` and `%` are no wildcards here.
+ * strings with no quotes or backslashes in them, so a key is its quoted text in the array. INSTR,
+ * not LIKE: SQLite's LIKE ignores case (`DB` would hold `db`), and no character is a wildcard.
  */
 function keyMatch(keys: readonly string[]): Brackets {
   return new Brackets((b) => {
     keys.forEach((k, i) => {
-      const pattern = likeKey(k);
-      const clause = `t.lock_keys LIKE :k${i} ESCAPE '!'`;
-      if (i === 0) b.where(clause, { [`k${i}`]: pattern });
-      else b.orWhere(clause, { [`k${i}`]: pattern });
+      const clause = `INSTR(t.lock_keys, :k${i}) > 0`;
+      if (i === 0) b.where(clause, { [`k${i}`]: quoted(k) });
+      else b.orWhere(clause, { [`k${i}`]: quoted(k) });
     });
   });
 }
 
-/** The LIKE pattern of one key in a `lock_keys` array (`!` escapes `_`, `%` and itself). */
-const likeKey = (k: string): string => `%"${k.replace(/[!%_]/g, (c) => `!${c}`)}"%`;
+/** A key as it stands in a stored `lock_keys` array. */
+const quoted = (k: string): string => `"${k}"`;

@@ -737,6 +737,11 @@ describe.each([
     });
     await repo.insert(mid, 'created', 'test');
     expect(await repo.lockKeyHolder(['mid'], 'other')).toBe(mid.taskId);
+    // Keys differ by case: `Disk-A` is not `disk-a` (SQLite's LIKE would have matched them).
+    const upper = newTask({ status: TaskStatus.RUNNING, lockKeys: ['Disk-A'] });
+    await repo.insert(upper, 'created', 'test');
+    expect(await repo.lockKeyHolder(['disk-a'], 'other')).toBeUndefined();
+    expect(await repo.lockKeyHolder(['Disk-A'], 'other')).toBe(upper.taskId);
   });
 
   it('finds a task whose given-up attempt a live worker is still owed a drop of', async () => {
