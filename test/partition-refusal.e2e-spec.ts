@@ -185,7 +185,8 @@ describe('a partition between one scheduler and its backends', () => {
      */
     const partition = async (proxy: TcpProxy, backend: string) => {
       const creates = load(backend);
-      await schedule().after(2000);
+      // Long enough for a baseline of the other instance's answers before the partition.
+      await schedule().after(4000);
       phase = 'first half';
       proxy.blackhole();
       await schedule().after(PARTITION_MS / 2);
@@ -219,6 +220,18 @@ describe('a partition between one scheduler and its backends', () => {
       await creates.done();
       phase = 'before';
       const during = creates.state.cut.filter((a) => a.sentIn !== 'before');
+      // The other instance's answers to creates sent before the partition and during it.
+      const otherP99 = (when: 'before' | 'during'): string => {
+        const sent = creates.state.other.filter((a) =>
+          when === 'before'
+            ? a.sentIn === 'before'
+            : a.sentIn === 'first half' || a.sentIn === 'second half',
+        );
+        return `p99 ${percentile(
+          sent.map((a) => a.ms),
+          99,
+        )} ms of ${sent.length}`;
+      };
       const ms = during.map((a) => a.ms);
       console.log(
         `${backend} silent ${PARTITION_MS} ms: the cut-off instance answered ${during.length} creates sent since (` +
@@ -228,7 +241,7 @@ describe('a partition between one scheduler and its backends', () => {
           `the other instance: ${creates.state.other.length} creates, p99 ${percentile(
             creates.state.other.map((a) => a.ms),
             99,
-          )} ms`,
+          )} ms (${otherP99('before')} before the partition, ${otherP99('during')} during it)`,
       );
       // Nothing sent in the first half waited out the partition.
       expect(during.filter((a) => a.sentIn === 'first half' && a.answeredIn === 'healed')).toEqual(
