@@ -2,7 +2,7 @@ import { ManualClock } from '@baton/time';
 import { SchedulerConfig } from '../config';
 import { Metrics } from '../metrics';
 import { TasksRepository, TaskModel } from '../task-store';
-import { newTask } from '../task-store/testing/new-task';
+import { insertClaimed } from '../task-store/testing/new-task';
 import { migratedSqlite } from '../database/testing/test-databases';
 import { taskStoreStack } from '../task-store/testing/task-store-stack';
 import { DRIVABLE } from './engine-rules';
@@ -48,17 +48,7 @@ describe('LeaseKeeper', () => {
 
   /** A stored task claimed by this instance with the lease set at `leaseFrom`, as a drive gets it. */
   const claimed = async (leaseFrom = clock.now()): Promise<TaskModel> => {
-    const t = newTask({ dueAt: clock.now() });
-    await tasks.insert(t, 'created', 'api');
-    const [row] = await tasks.claimMany(
-      [t.taskId],
-      ME,
-      leaseFrom,
-      leaseFrom + LEASE,
-      DRIVABLE,
-      clock.now(),
-    );
-    expect(row).toMatchObject({ owner: ME });
+    const row = await insertClaimed(tasks, ME, clock.now(), leaseFrom + LEASE);
     steps.track(row);
     return row;
   };

@@ -1,7 +1,7 @@
 import { ManualClock } from '@baton/time';
 import { SchedulerConfig } from '../config';
 import { TasksRepository, TaskModel } from '../task-store';
-import { newTask } from '../task-store/testing/new-task';
+import { insertClaimed } from '../task-store/testing/new-task';
 import { migratedSqlite } from '../database/testing/test-databases';
 import { taskStoreStack } from '../task-store/testing/task-store-stack';
 import { DRIVABLE } from './engine-rules';
@@ -36,19 +36,8 @@ describe('TaskSteps.handBack', () => {
   });
 
   /** A stored task, due now, claimed by this instance as the runner claims. */
-  const claimed = async (): Promise<TaskModel> => {
-    const t = newTask({ dueAt: clock.now() });
-    await tasks.insert(t, 'created', 'api');
-    const [row] = await tasks.claimMany(
-      [t.taskId],
-      ME,
-      clock.now(),
-      clock.now() + 30_000,
-      DRIVABLE,
-    );
-    expect(row).toMatchObject({ owner: ME });
-    return row;
-  };
+  const claimed = (): Promise<TaskModel> =>
+    insertClaimed(tasks, ME, clock.now(), clock.now() + 30_000);
 
   const row = async (id: string): Promise<TaskModel> => (await tasks.findById(id))!;
 

@@ -1,7 +1,6 @@
 import { TaskStatus } from '@baton/task-contract';
-import { Brackets, DataSource } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { HOLDING_STATUSES, MID_ATTEMPT } from './task-change';
-import { TaskEntity } from './task.entity';
 import { TaskModel } from './task.model';
 
 /**
@@ -37,55 +36,44 @@ export async function lockKeyHolder(
   liveSince?: number,
 ): Promise<string | undefined> {
   if (keys.length === 0) return undefined;
-  const row = await db.manager
-    .createQueryBuilder(TaskEntity, 't')
-    .select('t.task_id', 'task_id')
-    .where('t.task_id <> :except', { except: exceptTaskId })
-    .andWhere(
-      new Brackets((b) =>
-        b
-          .where('t.status IN (:...holding)', {
-            holding: [...HOLDING_STATUSES].filter((x) => x !== TaskStatus.PAUSE),
-          })
-          .orWhere(
-            '(t.status = :pause AND (t.paused_from IS NULL OR t.paused_from IN (:...midAttempt)))',
-            { pause: TaskStatus.PAUSE, midAttempt: [...MID_ATTEMPT] },
-          )
-          .orWhere('(t.status = :fail AND t.outcome IS NOT NULL)', { fail: TaskStatus.FAIL }),
-      ),
-    )
-    .andWhere(keyMatch(keys))
-    .limit(1)
-    .getRawOne<{ task_id: string }>();
-  if (row || liveSince === undefined) return row?.task_id;
-  // From the attempts' side: few owe a drop (an index serves it), and the status index serves
-  // the query above.
-  const owed = (await db.query(
+  const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+  const holding = [...HOLDING_STATUSES].filter((x) => x !== TaskStatus.PAUSE);
+  const midAttempt = [...MID_ATTEMPT];
+  // Keys are stored as a JSON array of strings with no quotes or backslashes in them, so a key
+  // is its quoted text in the array. INSTR, not LIKE: SQLite's LIKE ignores case (`DB` would
+  // hold `db`), and no character is a wildcard.
+  const match = keys.map(() => 'INSTR(t.lock_keys, ?) > 0').join(' OR ');
+  const quoted = keys.map((k) => `"${k}"`);
+  const byState =
+    'SELECT t.task_id AS task_id FROM baton_task t WHERE t.task_id <> ?' +
+    ` AND (t.status IN (${marks(holding.length)})` +
+    ` OR (t.status = ? AND (t.paused_from IS NULL OR t.paused_from IN (${marks(midAttempt.length)})))` +
+    ' OR (t.status = ? AND t.outcome IS NOT NULL))' +
+    ` AND (${match})`;
+  const stateArgs = [
+    exceptTaskId,
+    ...holding,
+    TaskStatus.PAUSE,
+    ...midAttempt,
+    TaskStatus.FAIL,
+    ...quoted,
+  ];
+  // The owed drops from the attempts' side, in the same round trip: few owe one, and an index
+  // serves each half (`>= 0` rather than IS NOT NULL: SQLite's planner, with no ANALYZE, then
+  // uses the drop index too).
+  const byDrop =
     'SELECT a.task_id AS task_id FROM baton_task_attempt a' +
-      ' JOIN baton_worker w ON w.worker_id = a.worker_id' +
-      ' JOIN baton_task t ON t.task_id = a.task_id' +
-      // `>= 0` rather than IS NOT NULL: SQLite's planner (no ANALYZE) then uses the index too.
-      ' WHERE a.drop_due_at >= 0 AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
-      ` AND (${keys.map(() => 'INSTR(t.lock_keys, ?) > 0').join(' OR ')}) LIMIT 1`,
-    [liveSince, exceptTaskId, ...keys.map(quoted)],
-  )) as { task_id: string }[];
-  return owed[0]?.task_id;
+    ' JOIN baton_worker w ON w.worker_id = a.worker_id' +
+    ' JOIN baton_task t ON t.task_id = a.task_id' +
+    ' WHERE a.drop_due_at >= 0 AND w.last_heartbeat_at >= ? AND a.task_id <> ?' +
+    ` AND (${match})`;
+  const rows = (await (liveSince === undefined
+    ? db.query(`${byState} LIMIT 1`, stateArgs)
+    : db.query(`${byState} UNION ALL ${byDrop} LIMIT 1`, [
+        ...stateArgs,
+        liveSince,
+        exceptTaskId,
+        ...quoted,
+      ]))) as { task_id: string }[];
+  return rows[0]?.task_id;
 }
-
-/**
- * The rows whose `lock_keys` hold one of `keys`, exactly: keys are stored as a JSON array of
- * strings with no quotes or backslashes in them, so a key is its quoted text in the array. INSTR,
- * not LIKE: SQLite's LIKE ignores case (`DB` would hold `db`), and no character is a wildcard.
- */
-function keyMatch(keys: readonly string[]): Brackets {
-  return new Brackets((b) => {
-    keys.forEach((k, i) => {
-      const clause = `INSTR(t.lock_keys, :k${i}) > 0`;
-      if (i === 0) b.where(clause, { [`k${i}`]: quoted(k) });
-      else b.orWhere(clause, { [`k${i}`]: quoted(k) });
-    });
-  });
-}
-
-/** A key as it stands in a stored `lock_keys` array. */
-const quoted = (k: string): string => `"${k}"`;

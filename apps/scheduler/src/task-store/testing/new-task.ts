@@ -1,6 +1,7 @@
 import { systemClock } from '@baton/time';
 import { BlockingKind, RepetitionKind, TaskStatus } from '@baton/task-contract';
 import { TaskModel } from '../task.model';
+import type { TasksRepository } from '../tasks.repository';
 
 let seq = 0;
 
@@ -52,4 +53,21 @@ export function newTask(over: Partial<TaskModel> = {}): TaskModel {
     finishedAt: null,
     ...over,
   };
+}
+
+/**
+ * A stored task, due at `now`, claimed by `owner` until `leaseUntil` as the runner claims it
+ * (owner, lease, a new fence): the row a drive starts from.
+ */
+export async function insertClaimed(
+  tasks: TasksRepository,
+  owner: string,
+  now: number,
+  leaseUntil: number,
+): Promise<TaskModel> {
+  const t = newTask({ dueAt: now });
+  await tasks.insert(t, 'created', 'api');
+  const [row] = await tasks.claimMany([t.taskId], owner, now, leaseUntil, [t.status], now);
+  if (row?.owner !== owner) throw new Error(`task ${t.taskId} was not claimed by ${owner}`);
+  return row;
 }
