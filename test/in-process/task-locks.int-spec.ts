@@ -1,3 +1,5 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
 import { Api } from '../support/baton';
 import { InProcessBaton, startInProcess } from '../support/in-process';
 import { Waits, manualTime } from '../support/waits';
@@ -294,5 +296,59 @@ describe.each([['embedded (local locks)']])('task locks: %s', () => {
     expect(seen).toMatchObject({ held_by: 'task_state', holder: `task ${holder}`, fence: null });
     await until(holder, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
     await until(waiter, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
+  });
+  it('keeps a key from other tasks while a live worker is owed the drop of an attempt given up with it', async () => {
+    const key = `owed-${run}`;
+    // A task whose attempt 1 was given up while its worker may still run it: it waits (its first
+    // start a day ahead), and the drop is owed to the live worker. Written as the engine writes it.
+    const given = await api.create({
+      create_info: { task_type: 'demo.echo', task_name: 'its attempt was given up' },
+      process_arg: { start_time: new Date(waits.now() + 86_400_000).toISOString() },
+      lock_keys: [key],
+    });
+    const [worker] = (await api.call<{ worker_id: string; url: string }[]>('GET', '/v1/workers'))
+      .data;
+    const file = new Database(join(baton.dir, 'baton.sqlite'), { timeout: 10_000 });
+    const owe = (dropDueAt: number | null): void => {
+      file
+        .prepare('UPDATE baton_task_attempt SET drop_due_at = ? WHERE task_id = ?')
+        .run(dropDueAt, given);
+    };
+    try {
+      file
+        .prepare(
+          'INSERT INTO baton_task_attempt (task_id, attempt, worker_id, worker_url, fence, started_at, ended_at, outcome, error, drop_due_at, drop_tries) VALUES (?, 1, ?, ?, 1, ?, ?, ?, ?, ?, 0)',
+        )
+        .run(
+          given,
+          worker.worker_id,
+          worker.url,
+          waits.now(),
+          waits.now(),
+          'POSTPONE',
+          'given up',
+          waits.now() + 86_400_000,
+        );
+      const waiter = await api.create({
+        create_info: { task_type: 'demo.echo', task_name: 'waits for the drop' },
+        lock_keys: [key],
+      });
+      const reason = await waits.eventually(
+        async () => (await api.events(waiter)).find((e) => /lock key held/.test(e.reason))?.reason,
+        SETTLE_MS,
+        'the waiter postponed on the key',
+      );
+      expect(reason).toBe(`lock key held by task ${given}: ${key}`);
+      expect((await locks(waiter))[0]).toMatchObject({
+        held: true,
+        held_by: 'task_state',
+        holder_task_id: given,
+      });
+      // The worker was told: the key is free, and the waiter runs.
+      owe(null);
+      await until(waiter, 'finished', (t) => t.task_status === 'FINISH' && t.outcome === 'SUCCESS');
+    } finally {
+      file.close();
+    }
   });
 });
